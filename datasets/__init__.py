@@ -1,0 +1,1 @@
+"""Labelled datasets written for rag-eval, shipped as package data."""

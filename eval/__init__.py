@@ -1,0 +1,1 @@
+"""Evaluation harness: dataset loaders, runner, metrics, reports."""

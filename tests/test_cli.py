@@ -1,0 +1,149 @@
+"""The command line through click's CliRunner: output, errors as one line, help everywhere."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from rag_eval.cli import cli
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def test_version_lists_sqlite_and_libraries(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["--version"])
+    assert result.exit_code == 0
+    for line in ("rag-eval ", "sqlite 3.", "jieba 0.42", "spacy-pkuseg 1.", "opencc 1."):
+        assert line in result.output
+
+
+def test_tokenizers_lists_every_strategy(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["tokenizers"])
+    assert result.exit_code == 0
+    for name in ("bigram", "jieba", "pkuseg", "trigram", "unicode61", "unigram"):
+        assert re.search(rf"^{name}  \((Python|native FTS5)\)  (available|unavailable)$", result.output, re.M)
+    assert "option mode={search|precise}" in result.output
+    assert "spec: bigram:t2s=false [unicode=" in result.output
+
+
+def test_tokenizers_json(runner: CliRunner) -> None:
+    rows = json.loads(runner.invoke(cli, ["tokenizers", "--json"]).output)
+    by_name = {row["name"]: row for row in rows}
+    assert by_name["unicode61"]["kind"] == "native FTS5"
+    assert by_name["bigram"]["available"] is True
+
+
+def test_tokenize_prints_offsets(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["tokenize", "-t", "jieba:mode=precise", "导出文件保留三十天"])
+    assert result.exit_code == 0
+    assert result.output.splitlines()[1:] == ["0\t2\t导出", "2\t4\t文件", "4\t6\t保留", "6\t9\t三十天"]
+
+
+def test_tokenize_compares_strategies_side_by_side(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["tokenize", "-t", "unicode61", "-t", "bigram", "导出文件"])
+    assert result.exit_code == 0
+    assert result.output.splitlines() == [
+        "unicode61:remove_diacritics=1  导出文件",
+        "bigram:t2s=false               导出 | 出文 | 文件",
+    ]
+
+
+def test_tokenize_without_spec_runs_every_strategy(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["tokenize", "导出文件保留三十天"])
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert len(lines) == 6
+    assert any(line.startswith("pkuseg") and "unavailable" in line and "models install pkuseg" in line for line in lines)
+    assert any(line.startswith("jieba:") and "导出 | 文件" in line for line in lines)
+
+
+def test_tokenize_json_from_stdin(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["tokenize", "-t", "bigram", "--json", "-"], input="ＡＢＣ 导出".encode())
+    payload = json.loads(result.output)
+    assert payload["spec"].startswith("bigram:t2s=false")
+    assert payload["tokens"] == [{"text": "abc", "start": 0, "end": 3}, {"text": "导出", "start": 4, "end": 6}]
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        (["tokenize", "-t", "nope", "x"], None, "error: unknown tokenizer 'nope'; choose from: bigram,"),
+        (["tokenize", "-t", "bigram:x=1", "x"], None, "error: unknown option 'x' for bigram; valid options: t2s"),
+        (["tokenize", "-t", "unicode61:t2s=true", "x"], None, "error: unicode61 is FTS5's native tokenizer"),
+        (["tokenize", "-t", "bigram", "-"], b"ok \xff\xfe", "error: standard input is not valid UTF-8 at byte 3"),
+        (["tokenize", "-t", "bigram", "a\ud800"], None, "error: text is not valid Unicode: lone surrogate U+D800"),
+        (["models", "install", "pkuseg", "--sdist", "{file}"], None, "error: {file} has sha256"),
+        (["models", "install", "pkuseg", "--sdist", "{file}.missing"], None, "Usage:"),
+    ],
+)
+def test_errors_are_one_line_and_exit_nonzero(
+    runner: CliRunner, tmp_path: Path, args: list[str], stdin: bytes | None, message: str
+) -> None:
+    not_an_sdist = tmp_path / "pkuseg-0.0.25.tar.gz"
+    not_an_sdist.write_bytes(b"not a tarball")
+    args = [a.replace("{file}", str(not_an_sdist)) for a in args]
+    message = message.replace("{file}", str(not_an_sdist))
+    result = runner.invoke(cli, args, input=stdin)
+    if message == "Usage:":  # click's own usage errors: exit 2 with usage and one error line
+        assert result.exit_code == 2 and "does not exist" in result.stderr
+        return
+    assert result.exit_code == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(message)
+    assert "Traceback" not in result.output + result.stderr
+
+
+def test_missing_pkuseg_model_error_names_install_command(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = runner.invoke(cli, ["tokenize", "-t", "pkuseg", "导出"])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0].startswith("error: the pkuseg default model is not installed")
+    assert "hint: run: rag-eval models install pkuseg" in result.stderr
+
+
+def test_debug_shows_traceback() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "rag_eval", "--debug", "tokenize", "-t", "nope", "x"], capture_output=True, text=True
+    )
+    assert result.returncode != 0
+    assert "Traceback" in result.stderr and "RegistryError" in result.stderr
+
+
+def test_models_list(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["models", "list"])
+    assert result.exit_code == 0
+    assert "pkuseg:model=mini\tinstalled" in result.output
+
+
+def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
+    found = []
+    for name, command in sorted(group.commands.items()):
+        found.append((f"{prefix}{name}", command))
+        if isinstance(command, click.Group):
+            found += _commands(command, f"{prefix}{name} ")
+    return found
+
+
+@pytest.mark.parametrize(("path", "command"), _commands(cli), ids=[p for p, _ in _commands(cli)])
+def test_every_command_has_help_and_is_documented(path: str, command: click.Command) -> None:
+    assert command.help and len(command.help.split()) >= 4
+    assert CliRunner().invoke(cli, path.split() + ["--help"]).exit_code == 0
+    assert f"rag-eval {path}" in README.read_text(encoding="utf-8")
+
+
+def test_readme_starts_with_the_two_commands() -> None:
+    blocks = re.findall(r"```(?:bash|sh)\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert "rag-eval" in blocks[0] and "pytest" in blocks[1]
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    assert "readme_command" in ci

@@ -1,0 +1,74 @@
+"""Tokenizer registry and contract: ``get_tokenizer("jieba:mode=precise").tokenize(text)``."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..errors import RagEvalError, RegistryError
+from ..registry import Registry
+from ..spec import SystemSpec
+from .base import PythonTokenizer, Token, Tokenizer
+from .normalise import normalise, normalise_with_offsets
+
+#: Every tokenizer, built-in or plug-in, keyed by name (entry-point group ``rag_eval.tokenizers``).
+TOKENIZERS: Registry[Tokenizer] = Registry("rag_eval.tokenizers", "tokenizer")
+
+
+def tokenizer_class(name: str) -> type[Tokenizer]:
+    """The registered class for ``name``; unknown names list the registered ones."""
+    cls = TOKENIZERS[name]
+    if not (isinstance(cls, type) and issubclass(cls, Tokenizer)):
+        raise RegistryError(f"tokenizer {name!r} is {cls!r}, not a rag_eval Tokenizer subclass")
+    return cls
+
+
+def get_tokenizer(spec: str | SystemSpec) -> Tokenizer:
+    """A tokenizer from a system spec such as ``bigram`` or ``jieba:mode=precise,t2s=true``."""
+    parsed = spec if isinstance(spec, SystemSpec) else SystemSpec.parse(spec)
+    return tokenizer_class(parsed.name).from_spec(parsed)
+
+
+class TokenizeResult(NamedTuple):
+    """The tokens one strategy gives a text, or why the strategy could not run."""
+
+    system: str
+    spec: str
+    tokens: list[Token]
+    error: str | None = None
+
+
+def tokenize_many(specs: list[str], text: str) -> list[TokenizeResult]:
+    """Tokenize ``text`` with each spec; no specs means every registered strategy.
+
+    Named specs must work (their errors propagate). When comparing every strategy, one that is
+    unavailable (a missing model) is reported in its row instead of stopping the others.
+    """
+    from .normalise import check_text
+
+    check_text(text)
+    if specs:
+        tokenizers = [get_tokenizer(spec) for spec in specs]
+        return [TokenizeResult(t.system, t.spec, t.tokenize(text)) for t in tokenizers]
+    results = []
+    for name in TOKENIZERS:
+        try:
+            tokenizer = get_tokenizer(name)
+            results.append(TokenizeResult(tokenizer.system, tokenizer.spec, tokenizer.tokenize(text)))
+        except RagEvalError as exc:
+            reason = f"{exc} ({exc.hint})" if exc.hint else str(exc)
+            results.append(TokenizeResult(name, name, [], reason))
+    return results
+
+
+__all__ = [
+    "TokenizeResult",
+    "tokenize_many",
+    "TOKENIZERS",
+    "PythonTokenizer",
+    "Token",
+    "Tokenizer",
+    "get_tokenizer",
+    "normalise",
+    "normalise_with_offsets",
+    "tokenizer_class",
+]

@@ -1,0 +1,48 @@
+"""Descriptions of registered tokenizers for ``rag-eval tokenizers``."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..errors import RagEvalError
+from ..registry import Registry
+
+
+class TokenizerInfo(NamedTuple):
+    """One row of the tokenizer listing."""
+
+    name: str
+    kind: str
+    available: bool
+    reason: str
+    hint: str
+    options: list[str]
+    spec: str
+    summary: str
+
+
+def describe_all(registry: Registry) -> list[TokenizerInfo]:  # type: ignore[type-arg]
+    """Describe every registered tokenizer without failing on a broken or unavailable one."""
+    rows = []
+    for name in registry:
+        try:
+            cls = registry[name]
+        except RagEvalError as exc:
+            rows.append(TokenizerInfo(name, "plug-in", False, str(exc), "", [], "", ""))
+            continue
+        reason = cls.availability()
+        options = [f"{o.describe()}  {o.help}" for o in cls.option_set.options]
+        spec = ""
+        if reason is None:
+            try:
+                spec = cls().spec
+            except RagEvalError as exc:
+                reason = str(exc)
+        hint = cls.install_hint if reason else _usage_hint(name)
+        kind = "native FTS5" if cls.native else "Python"
+        rows.append(TokenizerInfo(name, kind, reason is None, reason or "", hint, options, spec, cls.summary))
+    return rows
+
+
+def _usage_hint(name: str) -> str:
+    return f"rag-eval tokenize -t {name} TEXT"

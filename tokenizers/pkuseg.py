@@ -1,0 +1,90 @@
+"""pkuseg word segmentation through spacy-pkuseg (wheels, pkuseg's API), with a local model only."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import UnavailableError
+from ..models import model_checksum, resolve_pkuseg_model
+from ..spec import Option
+from .base import PythonTokenizer, with_options
+
+
+def _userdict(value: str) -> str:
+    if value in ("", "none"):
+        return value
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise ValueError(f"no such file: {value} (use a path, '' for pkuseg's built-in dictionary, or none)")
+    return str(path.resolve())
+
+
+class PkusegTokenizer(PythonTokenizer):
+    """pkuseg (a CRF segmenter) with the model resolved from, in order: the ``model=`` option,
+    ``$RAG_EVAL_PKUSEG_MODEL``, the default model installed in rag-eval's cache dir.
+
+    ``model=mini`` is the small model shipped with rag-eval (trained on its own text; fine for tests,
+    not for measuring); ``model=default`` is pkuseg's real model (``rag-eval models install pkuseg``).
+    Models are never downloaded at run time.
+    """
+
+    name = "pkuseg"
+    summary = "pkuseg CRF word segmentation (spacy-pkuseg) with a local model"
+    option_set = with_options(
+        PythonTokenizer.option_set,
+        Option("model", "mini (shipped), default (installed) or a model directory; '' = $RAG_EVAL_PKUSEG_MODEL, then default", ""),
+        Option("userdict", "'' = pkuseg's built-in dictionary, none, or a path with one word per line", "", _userdict),
+    )
+    libraries = ("spacy-pkuseg",)
+    install_hint = "pip install 'spacy-pkuseg>=1.0,<1.1'; then: rag-eval models install pkuseg (or use model=mini)"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._segmenter: Any = None
+
+    @classmethod
+    def availability(cls) -> str | None:
+        reason = super().availability()
+        if reason is not None:
+            return reason
+        try:
+            resolve_pkuseg_model("")
+        except UnavailableError as exc:
+            return str(exc)
+        return None
+
+    def check_available(self) -> None:
+        missing = PythonTokenizer.availability.__func__(type(self))  # type: ignore[attr-defined]
+        if missing is not None:
+            raise UnavailableError(f"tokenizer {self.name!r} is unavailable: {missing}", hint=self.install_hint)
+        resolve_pkuseg_model(self.options["model"])
+
+    def fingerprint(self) -> dict[str, str]:
+        details = super().fingerprint()
+        label, path = resolve_pkuseg_model(self.options["model"])
+        details["model"] = f"{label}@sha256:{model_checksum(path)[:16]}"
+        userdict = self.options["userdict"]
+        if userdict not in ("", "none"):
+            details["userdict"] = "sha256:" + hashlib.sha256(Path(userdict).read_bytes()).hexdigest()[:16]
+        return details
+
+    def _load(self) -> None:
+        import spacy_pkuseg
+
+        _label, path = resolve_pkuseg_model(self.options["model"])
+        userdict = self.options["userdict"]
+        self._segmenter = spacy_pkuseg.pkuseg(
+            model_name=str(path), user_dict=None if userdict == "none" else (userdict or "default")
+        )
+
+    def _spans(self, text: str) -> Iterator[tuple[int, int]]:
+        # pkuseg returns the words of the text in order with whitespace removed; find each in turn.
+        position = 0
+        for word in self._segmenter.cut(text):
+            start = text.find(word, position)
+            if start < 0:  # pragma: no cover - pkuseg never rewrites characters of normalised text
+                continue
+            position = start + len(word)
+            yield start, position

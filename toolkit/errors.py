@@ -1,0 +1,34 @@
+"""Exceptions raised by rag-eval. The CLI turns every RagEvalError into one line and exit status 1."""
+
+from __future__ import annotations
+
+
+class RagEvalError(Exception):
+    """Base class of every error rag-eval reports to a user."""
+
+    hint: str | None = None
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        if hint is not None:
+            self.hint = hint
+
+
+class SpecError(RagEvalError, ValueError):
+    """A system spec (``NAME[:key=value,...]``) is malformed or names an unknown option."""
+
+
+class RegistryError(RagEvalError, LookupError):
+    """An unknown name, a duplicate registration or a plug-in that failed to load."""
+
+
+class UnavailableError(RagEvalError):
+    """An optional dependency or model that a strategy needs is missing."""
+
+
+class InvalidTextError(RagEvalError, ValueError):
+    """Text that is not valid Unicode (for example a lone surrogate)."""
+
+
+class ModelError(RagEvalError):
+    """Installing, verifying or loading a model failed."""

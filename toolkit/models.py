@@ -1,0 +1,243 @@
+"""pkuseg models: the small one shipped with rag-eval, the real ``default`` one installed from PyPI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Callable
+
+from .cache import cache_dir
+from .errors import ModelError, UnavailableError
+
+#: Environment variable naming the pkuseg model (a model name or a directory).
+PKUSEG_MODEL_ENV = "RAG_EVAL_PKUSEG_MODEL"
+PKUSEG_SDIST = "pkuseg==0.0.25"
+#: sha256 of pkuseg-0.0.25.tar.gz on PyPI, which contains the ``default`` model.
+PKUSEG_SDIST_SHA256 = "dd012bf93689721c9574bc2b2ba98fb4ac22790cec0af354a78e217828b81e91"
+_SDIST_MODEL = "pkuseg-0.0.25/pkuseg/models/default/"
+MODEL_FILES = ("features.msgpack", "weights.npz")
+INSTALL_COMMAND = "rag-eval models install pkuseg"
+
+Progress = Callable[[str], None]
+
+
+def mini_model_dir() -> Path:
+    """The small model trained by rag-eval on its own segmented text (tokenizers/data/)."""
+    return Path(str(files("rag_eval.tokenizers") / "data" / "pkuseg-mini"))
+
+
+def mini_training_text() -> Path:
+    """The segmented text the shipped small model was trained on."""
+    return mini_model_dir().parent / "pkuseg_train.txt"
+
+
+def default_model_dir() -> Path:
+    """Where ``rag-eval models install pkuseg`` puts the real default model."""
+    return cache_dir() / "models" / "pkuseg" / "default"
+
+
+def _named(name: str) -> Path | None:
+    return {"mini": mini_model_dir(), "default": default_model_dir()}.get(name)
+
+
+def resolve_pkuseg_model(option: str = "") -> tuple[str, Path]:
+    """(label, directory) of the pkuseg model: the ``model=`` option, else ``$RAG_EVAL_PKUSEG_MODEL``,
+    else the installed default model. Names: ``mini`` (shipped), ``default`` (installed); anything else
+    is a directory holding features.msgpack and weights.npz."""
+    source = option or os.environ.get(PKUSEG_MODEL_ENV, "") or "default"
+    path = _named(source) or Path(source).expanduser().resolve()
+    label = source if _named(source) else str(path)
+    missing = [name for name in MODEL_FILES if not (path / name).is_file()]
+    if missing:
+        if source == "default":
+            raise UnavailableError(
+                f"the pkuseg default model is not installed (looked in {path})",
+                hint=f"run: {INSTALL_COMMAND}   (or use the shipped small model: -t pkuseg:model=mini)",
+            )
+        raise UnavailableError(
+            f"pkuseg model {label!r} lacks {', '.join(missing)} in {path}",
+            hint=f"give a directory with {' and '.join(MODEL_FILES)}, or run: {INSTALL_COMMAND}",
+        )
+    return label, path
+
+
+@lru_cache(maxsize=16)
+def _checksum(path: Path, stamp: tuple[tuple[int, int], ...]) -> str:
+    digest = hashlib.sha256()
+    for name in MODEL_FILES:
+        with open(path / name, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def model_checksum(path: Path) -> str:
+    """sha256 over a model's files (memoised while their size and mtime stay the same)."""
+    stamp = tuple((int(st.st_size), int(st.st_mtime_ns)) for st in ((path / n).stat() for n in MODEL_FILES))
+    return _checksum(path, stamp)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One pkuseg model as ``rag-eval models list`` shows it."""
+
+    name: str
+    path: Path
+    installed: bool
+    size_bytes: int
+    note: str
+
+
+def list_models() -> list[ModelInfo]:
+    """The shipped and installed pkuseg models."""
+    rows = []
+    for name, note in (("mini", "shipped: trained by rag-eval on its own text, for tests and CI"),
+                       ("default", f"pkuseg's default model from the PyPI sdist; install: {INSTALL_COMMAND}")):
+        path = _named(name)
+        assert path is not None
+        present = all((path / f).is_file() for f in MODEL_FILES)
+        size = sum((path / f).stat().st_size for f in MODEL_FILES) if present else 0
+        rows.append(ModelInfo(name, path, present, size, note))
+    return rows
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def download_pkuseg_sdist(folder: Path) -> Path:
+    """``pip download`` the pkuseg sdist (no dependencies, no build isolation) into ``folder``."""
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-build-isolation",
+               "--no-binary", "pkuseg", PKUSEG_SDIST, "-d", str(folder)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    found = sorted(folder.glob("pkuseg-0.0.25.tar.gz"))
+    if result.returncode != 0 or not found:
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ModelError(
+            f"pip could not download {PKUSEG_SDIST}: {last}",
+            hint="pip needs numpy and wheel in this environment to read the sdist's metadata: "
+            f"{sys.executable} -m pip install numpy wheel; or download pkuseg-0.0.25.tar.gz elsewhere "
+            "and pass it with --sdist FILE",
+        )
+    return found[0]
+
+
+def install_pkuseg_model(
+    sdist: Path | None = None,
+    *,
+    target: Path | None = None,
+    expected_sha256: str = PKUSEG_SDIST_SHA256,
+    progress: Progress = lambda message: None,
+) -> Path:
+    """Install pkuseg's default model from its PyPI sdist, converted to spacy-pkuseg's format.
+
+    Downloads the sdist with pip unless ``sdist`` is given, checks its sha256, extracts
+    ``pkuseg/models/default``, converts features.pkl to features.msgpack and moves the result into
+    place in one rename, so a failure leaves any previous install untouched.
+    """
+    target = target or default_model_dir()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".install-") as scratch:
+        work = Path(scratch)
+        if sdist is None:
+            progress(f"downloading {PKUSEG_SDIST} sdist from PyPI with pip (about 49 MB)")
+            sdist = download_pkuseg_sdist(work)
+        progress(f"checking sha256 of {sdist.name}")
+        actual = _sha256_file(sdist)
+        if actual != expected_sha256:
+            raise ModelError(f"{sdist} has sha256 {actual}, expected {expected_sha256}; refusing to install it")
+        progress("extracting pkuseg/models/default")
+        staged = work / "model"
+        staged.mkdir()
+        _extract_model(sdist, staged)
+        progress("converting features.pkl to features.msgpack")
+        _convert_features(staged / "features.pkl", staged / "features.msgpack")
+        (staged / "features.pkl").unlink()
+        progress("checking that spacy-pkuseg loads the model")
+        _smoke_test(staged)
+        (staged / "rag-eval-install.json").write_text(
+            json.dumps({"source": PKUSEG_SDIST, "sdist_sha256": actual, "model_sha256": model_checksum(staged)}),
+            encoding="utf-8",
+        )
+        if target.exists():
+            old = work / "previous"
+            target.rename(old)
+        staged.rename(target)
+    progress(f"installed the pkuseg default model in {target}")
+    return target
+
+
+def _extract_model(sdist: Path, destination: Path) -> None:
+    wanted = {_SDIST_MODEL + "features.pkl": "features.pkl", _SDIST_MODEL + "weights.npz": "weights.npz"}
+    try:
+        with tarfile.open(sdist, "r:gz") as archive:
+            for member in archive:
+                name = wanted.pop(member.name, None)
+                if name is None or not member.isfile():
+                    continue
+                source = archive.extractfile(member)
+                assert source is not None
+                with source, open(destination / name, "wb") as out:
+                    shutil.copyfileobj(source, out)
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise ModelError(f"cannot read {sdist}: {exc}") from None
+    if wanted:
+        raise ModelError(f"{sdist} does not contain {', '.join(sorted(wanted))}")
+
+
+def _convert_features(source: Path, destination: Path) -> None:
+    import srsly
+
+    with open(source, "rb") as handle:
+        data = pickle.load(handle)  # noqa: S301 - only from the sdist whose sha256 was just checked
+    try:
+        converted = {
+            "unigram": sorted(data["unigram"]),
+            "bigram": sorted(data["bigram"]),
+            "feature_to_idx": data["feature_to_idx"],
+            "tag_to_idx": data["tag_to_idx"],
+        }
+    except (KeyError, TypeError) as exc:
+        raise ModelError(f"{source} is not a pkuseg feature file: missing {exc}") from None
+    srsly.write_msgpack(destination, converted)
+
+
+def _smoke_test(model_dir: Path) -> None:
+    code = (
+        "import sys, spacy_pkuseg;"
+        "seg = spacy_pkuseg.pkuseg(model_name=sys.argv[1]);"
+        "print(' '.join(seg.cut('导出文件保留三十天')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code, str(model_dir)], capture_output=True, text=True)
+    if result.returncode != 0 or result.stderr.strip() or not result.stdout.strip():
+        detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ModelError(f"spacy-pkuseg could not load the converted model cleanly: {detail}")
+
+
+def train_pkuseg_model(training_text: Path, output: Path, *, iterations: int = 20) -> Path:
+    """Train a small pkuseg model from segmented text (words separated by spaces, one sentence a line).
+
+    spacy-pkuseg shuffles without a seed, so two runs differ slightly: train once and keep the result.
+    """
+    if not training_text.is_file():
+        raise ModelError(f"training text {training_text} does not exist")
+    import spacy_pkuseg
+
+    output.mkdir(parents=True, exist_ok=True)
+    spacy_pkuseg.train(str(training_text), str(training_text), str(output), train_iter=iterations)
+    return output
