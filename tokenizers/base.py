@@ -71,6 +71,11 @@ class Tokenizer:
         return cls(**dict(spec.options))
 
     @classmethod
+    def is_available(cls) -> bool:
+        """True when this strategy can run with its default options."""
+        return cls.availability() is None
+
+    @classmethod
     def availability(cls) -> str | None:
         """None when usable; otherwise why not (the install hint is in ``install_hint``)."""
         missing = [lib for lib in cls.libraries if library_version(lib) == "missing"]
@@ -96,8 +101,8 @@ class Tokenizer:
 
     @property
     def system(self) -> str:
-        """The canonical ``NAME:key=value,...`` with every option, defaults included."""
-        parts = [f"{key}={format_value(value)}" for key, value in sorted(self.options.items())]
+        """The canonical ``NAME:key=value,...``: every option with a value, defaults included, sorted."""
+        parts = [f"{key}={format_value(value)}" for key, value in sorted(self.options.items()) if format_value(value)]
         return self.name + (":" + ",".join(parts) if parts else "")
 
     def fingerprint(self) -> dict[str, str]:
