@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import warnings
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -53,23 +54,29 @@ class JiebaTokenizer(PythonTokenizer):
         return details
 
     def _load(self) -> None:
-        with warnings.catch_warnings():
-            # jieba imports pkg_resources, which newer setuptools deprecates.
-            warnings.simplefilter("ignore")
-            import jieba
-        jieba.setLogLevel(logging.WARNING)
-        tokenizer = jieba.Tokenizer()
-        tokenizer.tmp_dir = str(_jieba_cache())
-        tokenizer.initialize()
-        if self.options["userdict"]:
-            with open(self.options["userdict"], "rb") as words:  # jieba leaves a path's file open
-                tokenizer.load_userdict(words)
-        self._jieba = tokenizer
+        self._jieba = _load_jieba(self.options["userdict"], self.fingerprint().get("userdict", ""))
 
     def _spans(self, text: str) -> Iterator[tuple[int, int]]:
         mode = "search" if self.options["mode"] == "search" else "default"
         for _word, start, end in self._jieba.tokenize(text, mode=mode, HMM=self.options["hmm"]):
             yield start, end
+
+
+@lru_cache(maxsize=8)
+def _load_jieba(userdict: str, userdict_checksum: str) -> Any:
+    """One loaded jieba dictionary per user dictionary (and its content) per process."""
+    with warnings.catch_warnings():
+        # jieba imports pkg_resources, which newer setuptools deprecates.
+        warnings.simplefilter("ignore")
+        import jieba
+    jieba.setLogLevel(logging.WARNING)
+    tokenizer = jieba.Tokenizer()
+    tokenizer.tmp_dir = str(_jieba_cache())
+    tokenizer.initialize()
+    if userdict:
+        with open(userdict, "rb") as words:  # jieba leaves a path's file open
+            tokenizer.load_userdict(words)
+    return tokenizer
 
 
 def _jieba_cache() -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -19,6 +20,14 @@ def _userdict(value: str) -> str:
     if not path.is_file():
         raise ValueError(f"no such file: {value} (use a path, '' for pkuseg's built-in dictionary, or none)")
     return str(path.resolve())
+
+
+@lru_cache(maxsize=4)
+def _load_pkuseg(path: str, model_checksum: str, userdict: str, userdict_checksum: str) -> Any:
+    """One loaded segmenter per model and dictionary (and their contents) per process."""
+    import spacy_pkuseg
+
+    return spacy_pkuseg.pkuseg(model_name=path, user_dict=None if userdict == "none" else (userdict or "default"))
 
 
 class PkusegTokenizer(PythonTokenizer):
@@ -71,13 +80,9 @@ class PkusegTokenizer(PythonTokenizer):
         return details
 
     def _load(self) -> None:
-        import spacy_pkuseg
-
         _label, path = resolve_pkuseg_model(self.options["model"])
-        userdict = self.options["userdict"]
-        self._segmenter = spacy_pkuseg.pkuseg(
-            model_name=str(path), user_dict=None if userdict == "none" else (userdict or "default")
-        )
+        details = self.fingerprint()
+        self._segmenter = _load_pkuseg(str(path), details["model"], self.options["userdict"], details.get("userdict", ""))
 
     def _spans(self, text: str) -> Iterator[tuple[int, int]]:
         # pkuseg returns the words of the text in order with whitespace removed; find each in turn.

@@ -32,3 +32,23 @@ class InvalidTextError(RagEvalError, ValueError):
 
 class ModelError(RagEvalError):
     """Installing, verifying or loading a model failed."""
+
+
+class CorpusError(RagEvalError, ValueError):
+    """A corpus, manifest or source file that cannot be indexed; nothing was written."""
+
+
+class MissingSourceError(CorpusError, FileNotFoundError):
+    """A file the manifest or corpus names does not exist."""
+
+
+class IndexFileError(RagEvalError):
+    """An index file that cannot be opened, is locked, or belongs to another tokenizer."""
+
+
+class QueryError(RagEvalError, ValueError):
+    """A query or search option outside the documented contract (length, terms, limit, date)."""
+
+
+class ReadError(RagEvalError, PermissionError):
+    """A read outside the corpus root, or of an unknown section."""

@@ -1,0 +1,98 @@
+"""index build / info / list / verify, search and read through click's CliRunner."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parent / "seed"))
+from make_corpus import make  # noqa: E402
+
+from rag_eval.cli import cli  # noqa: E402
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> tuple[CliRunner, Path, Path]:
+    root = tmp_path / "corpus"
+    make(root)
+    index = tmp_path / "index.sqlite"
+    runner = CliRunner()
+    result = runner.invoke(cli, ["index", "build", str(root), "-o", str(index), "-b", "lines", "-t", "jieba"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"indexed 12 chunks from 6 files into {index}")
+    return runner, root, index
+
+
+def test_search_text_and_json(built) -> None:
+    runner, _, index = built
+    result = runner.invoke(cli, ["search", str(index), "导出 保留", "--as-of", "2026-10-07"])
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert lines[0].split("\t")[2:] == ["compact.txt:1", "[导出]文件[保留]三十天"]
+    assert lines[1].split("\t")[2:] == ["handbook.txt:2", "[导出] 文件 [保留] 30 天 ， 到期 后 清理 。"]
+    payload = json.loads(runner.invoke(cli, ["search", str(index), "导出 保留", "--as-of", "2026-10-07", "--json"]).output)
+    assert payload["action_authority"] is False and len(payload["hits"]) == 3
+    assert payload["hits"][0]["source_id"].startswith("compact@r1:")
+
+
+def test_search_explain_and_no_hits(built) -> None:
+    runner, _, index = built
+    result = runner.invoke(cli, ["search", str(index), "发票", "--explain"])
+    assert result.exit_code == 0
+    assert '# match: "\\"发票\\""' in result.output
+    assert "no hits" in result.stderr
+
+
+def test_info_list_read(built) -> None:
+    runner, _, index = built
+    info = json.loads(runner.invoke(cli, ["index", "info", str(index), "--json"]).output)
+    assert info["builder"] == "lines:max_bytes=1000000" and info["chunks"] == "12"
+    listing = runner.invoke(cli, ["index", "list", str(index)]).output.splitlines()
+    assert listing[0] == "handbook-v1@r1\tarchived\t-\thandbook-v1.txt\t2 lines"
+    assert runner.invoke(cli, ["read", str(index), "garden.txt"]).output == "窗台 养护 笔记\n薄荷 每周 检查 土壤 湿度 。\n\n"
+
+
+def test_verify_exit_codes(built) -> None:
+    runner, root, index = built
+    ok = runner.invoke(cli, ["index", "verify", str(index), "--root", str(root)])
+    assert ok.exit_code == 0 and "# 12 ok, 0 stale, 0 missing" in ok.stderr
+    (root / "garden.txt").write_text("变了\n", encoding="utf-8")
+    stale = runner.invoke(cli, ["index", "verify", str(index)])
+    assert stale.exit_code == 1 and "# 10 ok, 2 stale, 0 missing" in stale.stderr
+    assert "stale\tgarden@r1:" in stale.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", "{index}", "导出", "--limit", "0"], "error: limit must be an integer from 1 to 20, not 0"),
+        (["search", "{index}", "导出", "--as-of", "tomorrow"], "error: as_of 'tomorrow': use YYYY-MM-DD"),
+        (["read", "{index}", "../x.txt"], "error: path '../x.txt' escapes the corpus root"),
+        (["read", "{index}", "garden.txt#nope"], "error: no section 'garden.txt#nope' in this index"),
+        (["index", "build", "{root}", "-o", "{index}", "-b", "nope"], "error: unknown builder 'nope'; choose from: lines, passages, sections"),
+        (["index", "build", "{root}", "-o", "{index}", "-b", "lines:x=1"], "error: unknown option 'x' for lines; valid options: max_bytes"),
+        (["index", "build", "{root}", "-o", "{index}", "-b", "sections"], "error: {root}: no .md files found"),
+        (["index", "info", "{root}/manifest.json"], "error: {root}/manifest.json: not a rag-eval index"),
+    ],
+)
+def test_errors_are_one_line(built, args: list[str], message: str) -> None:
+    runner, root, index = built
+    args = [a.replace("{index}", str(index)).replace("{root}", str(root)) for a in args]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[0].startswith(message.replace("{root}", str(root)))
+    assert "Traceback" not in result.stderr
+
+
+def test_second_build_while_locked_is_refused(built) -> None:
+    runner, root, index = built
+    from rag_eval.store import build_lock
+
+    with build_lock(str(index)):
+        result = runner.invoke(cli, ["index", "build", str(root), "-o", str(index), "-b", "lines", "-t", "jieba"])
+    assert result.exit_code == 1
+    assert "another build is running on this index" in result.stderr

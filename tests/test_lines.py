@@ -1,0 +1,150 @@
+"""The lines builder: manifest validation, line numbering, provenance, as-of filtering."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "seed"))
+from make_corpus import make  # noqa: E402
+
+from rag_eval.builders.lines import split_lines  # noqa: E402
+from rag_eval.errors import CorpusError, MissingSourceError, QueryError  # noqa: E402
+from rag_eval.read import verify_index, verify_source  # noqa: E402
+from rag_eval.search import search, search_tool  # noqa: E402
+from rag_eval.store import Index, build  # noqa: E402
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    make(root)
+    return root
+
+
+def edit_manifest(root: Path, change) -> None:
+    path = root / "manifest.json"
+    items = json.loads(path.read_text(encoding="utf-8"))
+    change(items)
+    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda m: m[0].update(doc_id="Bad_ID"), r"manifest.json entry 1: invalid doc_id 'Bad_ID'"),
+        (lambda m: m[1].update(doc_id="handbook-v1"), r"entry 2: duplicate doc_id 'handbook-v1'"),
+        (lambda m: m[0].update(revision="r" * 41), r"entry 1: invalid revision"),
+        (lambda m: m[0].update(status="draft"), r"entry 1: unknown status 'draft'"),
+        (lambda m: m[0].update(expires="2026-1-1"), r"entry 1: expires '2026-1-1': use YYYY-MM-DD"),
+        (lambda m: m[0].update(expires="20261001"), r"use YYYY-MM-DD"),
+        (lambda m: m[0].update(path="../outside.txt"), r"entry 1: \.\./outside.txt: resolves outside the corpus root"),
+        (lambda m: m[0].update(path="/etc/hosts.txt"), r"entry 1: /etc/hosts.txt: relative paths with / separators only"),
+        (lambda m: m[0].update(path="notes.md"), r"entry 1: path 'notes.md' must be a relative path to a .txt file"),
+        (lambda m: m.append("x"), r"entry 7: expected an object"),
+    ],
+)
+def test_invalid_manifest_is_refused_before_writing(corpus: Path, tmp_path: Path, change, message: str) -> None:
+    path = tmp_path / "index.sqlite"
+    build(corpus, path, builder="lines", tokenizer="unicode61")
+    edit_manifest(corpus, change)
+    with pytest.raises(CorpusError, match=message):
+        build(corpus, path, builder="lines", tokenizer="unicode61")
+    with Index.open(path) as index:
+        assert len(search(index, "导出 保留", as_of="2026-10-07").hits) == 2
+
+
+def test_symlink_escape_is_refused(corpus: Path, tmp_path: Path) -> None:
+    (tmp_path / "outside.txt").write_text("秘密\n", encoding="utf-8")
+    os.symlink(tmp_path / "outside.txt", corpus / "link.txt")
+    edit_manifest(corpus, lambda m: m[0].update(path="link.txt"))
+    with pytest.raises(CorpusError, match="link.txt: resolves outside the corpus root"):
+        build(corpus, tmp_path / "index.sqlite", builder="lines", tokenizer="unicode61")
+
+
+def test_size_utf8_json_and_missing_file(corpus: Path, tmp_path: Path) -> None:
+    target = tmp_path / "index.sqlite"
+    (corpus / "garden.txt").write_text("很长\n" * 100, encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"garden.txt: 700 bytes is over the limit of 500 \(option max_bytes\)"):
+        build(corpus, target, builder="lines:max_bytes=500", tokenizer="unicode61")
+    (corpus / "garden.txt").write_bytes("薄荷".encode("gbk"))
+    with pytest.raises(CorpusError, match="garden.txt: not valid UTF-8 at byte 0"):
+        build(corpus, target, builder="lines", tokenizer="unicode61")
+    (corpus / "garden.txt").unlink()
+    with pytest.raises(MissingSourceError, match="garden.txt: file not found"):
+        build(corpus, target, builder="lines", tokenizer="unicode61")
+    (corpus / "manifest.json").write_text("[{]", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"manifest.json: invalid JSON at line 1 column 3"):
+        build(corpus, target, builder="lines", tokenizer="unicode61")
+    (corpus / "manifest.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(CorpusError, match="the manifest must be a JSON list"):
+        build(corpus, target, builder="lines", tokenizer="unicode61")
+
+
+def test_lines_split_only_on_newline() -> None:
+    assert split_lines("a\r\nb\x0cc\u2028d\n\ne\n") == ["a", "b\x0cc\u2028d", "", "e"]
+
+
+def test_line_numbers_match_an_editor(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "doc.txt").write_bytes("第一行\r\n\r\n第三行\x0c仍是第三行\n导出在第四行\n".encode())
+    (root / "manifest.json").write_text(json.dumps([{"doc_id": "doc", "revision": "r1", "status": "current",
+                                                    "expires": None, "path": "doc.txt"}]), encoding="utf-8")
+    build(root, tmp_path / "index.sqlite", builder="lines", tokenizer="bigram")
+    with Index.open(tmp_path / "index.sqlite") as index:
+        hit = search(index, "导出", as_of="2026-01-01").hits[0]
+        assert hit.chunk.line == 4 and hit.chunk.key.endswith("#L4")
+        assert verify_source(root, hit.as_dict())
+        assert [s.status for s in verify_index(index)] == ["ok", "ok", "ok"]
+
+
+def test_verify_reports_stale_and_missing(corpus: Path, tmp_path: Path) -> None:
+    build(corpus, tmp_path / "index.sqlite", builder="lines", tokenizer="unicode61")
+    (corpus / "garden.txt").write_text("改过了\n", encoding="utf-8")
+    (corpus / "meeting.txt").unlink()
+    with Index.open(tmp_path / "index.sqlite") as index:
+        states = {(s.path, s.status) for s in verify_index(index)}
+    assert ("garden.txt", "stale") in states and ("meeting.txt", "missing") in states
+    assert ("handbook.txt", "ok") in states
+
+
+def test_verify_source_never_raises(corpus: Path) -> None:
+    for hit in ({}, {"path": "../x", "line": 1, "sha256": "", "text": ""}, {"path": "handbook.txt", "line": "2",
+                "sha256": "x", "text": "x"}, {"path": "handbook.txt", "line": 99, "sha256": "x", "text": "x"}):
+        assert verify_source(corpus, hit) is False
+
+
+def test_search_contract(corpus: Path, tmp_path: Path) -> None:
+    build(corpus, tmp_path / "index.sqlite", builder="lines", tokenizer="jieba")
+    with Index.open(tmp_path / "index.sqlite") as index:
+        for bad, message in [("x" * 201, "201 characters; the limit is 200"), ("a\x00b", "NUL"),
+                             (" ".join("a" * 13), "13 whitespace-separated terms; the limit is 12"),
+                             ("a\ud800", "lone surrogate")]:
+            with pytest.raises((QueryError, ValueError), match=message):
+                search(index, bad, as_of="2026-10-07")
+        with pytest.raises(QueryError, match="limit must be an integer from 1 to 20"):
+            search(index, "导出", limit=21)
+        with pytest.raises(QueryError, match="as_of '2026-1-1': use YYYY-MM-DD"):
+            search(index, "导出", as_of="2026-1-1")
+        assert len(search(index, "导出", limit=200, deep=True).hits) == 8
+        tool = search_tool(index, "导出 保留", as_of="2026-10-07")
+        assert tool["action_authority"] is False and "answer" not in tool
+        first = tool["hits"][0]
+        assert {"source_id", "path", "line", "sha256", "title", "heading_path", "score", "snippet"} <= set(first)
+        assert (first["path"], first["line"], first["title"]) == ("compact.txt", 1, "导出文件保留三十天")
+        assert tool["hits"][1]["title"] == "星屿 项目 导出 手册"
+
+
+def test_explain_shows_tokens_expression_and_counts(corpus: Path, tmp_path: Path) -> None:
+    build(corpus, tmp_path / "index.sqlite", builder="lines", tokenizer="bigram")
+    with Index.open(tmp_path / "index.sqlite") as index:
+        info = search(index, "ＣＳＶ 导出文件", explain=True).explain
+    assert info["normalised"] == "csv 导出文件"
+    assert info["tokens"] == ["csv", "导出", "出文", "文件"]
+    assert info["match"] == '"csv" AND "导出" AND "出文" AND "文件"'
+    assert info["hits_per_term"]["导出"] == 8 and info["hits_per_term"]["csv"] == 0

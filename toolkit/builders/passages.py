@@ -1,0 +1,54 @@
+"""``passages``: a BEIR corpus.jsonl (``_id``, ``title``, ``text``), one chunk per passage, for evaluation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import CorpusError
+from ..records import Chunk
+from ..spec import Option, OptionSet
+from .base import Builder, QueryDefaults, SourceFile
+
+
+class PassagesBuilder(Builder):
+    """Each line of corpus.jsonl is a passage; the title is indexed in its own column."""
+
+    name = "passages"
+    summary = "BEIR corpus.jsonl passages (title + text), for evaluation"
+    option_set = OptionSet((
+        Option("max_bytes", "largest corpus.jsonl accepted, in bytes", 2_000_000_000, int),
+        Option("title_weight", "bm25 weight of the title column (the body has weight 1)", 1.0, float),
+    ))
+
+    def _scan(self, source: Path) -> list[SourceFile]:
+        path = source / "corpus.jsonl" if source.is_dir() else source
+        return [SourceFile.read(path.parent, path.name, max_bytes=self.options["max_bytes"])]
+
+    def source_root(self, source: Path) -> Path:
+        return (source if source.is_dir() else source.parent).resolve()
+
+    def chunks(self, file: SourceFile) -> list[Chunk]:
+        chunks = []
+        seen: set[str] = set()
+        for number, line in enumerate(file.text().split("\n"), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                passage_id, text = record["_id"], record.get("text", "")
+                title = record.get("title") or ""
+            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+                raise CorpusError(f"{file.path}:{number}: not a BEIR passage ({type(exc).__name__}: {exc})") from None
+            if not isinstance(passage_id, str) or not passage_id or not isinstance(text, str) or not isinstance(title, str):
+                raise CorpusError(f"{file.path}:{number}: _id, title and text must be strings")
+            if passage_id in seen:
+                raise CorpusError(f"{file.path}:{number}: duplicate _id {passage_id!r}")
+            seen.add(passage_id)
+            chunks.append(Chunk(key=passage_id, text=text, doc=passage_id, title=title, path=file.path, sha256=file.sha256))
+        return chunks
+
+    def query_defaults(self) -> QueryDefaults:
+        return QueryDefaults(mode="or", snippet="window", open_marker="【", close_marker="】", ellipsis="…",
+                             max_query_chars=1000, max_terms=None, max_results=1000, default_limit=10,
+                             title_weight=self.options["title_weight"])

@@ -1,0 +1,181 @@
+"""``sections``: seed 001's Markdown section index. One chunk per heading, with a unique anchor."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CorpusError
+from ..records import Chunk
+from ..spec import Option, OptionSet
+from .base import Builder, QueryDefaults, SourceFile, resolve_inside
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SLUG_WORDS = re.compile(r"[\w\u4e00-\u9fff]+")
+PREAMBLE = "_preamble"
+ROOT = "_root"
+
+
+def slugify(heading: str) -> str:
+    """NFKC, lowercase, words (CJK kept) joined by ``-``; ``section`` when nothing is left (``ＦＡＱ`` -> ``faq``)."""
+    return "-".join(_SLUG_WORDS.findall(unicodedata.normalize("NFKC", heading).lower())) or "section"
+
+
+class AnchorSet:
+    """Hands out anchors unique within one file: ``a``, ``a-2``, ``a-3`` ..., each checked against all used.
+
+    Seed 001's counter gave headings ``A``, ``A``, ``A-2`` the anchors ``a``, ``a-2``, ``a-2``; here the
+    third heading gets ``a-2-2`` because every candidate is checked against the anchors already handed out.
+    """
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+
+    def reserve(self, base: str) -> str:
+        """The first of ``base``, ``base-2``, ``base-3``, ... not used yet."""
+        candidate, number = base, 1
+        while candidate in self.used:
+            number += 1
+            candidate = f"{base}-{number}"
+        self.used.add(candidate)
+        return candidate
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading's section before oversized splitting."""
+
+    anchor: str
+    title: str
+    heading_path: str
+    text: str
+
+
+def split_markdown(text: str, title: str) -> list[Section]:
+    """Sections of a Markdown document at ATX headings (``#`` to ``######``) outside fenced code.
+
+    Setext headings (a line underlined with ``===`` or ``---``) are not split on: in knowledge bases
+    ``---`` is more often a thematic break or front matter than a heading. Text before the first heading
+    becomes ``_preamble``; a file without headings is one ``_root`` section.
+    """
+    lines = text.split("\n")
+    anchors = AnchorSet()
+    anchors.used.update((PREAMBLE, ROOT))
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    current: tuple[str, str, str] | None = None
+    body: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        block = "\n".join(body).strip("\n")
+        if current is None:
+            if block.strip():
+                sections.append(Section(PREAMBLE, title, "", block))
+        else:
+            sections.append(Section(current[0], current[1], current[2], block))
+
+    for line in lines:
+        fenced = _FENCE.match(line)
+        if fence is not None:
+            if fenced and fenced.group(1)[0] == fence[0] and len(fenced.group(1)) >= len(fence):
+                fence = None
+            body.append(line)
+            continue
+        if fenced:
+            fence = fenced.group(1)
+            body.append(line)
+            continue
+        heading = _ATX.match(line)
+        if heading is None:
+            body.append(line)
+            continue
+        flush()
+        level, name = len(heading.group(1)), (heading.group(2) or "").strip()
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, name))
+        current = (anchors.reserve(slugify(name)), name, " > ".join(h for _, h in stack))
+        body = [line]
+    if current is None and not sections:
+        block = "\n".join(body).strip("\n")
+        return [Section(ROOT, title, "", block)] if block.strip() else []
+    flush()
+    return sections
+
+
+def split_oversized(section: Section, max_chars: int) -> list[Section]:
+    """Pack paragraphs (blank-line separated) into parts of at most ``max_chars``; suffix ``~2``, ``~3``.
+
+    Only a single paragraph longer than ``max_chars`` is cut hard, at ``max_chars``.
+    """
+    if len(section.text) <= max_chars:
+        return [section]
+    pieces: list[str] = []
+    for paragraph in re.split(r"\n[ \t]*\n", section.text):
+        while len(paragraph) > max_chars:
+            pieces.append(paragraph[:max_chars])
+            paragraph = paragraph[max_chars:]
+        if paragraph.strip():
+            pieces.append(paragraph)
+    parts: list[str] = []
+    for piece in pieces:
+        if parts and len(parts[-1]) + 2 + len(piece) <= max_chars:
+            parts[-1] += "\n\n" + piece
+        else:
+            parts.append(piece)
+    return [
+        Section(section.anchor if i == 0 else f"{section.anchor}~{i + 1}", section.title, section.heading_path, part)
+        for i, part in enumerate(parts)
+    ]
+
+
+class SectionsBuilder(Builder):
+    """Markdown files under a root (recursive, sorted); one chunk per heading, heading line included.
+
+    Anchors keep CJK and are unique per file (``path#anchor`` is the key); the heading path reads
+    "A > B > C"; the category is the top-level folder; sections over ``max_chars`` split at blank lines.
+    """
+
+    name = "sections"
+    summary = "Markdown sections with unique anchors and heading paths (seed 001)"
+    option_set = OptionSet((
+        Option("max_chars", "split sections longer than this at blank lines (~2, ~3 suffixes)", 2000, int),
+        Option("max_bytes", "largest Markdown file accepted, in bytes", 5_000_000, int),
+        Option("title_weight", "bm25 weight of the heading column (the body has weight 1)", 1.0, float),
+    ))
+
+    def _scan(self, source: Path) -> list[SourceFile]:
+        if not source.is_dir():
+            raise CorpusError(f"{source}: the sections builder needs a folder of Markdown files")
+        root = source.resolve()
+        names = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md") if not p.is_dir())
+        if not names:
+            raise CorpusError(f"{source}: no .md files found")
+        files = []
+        for name in names:
+            resolve_inside(root, name)
+            files.append(SourceFile.read(root, name, max_bytes=self.options["max_bytes"]))
+            files[-1].text()
+        return files
+
+    def chunks(self, file: SourceFile) -> list[Chunk]:
+        path = file.path
+        category = path.split("/", 1)[0] if "/" in path else ""
+        title = Path(path).stem
+        chunks = []
+        for section in split_markdown(file.text(), title):
+            for part in split_oversized(section, self.options["max_chars"]):
+                chunks.append(Chunk(
+                    key=f"{path}#{part.anchor}", text=part.text, path=path, doc=path, title=part.title,
+                    anchor=part.anchor, heading_path=part.heading_path, category=category, sha256=file.sha256,
+                ))
+        return chunks
+
+    def query_defaults(self) -> QueryDefaults:
+        return QueryDefaults(mode="or", snippet="window", open_marker="【", close_marker="】", ellipsis="…",
+                             window=150, max_highlights=5, max_len=300, max_query_chars=200, max_terms=None,
+                             max_results=20, default_limit=10, title_weight=self.options["title_weight"])

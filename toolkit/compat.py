@@ -1,0 +1,145 @@
+"""The seeds' own call signatures on top of rag-eval, so code written against them keeps working.
+
+Seed 000 (an evidence index for agents): ``connect``, ``sync``, ``retrieve``, ``verify_source``,
+``expression``, ``search_tool``; unicode61 by default, any registered tokenizer selectable.
+Seed 001 (a Markdown section index): ``DocIndex(docs_root, db_path=":memory:")`` with ``build``,
+``search``, ``list`` and ``read``; jieba search mode by default.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import store
+from .query import compile_query
+from .read import list_entries, read, verify_source
+from .search import search
+from .tokenizers import get_tokenizer
+
+__all__ = ["DocIndex", "SearchHit", "connect", "expression", "retrieve", "search_tool", "sync", "verify_source"]
+
+#: Seed 000 refused sample files over 100,000 bytes.
+SEED_MAX_BYTES = 100_000
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that remembers the tokenizer chosen at ``connect`` and its open Index."""
+
+    rag_eval_tokenizer: str = "unicode61"
+    rag_eval_index: store.Index | None = None
+
+
+def connect(path: str | Path, tokenizer: str = "unicode61", *, check_same_thread: bool = True) -> sqlite3.Connection:
+    """Open (or create) an index file; ``tokenizer`` applies to the next ``sync`` of a new index."""
+    db = sqlite3.connect(str(path), timeout=store.BUSY_TIMEOUT_MS / 1000, factory=_Connection,
+                         isolation_level=None, check_same_thread=check_same_thread)
+    db.row_factory = sqlite3.Row
+    db.execute(f"PRAGMA busy_timeout = {store.BUSY_TIMEOUT_MS}")
+    if str(path) != ":memory:":
+        db.execute("PRAGMA journal_mode = WAL")
+    db.rag_eval_tokenizer = tokenizer
+    return db
+
+
+def _path_of(db: sqlite3.Connection) -> str:
+    file = db.execute("PRAGMA database_list").fetchone()[2]
+    return file or ":memory:"
+
+
+def _index(db: sqlite3.Connection) -> store.Index:
+    cached = getattr(db, "rag_eval_index", None)
+    if cached is None:
+        cached = store.Index.from_connection(db, _path_of(db))
+        if isinstance(db, _Connection):
+            db.rag_eval_index = cached
+    return cached
+
+
+def sync(db: sqlite3.Connection, folder: str | Path, *, tokenizer: str | None = None) -> int:
+    """Validate the whole manifest, then replace the index in one transaction; returns the line count."""
+    meta = store.read_meta(db)
+    chosen = tokenizer or meta.get("tokenizer") or getattr(db, "rag_eval_tokenizer", "unicode61")
+    report = store.build(folder, _path_of(db), builder=f"lines:max_bytes={SEED_MAX_BYTES}", tokenizer=chosen, db=db)
+    if isinstance(db, _Connection):
+        db.rag_eval_index = None
+    return report.chunks
+
+
+def expression(query: Any, tokenizer: str = "unicode61") -> str | None:
+    """The FTS5 expression for ``query`` (seed 000's contract: at most 200 characters and 12 terms, no NUL)."""
+    return compile_query(get_tokenizer(tokenizer), query, "and", max_chars=200, max_terms=12).expression
+
+
+def retrieve(db: sqlite3.Connection, query: str, *, as_of: str, limit: int = 10) -> list[dict[str, Any]]:
+    """Current, unexpired lines matching every term, best bm25 first, as seed 000's row dicts."""
+    index = _index(db)
+    hits = search(index, query, mode="and", as_of=as_of, limit=limit).hits
+    return [
+        {
+            "id": hit.id, "source_id": hit.chunk.key, "doc_id": hit.chunk.doc, "revision": hit.chunk.revision,
+            "path": hit.chunk.path, "sha256": hit.chunk.sha256, "line": hit.chunk.line, "text": hit.chunk.text,
+            "status": hit.chunk.status, "expires": hit.chunk.expires, "title": hit.chunk.title,
+            "snippet": hit.snippet, "lexical_score": hit.score,
+        }
+        for hit in hits
+    ]
+
+
+def search_tool(db: sqlite3.Connection, query: str, *, as_of: str) -> dict[str, Any]:
+    """Seed 000's tool result: evidence only, ``action_authority: false``, no answer field."""
+    return {"kind": "document_evidence", "query": query, "as_of": as_of,
+            "hits": retrieve(db, query, as_of=as_of), "action_authority": False}
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """Seed 001's search result."""
+
+    path: str
+    anchor: str
+    title: str
+    heading_path: str
+    category: str
+    snippet: str
+    score: float
+
+
+class DocIndex:
+    """Seed 001's Markdown section index: ``build()`` offline, then ``search``, ``list`` and ``read``."""
+
+    def __init__(self, docs_root: str | Path, db_path: str | Path = ":memory:", *, tokenizer: str = "jieba",
+                 max_chars: int = 2000) -> None:
+        self.docs_root = Path(docs_root).resolve()
+        self.db_path = str(db_path)
+        self.tokenizer = tokenizer
+        self.max_chars = max_chars
+        self.db = connect(self.db_path, tokenizer, check_same_thread=False)
+
+    def build(self) -> int:
+        """Full rebuild from ``docs_root``; returns the number of sections."""
+        report = store.build(self.docs_root, self.db_path, builder=f"sections:max_chars={self.max_chars}",
+                             tokenizer=self.tokenizer, db=self.db)
+        self.db.rag_eval_index = None  # type: ignore[attr-defined]
+        return report.chunks
+
+    def search(self, query: str, limit: int = 10, *, category: str | None = None) -> list[SearchHit]:
+        """Sections ranked by bm25 over an OR of the query's tokens, with 【】 snippets."""
+        hits = search(_index(self.db), query, limit=limit, category=category).hits
+        return [SearchHit(h.chunk.path, h.chunk.anchor, h.chunk.title, h.chunk.heading_path, h.chunk.category,
+                          h.snippet, h.score) for h in hits]
+
+    def list(self, category: str | None = None) -> list[dict[str, Any]]:
+        """Every section (path, anchor, title, heading path, category, length), optionally one category."""
+        return list_entries(_index(self.db), category=category)
+
+    def read(self, path: str, anchor: str | None = None) -> str:
+        """A stored section by anchor, or a whole file under ``docs_root`` (PermissionError on escape)."""
+        target = f"{path}#{anchor}" if anchor is not None else path
+        return read(_index(self.db), target, root=self.docs_root)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()

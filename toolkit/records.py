@@ -1,0 +1,64 @@
+"""Plain records at the seams: chunks that builders produce and hits that searches return."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One indexed unit of text with its provenance.
+
+    ``key`` is unique in an index and stable across rebuilds of the same sources: a ``lines`` source
+    id (``doc@rev:sha256#L2``), a section's ``path#anchor``, a passage id.
+    """
+
+    key: str
+    text: str
+    path: str = ""
+    doc: str = ""
+    title: str = ""
+    anchor: str = ""
+    heading_path: str = ""
+    category: str = ""
+    line: int | None = None
+    revision: str = ""
+    sha256: str = ""
+    status: str = "current"
+    expires: str | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search result: the chunk, its bm25 score (lower is better, as FTS5 reports it) and a snippet."""
+
+    id: int
+    rank: int
+    score: float
+    snippet: str
+    chunk: Chunk
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Flat JSON-ready provenance for tools and the CLI."""
+        chunk = self.chunk
+        data: dict[str, Any] = {
+            "rank": self.rank,
+            "id": self.id,
+            "key": chunk.key,
+            "path": chunk.path,
+            "doc": chunk.doc,
+            "title": chunk.title,
+            "heading_path": chunk.heading_path,
+            "category": chunk.category,
+            "score": self.score,
+            "snippet": self.snippet,
+            "text": chunk.text,
+        }
+        if chunk.anchor:
+            data["anchor"] = chunk.anchor
+        if chunk.line is not None:
+            data.update(line=chunk.line, revision=chunk.revision, sha256=chunk.sha256, status=chunk.status,
+                        expires=chunk.expires, source_id=chunk.key)
+        return data

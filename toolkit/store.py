@@ -1,0 +1,379 @@
+"""The index file: one SQLite database with chunks, an FTS5 table and meta; atomic, locked builds."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import sqlite3
+import time
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from .builders import Builder, QueryDefaults, get_builder
+from .errors import IndexFileError, RagEvalError
+from .records import Chunk
+from .tokenizers import Tokenizer, get_tokenizer
+from .tokenizers.fts5_rules import check_fts5
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 10_000
+#: Fingerprint keys that only record library versions: drift is a warning, not an error.
+VERSION_KEYS = {"jieba", "spacy-pkuseg", "opencc", "unicode", "sqlite"}
+# Python strategies write space-joined tokens; FTS5's ascii tokenizer with every printable ASCII
+# symbol as a token character then separates on whitespace and control characters only, and folds
+# only A-Z (already folded), so the terms it stores are exactly the Python tokens.
+_ASCII_TOKENCHARS = "".join(chr(c) for c in range(0x21, 0x7F) if not chr(c).isalnum()).replace("'", "''")
+WHITESPACE_CLAUSE = f"ascii tokenchars '{_ASCII_TOKENCHARS}'"
+
+Progress = Callable[[str, int, int], None]
+
+
+class RagEvalWarning(UserWarning):
+    """Something works but deserves attention (for example library versions drifted since a build)."""
+
+
+_CHUNK_COLUMNS = ("id", "key", "path", "doc", "title", "anchor", "heading_path", "category", "line", "revision",
+                  "sha256", "status", "expires", "text")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    key TEXT UNIQUE NOT NULL,
+    path TEXT NOT NULL,
+    doc TEXT NOT NULL,
+    title TEXT NOT NULL,
+    anchor TEXT NOT NULL,
+    heading_path TEXT NOT NULL,
+    category TEXT NOT NULL,
+    line INTEGER,
+    revision TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    status TEXT NOT NULL,
+    expires TEXT,
+    text TEXT NOT NULL,
+    fts_title TEXT NOT NULL,
+    fts_body TEXT
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, chunks INTEGER NOT NULL);
+"""
+
+
+def connect(path: str | Path, *, check_same_thread: bool = True) -> sqlite3.Connection:
+    """A connection with WAL (files only), a busy timeout and Row results."""
+    db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=check_same_thread,
+                         isolation_level=None)
+    db.row_factory = sqlite3.Row
+    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if str(path) != ":memory:":
+        db.execute("PRAGMA journal_mode = WAL")
+    return db
+
+
+@dataclass
+class BuildReport:
+    """What a build did and what it cost."""
+
+    chunks: int
+    files: int
+    files_tokenized: int
+    chunks_tokenized: int
+    tokenizer_load_seconds: float
+    tokenize_seconds: float
+    write_seconds: float
+    seconds: float
+    index_bytes: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Index:
+    """An open index: its connection, tokenizer, builder and recorded query defaults."""
+
+    def __init__(self, db: sqlite3.Connection, path: str, meta: dict[str, str], tokenizer: Tokenizer) -> None:
+        self.db = db
+        self.path = path
+        self.meta = meta
+        self.tokenizer = tokenizer
+        self.defaults = QueryDefaults(**json.loads(meta["query_defaults"]))
+
+    @classmethod
+    def open(cls, path: str | Path, *, check_same_thread: bool = True) -> "Index":
+        """Open an existing index; a tokenizer whose options or model changed since the build is an error."""
+        path = str(path)
+        if path != ":memory:" and not Path(path).is_file():
+            raise IndexFileError(f"{path}: no such index", hint="build one with: rag-eval index build")
+        try:
+            db = connect(path, check_same_thread=check_same_thread)
+            return cls.from_connection(db, path)
+        except sqlite3.DatabaseError as exc:
+            raise IndexFileError(f"{path}: not a rag-eval index ({exc})") from None
+
+    @classmethod
+    def from_connection(cls, db: sqlite3.Connection, path: str = "") -> "Index":
+        """Wrap an open connection to an index."""
+        meta = read_meta(db)
+        if not meta:
+            raise IndexFileError(f"{path or 'database'}: not a rag-eval index (no meta table)",
+                                 hint="build one with: rag-eval index build")
+        if int(meta.get("schema_version", 0)) != SCHEMA_VERSION:
+            raise IndexFileError(f"{path}: index schema {meta.get('schema_version')} is not {SCHEMA_VERSION}; rebuild it")
+        tokenizer = get_tokenizer(meta["tokenizer"])
+        if tokenizer.native:
+            check_fts5(tokenizer.name)
+        check_fingerprint(path, json.loads(meta["tokenizer_fingerprint"]), tokenizer)
+        return cls(db, path, meta, tokenizer)
+
+    @property
+    def builder(self) -> Builder:
+        """The builder recorded in the index."""
+        return get_builder(self.meta["builder"])
+
+    @property
+    def source_root(self) -> Path:
+        """The corpus root recorded at build time."""
+        return Path(self.meta["source_root"])
+
+    def chunk(self, row: sqlite3.Row) -> Chunk:
+        """A Chunk from a row of the chunks table."""
+        return Chunk(**{name: row[name] for name in _CHUNK_COLUMNS if name != "id"})
+
+    def count(self) -> int:
+        """Number of chunks."""
+        return int(self.db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_meta(db: sqlite3.Connection) -> dict[str, str]:
+    """The meta table as a dict (empty when there is none)."""
+    try:
+        return {row[0]: row[1] for row in db.execute("SELECT key, value FROM meta")}
+    except sqlite3.OperationalError:
+        return {}
+
+
+def check_fingerprint(path: str, recorded: dict[str, str], tokenizer: Tokenizer) -> None:
+    """Error when a model or dictionary changed; warn when only library versions drifted."""
+    current = tokenizer.fingerprint()
+    changed = {k for k in set(recorded) | set(current) if recorded.get(k) != current.get(k)}
+    hard = sorted(k for k in changed if k not in VERSION_KEYS)
+    if hard:
+        details = "; ".join(f"{k}: built with {recorded.get(k)}, now {current.get(k)}" for k in hard)
+        raise IndexFileError(f"{path}: the tokenizer changed since this index was built ({details})",
+                             hint="rebuild it with: rag-eval index build")
+    if changed:
+        details = ", ".join(f"{k} {recorded.get(k)} -> {current.get(k)}" for k in sorted(changed))
+        warnings.warn(f"{path}: library versions changed since the build ({details}); rebuild to be sure "
+                      "results match", RagEvalWarning, stacklevel=3)
+
+
+@contextmanager
+def build_lock(path: str, *, remove_on_error: bool = False) -> Iterator[None]:
+    """Refuse a second builder on the same index: an exclusive ``flock`` on the index file itself.
+
+    SQLite's own locks are POSIX record locks, which ``flock`` does not interact with on Linux, so
+    readers are unaffected. A new index file that fails to build is removed (nothing existed before).
+    """
+    if path == ":memory:":
+        yield
+        return
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise IndexFileError(f"{path}: cannot open the index file: {exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IndexFileError(f"{path}: another build is running on this index; try again when it ends") from None
+        try:
+            yield
+        except BaseException:
+            if remove_on_error:
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    Path(path + suffix).unlink(missing_ok=True)
+            raise
+    finally:
+        handle.close()
+
+
+def fts_schema(tokenizer: Tokenizer) -> str:
+    """The FTS5 table over the chunks table (external content, rowid = chunk id)."""
+    if tokenizer.native:
+        columns, clause = "fts_title, text", tokenizer.fts5_clause  # type: ignore[attr-defined]
+    else:
+        columns, clause = "fts_title, fts_body", WHITESPACE_CLAUSE
+    clause = clause.replace('"', '""')
+    return (f'CREATE VIRTUAL TABLE search USING fts5({columns}, content="chunks", content_rowid="id", '
+            f'tokenize="{clause}")')
+
+
+def corpus_checksum(files: list[tuple[str, str]]) -> str:
+    """sha256 over the sorted (path, sha256) pairs of the sources."""
+    digest = hashlib.sha256()
+    for path, sha in sorted(files):
+        digest.update(f"{path}\0{sha}\n".encode())
+    return digest.hexdigest()
+
+
+def _previous_terms(db: sqlite3.Connection, meta: dict[str, str], tokenizer: Tokenizer) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """Stored file checksums and token columns, reusable when the tokenizer spec is unchanged."""
+    if not meta or meta.get("tokenizer_spec") != tokenizer.spec or tokenizer.native:
+        return {}, {}
+    files = {row["path"]: row["sha256"] for row in db.execute("SELECT path, sha256 FROM files")}
+    terms = {row["key"]: (row["fts_title"], row["fts_body"]) for row in db.execute("SELECT key, fts_title, fts_body FROM chunks")}
+    return files, terms
+
+
+def build(
+    source: str | Path,
+    index_path: str | Path,
+    *,
+    builder: str | Builder,
+    tokenizer: str | Tokenizer,
+    progress: Progress | None = None,
+    db: sqlite3.Connection | None = None,
+) -> BuildReport:
+    """Build or sync an index from ``source``: validate and read everything, tokenize what changed, write in one transaction.
+
+    Files whose sha256 and tokenizer spec are unchanged since the last build reuse their stored tokens
+    (only Python strategies store tokens), so a sync re-tokenizes only changed files. Chunk ids are
+    assigned afresh in source order, so a sync gives the same ids as a fresh build. Any error leaves the
+    previous index exactly as it was; a new index file that failed is removed.
+    """
+    started = time.perf_counter()
+    builder = builder if isinstance(builder, Builder) else get_builder(builder)
+    tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else get_tokenizer(tokenizer)
+    source = Path(source)
+    path = str(index_path)
+    files = builder.scan(source)
+    chunks: list[Chunk] = []
+    per_file: dict[str, int] = {}
+    for file in files:
+        file_chunks = builder.chunks(file)
+        per_file[file.path] = len(file_chunks)
+        chunks += file_chunks
+    keys: set[str] = set()
+    for chunk in chunks:
+        if chunk.key in keys:
+            raise RagEvalError(f"duplicate chunk key {chunk.key!r}")
+        keys.add(chunk.key)
+    load_started = time.perf_counter()
+    tokenizer.load()
+    load_seconds = time.perf_counter() - load_started
+
+    created = path != ":memory:" and not Path(path).exists()
+    if created:
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).touch()
+        except OSError as exc:
+            raise IndexFileError(f"{path}: cannot create the index file: {exc.strerror or exc}") from None
+    with build_lock(path, remove_on_error=created):
+        own_db = db is None
+        try:
+            if db is None:
+                db = connect(path)
+            report = _write(db, path, source, files, per_file, chunks, builder, tokenizer, progress)
+        except BaseException:
+            if own_db and db is not None:
+                db.close()
+                db = None
+            raise
+        if own_db:
+            db.close()
+    report.tokenizer_load_seconds = load_seconds
+    report.seconds = time.perf_counter() - started
+    report.index_bytes = index_size(path)
+    return report
+
+
+def index_size(path: str) -> int:
+    """Bytes on disk of the index file and its WAL (0 for in-memory)."""
+    if path == ":memory:":
+        return 0
+    return sum(Path(path + s).stat().st_size for s in ("", "-wal") if Path(path + s).exists())
+
+
+def _write(db, path, source, files, per_file, chunks, builder, tokenizer, progress) -> BuildReport:  # type: ignore[no-untyped-def]
+    meta = read_meta(db)
+    old_files, old_terms = _previous_terms(db, meta, tokenizer)
+    changed = {f.path for f in files if old_files.get(f.path) != f.sha256}
+    rows = []
+    tokenize_seconds = 0.0
+    tokenized = 0
+    total = len(chunks)
+    for number, chunk in enumerate(chunks, start=1):
+        title = chunk.title if builder.index_title else ""
+        if tokenizer.native:
+            fts_title, fts_body = title, None
+        elif chunk.path not in changed and chunk.key in old_terms:
+            fts_title, fts_body = old_terms[chunk.key]
+        else:
+            t0 = time.perf_counter()
+            fts_title = " ".join(tokenizer.terms(title)) if title else ""
+            fts_body = " ".join(tokenizer.terms(chunk.text))
+            tokenize_seconds += time.perf_counter() - t0
+            tokenized += 1
+        rows.append((number, chunk.key, chunk.path, chunk.doc, chunk.title, chunk.anchor, chunk.heading_path,
+                     chunk.category, chunk.line, chunk.revision, chunk.sha256, chunk.status, chunk.expires,
+                     chunk.text, fts_title, fts_body))
+        if progress is not None and (number % 500 == 0 or number == total):
+            progress("tokenize", number, total)
+    write_started = time.perf_counter()
+    defaults = builder.query_defaults()
+    new_meta = {
+        "schema_version": str(SCHEMA_VERSION),
+        "builder": builder.system,
+        "tokenizer": tokenizer.system,
+        "tokenizer_spec": tokenizer.spec,
+        "tokenizer_fingerprint": json.dumps(tokenizer.fingerprint(), sort_keys=True),
+        "fts5_tokenize": tokenizer.fts5_clause if tokenizer.native else WHITESPACE_CLAUSE,  # type: ignore[attr-defined]
+        "query_defaults": json.dumps(defaults.__dict__, ensure_ascii=False, sort_keys=True),
+        "source_root": str(builder.source_root(source)),
+        "corpus_sha256": corpus_checksum([(f.path, f.sha256) for f in files]),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "chunks": str(len(rows)),
+        "files": str(len(files)),
+    }
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("DROP TABLE IF EXISTS search")
+        for statement in _SCHEMA.strip().split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute("DELETE FROM chunks")
+        db.execute("DELETE FROM files")
+        db.execute("DELETE FROM meta")
+        db.executemany(f"INSERT INTO chunks VALUES ({', '.join('?' * 16)})", rows)
+        db.executemany("INSERT INTO files VALUES (?, ?, ?)", [(f.path, f.sha256, per_file[f.path]) for f in files])
+        db.execute(fts_schema(tokenizer))
+        db.execute("INSERT INTO search(search) VALUES ('rebuild')")
+        db.execute("INSERT INTO search(search) VALUES ('optimize')")
+        new_meta["build_seconds_write"] = f"{time.perf_counter() - write_started:.3f}"
+        db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(new_meta.items()))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    if path != ":memory:":
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return BuildReport(
+        chunks=len(rows), files=len(files), files_tokenized=len(changed) if not tokenizer.native else len(files),
+        chunks_tokenized=tokenized, tokenizer_load_seconds=0.0, tokenize_seconds=tokenize_seconds,
+        write_seconds=time.perf_counter() - write_started, seconds=0.0, index_bytes=0,
+    )
