@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class Chunk:
+class Chunk(NamedTuple):
     """One indexed unit of text with its provenance.
 
     ``key`` is unique in an index and stable across rebuilds of the same sources: a ``lines`` source
@@ -29,16 +27,18 @@ class Chunk:
     expires: str | None = None
 
 
-@dataclass(frozen=True)
-class Hit:
-    """A search result: the chunk, its bm25 score (lower is better, as FTS5 reports it) and a snippet."""
+class Hit(NamedTuple):
+    """A search result: the chunk, its bm25 score (lower is better, as FTS5 reports it) and a snippet.
+
+    Records are NamedTuples: a search creates one per hit, and a frozen dataclass costs several times
+    more to build, which showed up as toolkit overhead over the bare FTS5 statement.
+    """
 
     id: int
     rank: int
     score: float
     snippet: str
     chunk: Chunk
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """Flat JSON-ready provenance for tools and the CLI."""

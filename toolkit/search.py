@@ -9,7 +9,7 @@ from typing import Any
 from .builders.lines import iso_date
 from .errors import CorpusError, QueryError
 from .query import CompiledQuery, compile_query, quote
-from .records import Hit
+from .records import Chunk, Hit
 from .snippets import token_snippet, window_snippet
 from .store import Index
 from .tokenizers import normalise
@@ -82,51 +82,61 @@ def search(
 
 def _ranked(index: Index, compiled: CompiledQuery, limit: int, as_of: str | None, category: str | None,
             path_prefix: str | None) -> list[Hit]:
-    defaults = index.defaults
-    where = ["search MATCH ?"]
     params: list[Any] = [compiled.expression]
-    join = ""
-    if as_of is not None or category is not None or path_prefix is not None:
-        join = " JOIN chunks c ON c.id = search.rowid"
-        if as_of is not None:
+    if as_of is not None:
+        params.append(as_of)
+    if category is not None:
+        params.append(category)
+    if path_prefix is not None:
+        params += [len(path_prefix), path_prefix]
+    ranking = _ranking_sql(index, as_of is not None, category is not None, path_prefix is not None)
+    cursor = index.db.cursor()
+    cursor.row_factory = None
+    if compiled.phrase_filter is None:
+        # One statement: rank and cut in FTS5, then read only the top rows of the chunks table.
+        sql = (f"SELECT r.id, r.score, {CHUNK_FIELDS} FROM ({ranking} LIMIT ?) AS r "
+               f"JOIN chunks c ON c.id = r.id ORDER BY r.score, r.id")
+        rows = cursor.execute(sql, [*params, limit]).fetchall()
+        return [Hit(row[0], rank, row[1], "", Chunk(*row[2:])) for rank, row in enumerate(rows, 1)]
+    hits: list[Hit] = []
+    t2s = bool(index.tokenizer.options.get("t2s"))
+    needle = "".join(compiled.phrase_filter.split())
+    reader = index.db.cursor()
+    reader.row_factory = None
+    for chunk_id, score in cursor.execute(ranking, params):
+        row = reader.execute(f"SELECT {CHUNK_FIELDS} FROM chunks c WHERE c.id = ?", (chunk_id,)).fetchone()
+        chunk = Chunk(*row)
+        if any(needle in "".join(normalise(value, t2s=t2s).split()) for value in (chunk.text, chunk.title)):
+            hits.append(Hit(chunk_id, len(hits) + 1, score, "", chunk))
+            if len(hits) == limit:
+                break
+    cursor.close()
+    return hits
+
+
+def _ranking_sql(index: Index, as_of: bool, category: bool, path_prefix: bool) -> str:
+    """The ranking statement for a combination of filters, built once per index (it is on the hot path)."""
+    key = (as_of, category, path_prefix)
+    cached = index.statements.get(key)
+    if cached is None:
+        where, join = ["search MATCH ?"], ""
+        if as_of or category or path_prefix:
+            join = " JOIN chunks c ON c.id = search.rowid"
+        if as_of:
             where.append("c.status = 'current' AND (c.expires IS NULL OR c.expires > ?)")
-            params.append(as_of)
-        if category is not None:
+        if category:
             where.append("c.category = ?")
-            params.append(category)
-        if path_prefix is not None:
+        if path_prefix:
             where.append("substr(c.path, 1, ?) = ?")
-            params += [len(path_prefix), path_prefix]
-    sql = (f"SELECT search.rowid AS id, bm25(search, {defaults.title_weight!r}, {defaults.body_weight!r}) AS score "
-           f"FROM search{join} WHERE {' AND '.join(where)} ORDER BY score, search.rowid")
-    if compiled.phrase_filter is None:
-        sql += " LIMIT ?"
-        params.append(limit)
-    ranked: list[tuple[int, float]] = []
-    cursor = index.db.execute(sql, params)
-    if compiled.phrase_filter is None:
-        ranked = [(row[0], row[1]) for row in cursor]
-        rows = _chunk_rows(index, [i for i, _ in ranked])
-    else:
-        rows = {}
-        t2s = bool(index.tokenizer.options.get("t2s"))
-        needle = "".join(compiled.phrase_filter.split())
-        for chunk_id, score in cursor:
-            row = _chunk_rows(index, [chunk_id])[chunk_id]
-            if any(needle in "".join(normalise(row[column], t2s=t2s).split()) for column in ("text", "title")):
-                ranked.append((chunk_id, score))
-                rows[chunk_id] = row
-                if len(ranked) == limit:
-                    break
-        cursor.close()
-    return [Hit(chunk_id, rank, score, "", index.chunk(rows[chunk_id])) for rank, (chunk_id, score) in enumerate(ranked, 1)]
+        weights = f"{index.defaults.title_weight!r}, {index.defaults.body_weight!r}"
+        cached = (f"SELECT search.rowid AS id, bm25(search, {weights}) AS score FROM search{join} "
+                  f"WHERE {' AND '.join(where)} ORDER BY score, search.rowid")
+        index.statements[key] = cached
+    return cached
 
 
-def _chunk_rows(index: Index, ids: list[int]) -> dict[int, Any]:
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    return {row["id"]: row for row in index.db.execute(f"SELECT * FROM chunks WHERE id IN ({marks})", ids)}
+#: Chunk's fields, in order, as columns of ``chunks c``.
+CHUNK_FIELDS = ", ".join(f"c.{name}" for name in Chunk._fields)
 
 
 def _add_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> None:
@@ -140,7 +150,7 @@ def _add_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> Non
                   compiled.expression, *ids]
         found = dict(index.db.execute(sql, params).fetchall())
         for position, hit in enumerate(hits):
-            hits[position] = Hit(hit.id, hit.rank, hit.score, found.get(hit.id, hit.chunk.text), hit.chunk)
+            hits[position] = hit._replace(snippet=found.get(hit.id, hit.chunk.text))
         return
     terms = set(compiled.highlight)
     t2s = bool(tokenizer.options.get("t2s"))
@@ -154,7 +164,7 @@ def _add_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> Non
                                      close_marker=defaults.close_marker, ellipsis=defaults.ellipsis,
                                      window=defaults.window, max_highlights=defaults.max_highlights,
                                      max_len=defaults.max_len, t2s=t2s)
-        hits[position] = Hit(hit.id, hit.rank, hit.score, snippet, hit.chunk)
+        hits[position] = hit._replace(snippet=snippet)
 
 
 def _explain(index: Index, compiled: CompiledQuery) -> dict[str, Any]:

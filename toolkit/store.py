@@ -101,6 +101,8 @@ class Index:
         self.meta = meta
         self.tokenizer = tokenizer
         self.defaults = QueryDefaults(**json.loads(meta["query_defaults"]))
+        #: SQL statements built once per index by the search module.
+        self.statements: dict[Any, str] = {}
 
     @classmethod
     def open(cls, path: str | Path, *, check_same_thread: bool = True) -> "Index":
