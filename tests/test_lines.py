@@ -148,3 +148,25 @@ def test_explain_shows_tokens_expression_and_counts(corpus: Path, tmp_path: Path
     assert info["tokens"] == ["csv", "导出", "出文", "文件"]
     assert info["match"] == '"csv" AND "导出" AND "出文" AND "文件"'
     assert info["hits_per_term"]["导出"] == 8 and info["hits_per_term"]["csv"] == 0
+
+
+def test_offsets_round_trip() -> None:
+    from rag_eval.offsets import decode, encode
+    from rag_eval.tokenizers import get_tokenizer
+
+    text = "导出文件保留三十天，" * 30 + "C++ 与 Wi-Fi 3.11"
+    tokens = get_tokenizer("jieba").tokenize(text)
+    assert decode(encode(tokens), [t.text for t in tokens]) == tokens
+    assert decode(encode([]), []) == []
+
+
+@pytest.mark.parametrize("spec", ["jieba", "bigram", "pkuseg:model=mini"])
+def test_stored_offsets_give_the_same_snippets_as_tokenizing(corpus: Path, tmp_path: Path, spec: str) -> None:
+    path = tmp_path / "index.sqlite"
+    build(corpus, path, builder="lines", tokenizer=spec)
+    with Index.open(path) as index:
+        assert index.db.execute("SELECT count(*) FROM chunks WHERE offsets IS NULL").fetchone()[0] == 0
+        stored = [h.snippet for h in search(index, "导出 保留", as_of="2026-10-07").hits]
+        index.db.execute("UPDATE chunks SET offsets = NULL")
+        tokenized = [h.snippet for h in search(index, "导出 保留", as_of="2026-10-07").hits]
+    assert stored == tokenized and "[导出]文件[保留]三十天" in stored

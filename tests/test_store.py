@@ -213,3 +213,33 @@ def test_open_errors(tmp_path: Path) -> None:
     sqlite3.connect(tmp_path / "empty.sqlite").execute("CREATE TABLE t(x)").connection.close()
     with pytest.raises(IndexFileError, match=r"not a rag-eval index \(no meta table\)"):
         Index.open(tmp_path / "empty.sqlite")
+
+
+def test_opening_with_another_tokenizer_is_an_error(docs: Path, tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    build(docs, path, builder="sections", tokenizer="jieba")
+    Index.open(path, tokenizer="jieba:mode=search").close()  # the same options, spelled out
+    with pytest.raises(IndexFileError, match=r"built with tokenizer jieba:hmm=true,mode=search,t2s=false, not bigram:t2s=false"):
+        Index.open(path, tokenizer="bigram")
+    with pytest.raises(IndexFileError, match=r"not jieba:hmm=true,mode=precise,t2s=false"):
+        Index.open(path, tokenizer="jieba:mode=precise")
+
+
+def test_compat_connection_with_another_tokenizer(tmp_path: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "seed"))
+    from make_corpus import make
+
+    from rag_eval.compat import connect, retrieve, sync
+
+    make(tmp_path / "corpus")
+    db = connect(tmp_path / "index.sqlite")
+    sync(db, tmp_path / "corpus")
+    db.close()
+    other = connect(tmp_path / "index.sqlite", "bigram")
+    with pytest.raises(IndexFileError, match="built with tokenizer unicode61"):
+        retrieve(other, "导出", as_of="2026-10-07")
+    sync(other, tmp_path / "corpus")  # an explicit tokenizer rebuilds with it
+    assert "compact" in {h["doc_id"] for h in retrieve(other, "导出", as_of="2026-10-07")}
+    other.close()

@@ -28,12 +28,16 @@ SEED_MAX_BYTES = 100_000
 class _Connection(sqlite3.Connection):
     """A connection that remembers the tokenizer chosen at ``connect`` and its open Index."""
 
-    rag_eval_tokenizer: str = "unicode61"
+    rag_eval_tokenizer: str | None = None
     rag_eval_index: store.Index | None = None
 
 
-def connect(path: str | Path, tokenizer: str = "unicode61", *, check_same_thread: bool = True) -> sqlite3.Connection:
-    """Open (or create) an index file; ``tokenizer`` applies to the next ``sync`` of a new index."""
+def connect(path: str | Path, tokenizer: str | None = None, *, check_same_thread: bool = True) -> sqlite3.Connection:
+    """Open (or create) an index file.
+
+    ``tokenizer`` (default: the index's own, else unicode61 as in seed 000) is what ``sync`` builds with;
+    reading an index built with another tokenizer through this connection is an error.
+    """
     db = sqlite3.connect(str(path), timeout=store.BUSY_TIMEOUT_MS / 1000, factory=_Connection,
                          isolation_level=None, check_same_thread=check_same_thread)
     db.row_factory = sqlite3.Row
@@ -52,7 +56,7 @@ def _path_of(db: sqlite3.Connection) -> str:
 def _index(db: sqlite3.Connection) -> store.Index:
     cached = getattr(db, "rag_eval_index", None)
     if cached is None:
-        cached = store.Index.from_connection(db, _path_of(db))
+        cached = store.Index.from_connection(db, _path_of(db), tokenizer=getattr(db, "rag_eval_tokenizer", None))
         if isinstance(db, _Connection):
             db.rag_eval_index = cached
     return cached
@@ -61,7 +65,7 @@ def _index(db: sqlite3.Connection) -> store.Index:
 def sync(db: sqlite3.Connection, folder: str | Path, *, tokenizer: str | None = None) -> int:
     """Validate the whole manifest, then replace the index in one transaction; returns the line count."""
     meta = store.read_meta(db)
-    chosen = tokenizer or meta.get("tokenizer") or getattr(db, "rag_eval_tokenizer", "unicode61")
+    chosen = tokenizer or getattr(db, "rag_eval_tokenizer", None) or meta.get("tokenizer") or "unicode61"
     report = store.build(folder, _path_of(db), builder=f"lines:max_bytes={SEED_MAX_BYTES}", tokenizer=chosen, db=db)
     if isinstance(db, _Connection):
         db.rag_eval_index = None

@@ -9,10 +9,11 @@ from typing import Any
 from .builders.lines import iso_date
 from .errors import CorpusError, QueryError
 from .query import CompiledQuery, compile_query, quote
+from .offsets import decode as decode_offsets
 from .records import Chunk, Hit
 from .snippets import token_snippet, window_snippet
 from .store import Index
-from .tokenizers import normalise
+from .tokenizers import Token, normalise
 
 
 @dataclass
@@ -154,9 +155,17 @@ def _add_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> Non
         return
     terms = set(compiled.highlight)
     t2s = bool(tokenizer.options.get("t2s"))
+    stored: dict[int, list[Token]] = {}
+    if defaults.snippet == "fts5" and hits:
+        marks = ",".join("?" * len(hits))
+        for chunk_id, body, offsets in index.db.execute(
+            f"SELECT id, fts_body, offsets FROM chunks WHERE id IN ({marks}) AND offsets IS NOT NULL", [h.id for h in hits]
+        ):
+            stored[chunk_id] = decode_offsets(offsets, body.split(" ") if body else [])
     for position, hit in enumerate(hits):
         if defaults.snippet == "fts5":
-            snippet = token_snippet(hit.chunk.text, tokenizer.tokenize(hit.chunk.text), terms,
+            tokens = stored[hit.id] if hit.id in stored else tokenizer.tokenize(hit.chunk.text)
+            snippet = token_snippet(hit.chunk.text, tokens, terms,
                                     open_marker=defaults.open_marker, close_marker=defaults.close_marker,
                                     ellipsis=defaults.ellipsis, size=defaults.snippet_tokens)
         else:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator
 
 from .builders import Builder, QueryDefaults, get_builder
 from .errors import IndexFileError, RagEvalError
+from .offsets import encode as encode_offsets
 from .records import Chunk
 from .tokenizers import Tokenizer, get_tokenizer
 from .tokenizers.fts5_rules import check_fts5
@@ -58,7 +59,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     expires TEXT,
     text TEXT NOT NULL,
     fts_title TEXT NOT NULL,
-    fts_body TEXT
+    fts_body TEXT,
+    offsets BLOB
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, chunks INTEGER NOT NULL);
@@ -105,31 +107,42 @@ class Index:
         self.statements: dict[Any, str] = {}
 
     @classmethod
-    def open(cls, path: str | Path, *, check_same_thread: bool = True) -> "Index":
-        """Open an existing index; a tokenizer whose options or model changed since the build is an error."""
+    def open(cls, path: str | Path, *, tokenizer: str | None = None, check_same_thread: bool = True) -> "Index":
+        """Open an existing index; a tokenizer whose options or model changed since the build is an error,
+        and so is ``tokenizer`` (a spec) when it names another tokenizer or other options than the index's."""
         path = str(path)
         if path != ":memory:" and not Path(path).is_file():
             raise IndexFileError(f"{path}: no such index", hint="build one with: rag-eval index build")
         try:
             db = connect(path, check_same_thread=check_same_thread)
-            return cls.from_connection(db, path)
         except sqlite3.DatabaseError as exc:
             raise IndexFileError(f"{path}: not a rag-eval index ({exc})") from None
+        try:
+            return cls.from_connection(db, path, tokenizer=tokenizer)
+        except BaseException as exc:
+            db.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise IndexFileError(f"{path}: not a rag-eval index ({exc})") from None
+            raise
 
     @classmethod
-    def from_connection(cls, db: sqlite3.Connection, path: str = "") -> "Index":
-        """Wrap an open connection to an index."""
+    def from_connection(cls, db: sqlite3.Connection, path: str = "", *, tokenizer: str | None = None) -> "Index":
+        """Wrap an open connection to an index (``tokenizer``: the spec the caller expects, if any)."""
         meta = read_meta(db)
         if not meta:
             raise IndexFileError(f"{path or 'database'}: not a rag-eval index (no meta table)",
                                  hint="build one with: rag-eval index build")
         if int(meta.get("schema_version", 0)) != SCHEMA_VERSION:
             raise IndexFileError(f"{path}: index schema {meta.get('schema_version')} is not {SCHEMA_VERSION}; rebuild it")
-        tokenizer = get_tokenizer(meta["tokenizer"])
-        if tokenizer.native:
-            check_fts5(tokenizer.name)
-        check_fingerprint(path, json.loads(meta["tokenizer_fingerprint"]), tokenizer)
-        return cls(db, path, meta, tokenizer)
+        recorded = get_tokenizer(meta["tokenizer"])
+        if tokenizer is not None and get_tokenizer(tokenizer).system != recorded.system:
+            raise IndexFileError(
+                f"{path}: this index was built with tokenizer {recorded.system}, not {get_tokenizer(tokenizer).system}",
+                hint="search it without naming a tokenizer, or rebuild it with: rag-eval index build -t SPEC",
+            )
+        check_fts5(recorded.name if recorded.native else "ascii")
+        check_fingerprint(path, json.loads(meta["tokenizer_fingerprint"]), recorded)
+        return cls(db, path, meta, recorded)
 
     @property
     def builder(self) -> Builder:
@@ -232,12 +245,15 @@ def corpus_checksum(files: list[tuple[str, str]]) -> str:
     return digest.hexdigest()
 
 
-def _previous_terms(db: sqlite3.Connection, meta: dict[str, str], tokenizer: Tokenizer) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+def _previous_terms(
+    db: sqlite3.Connection, meta: dict[str, str], tokenizer: Tokenizer
+) -> tuple[dict[str, str], dict[str, tuple[str, str, bytes | None]]]:
     """Stored file checksums and token columns, reusable when the tokenizer spec is unchanged."""
     if not meta or meta.get("tokenizer_spec") != tokenizer.spec or tokenizer.native:
         return {}, {}
     files = {row["path"]: row["sha256"] for row in db.execute("SELECT path, sha256 FROM files")}
-    terms = {row["key"]: (row["fts_title"], row["fts_body"]) for row in db.execute("SELECT key, fts_title, fts_body FROM chunks")}
+    terms = {row["key"]: (row["fts_title"], row["fts_body"], row["offsets"])
+             for row in db.execute("SELECT key, fts_title, fts_body, offsets FROM chunks")}
     return files, terms
 
 
@@ -319,21 +335,26 @@ def _write(db, path, source, files, per_file, chunks, builder, tokenizer, progre
     tokenize_seconds = 0.0
     tokenized = 0
     total = len(chunks)
+    # FTS5-style snippets (lines) of Python strategies need token offsets: stored, not re-computed per query.
+    keep_offsets = not tokenizer.native and builder.query_defaults().snippet == "fts5"
     for number, chunk in enumerate(chunks, start=1):
         title = chunk.title if builder.index_title else ""
+        offsets = None
         if tokenizer.native:
             fts_title, fts_body = title, None
-        elif chunk.path not in changed and chunk.key in old_terms:
-            fts_title, fts_body = old_terms[chunk.key]
+        elif chunk.path not in changed and chunk.key in old_terms and (old_terms[chunk.key][2] is not None) == keep_offsets:
+            fts_title, fts_body, offsets = old_terms[chunk.key]
         else:
             t0 = time.perf_counter()
             fts_title = " ".join(tokenizer.terms(title)) if title else ""
-            fts_body = " ".join(tokenizer.terms(chunk.text))
+            tokens = tokenizer.tokenize(chunk.text)
+            fts_body = " ".join(token.text for token in tokens)
+            offsets = encode_offsets(tokens) if keep_offsets else None
             tokenize_seconds += time.perf_counter() - t0
             tokenized += 1
         rows.append((number, chunk.key, chunk.path, chunk.doc, chunk.title, chunk.anchor, chunk.heading_path,
                      chunk.category, chunk.line, chunk.revision, chunk.sha256, chunk.status, chunk.expires,
-                     chunk.text, fts_title, fts_body))
+                     chunk.text, fts_title, fts_body, offsets))
         if progress is not None and (number % 500 == 0 or number == total):
             progress("tokenize", number, total)
     write_started = time.perf_counter()
@@ -361,7 +382,7 @@ def _write(db, path, source, files, per_file, chunks, builder, tokenizer, progre
         db.execute("DELETE FROM chunks")
         db.execute("DELETE FROM files")
         db.execute("DELETE FROM meta")
-        db.executemany(f"INSERT INTO chunks VALUES ({', '.join('?' * 16)})", rows)
+        db.executemany(f"INSERT INTO chunks VALUES ({', '.join('?' * 17)})", rows)
         db.executemany("INSERT INTO files VALUES (?, ?, ?)", [(f.path, f.sha256, per_file[f.path]) for f in files])
         db.execute(fts_schema(tokenizer))
         db.execute("INSERT INTO search(search) VALUES ('rebuild')")
