@@ -384,6 +384,14 @@ def read_cmd(index_path: str, target: str, root: Path | None) -> None:
         click.echo(read(index, target, root=root))
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
 def main() -> None:
     """Console-script entry point."""
+    import warnings
+
+    warnings.showwarning = _show_warning
     cli(prog_name="rag-eval")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .builders import Builder, QueryDefaults, get_builder
+from .builders import Builder, QueryDefaults, SourceFile, get_builder
 from .errors import IndexFileError, RagEvalError
 from .offsets import encode as encode_offsets
 from .records import Chunk
@@ -327,7 +327,10 @@ def index_size(path: str) -> int:
     return sum(Path(path + s).stat().st_size for s in ("", "-wal") if Path(path + s).exists())
 
 
-def _write(db, path, source, files, per_file, chunks, builder, tokenizer, progress) -> BuildReport:  # type: ignore[no-untyped-def]
+def _write(
+    db: sqlite3.Connection, path: str, source: Path, files: list[SourceFile], per_file: dict[str, int],
+    chunks: list[Chunk], builder: Builder, tokenizer: Tokenizer, progress: Progress | None,
+) -> BuildReport:
     meta = read_meta(db)
     old_files, old_terms = _previous_terms(db, meta, tokenizer)
     changed = {f.path for f in files if old_files.get(f.path) != f.sha256}
