@@ -52,3 +52,7 @@ class QueryError(RagEvalError, ValueError):
 
 class ReadError(RagEvalError, PermissionError):
     """A read outside the corpus root, or of an unknown section."""
+
+
+class DatasetError(RagEvalError, ValueError):
+    """A dataset file that cannot be read: its message names the file and line."""

@@ -1,0 +1,116 @@
+"""Datasets shipped with rag-eval (datasets/<id>/), described by datasets/manifest.json."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from ..builders import get_builder
+from ..builders.sections import split_markdown
+from ..errors import DatasetError
+from .beir import read_qrels, read_queries, write_beir
+from .records import Dataset, Passage
+
+
+def datasets_root() -> Path:
+    """The installed ``rag_eval/datasets`` folder."""
+    return Path(str(files("rag_eval.datasets")))
+
+
+@lru_cache(maxsize=1)
+def manifest() -> dict[str, dict[str, Any]]:
+    """datasets/manifest.json: ids, files with sha256, descriptions, builder, as-of date."""
+    return json.loads((datasets_root() / "manifest.json").read_text(encoding="utf-8"))
+
+
+def shipped_ids() -> list[str]:
+    """Ids of the shipped labelled sets (not the benchmark text)."""
+    return sorted(name for name, entry in manifest().items() if entry.get("kind") == "retrieval")
+
+
+def entry(dataset_id: str) -> dict[str, Any]:
+    """The manifest entry of a shipped labelled set; unknown ids list the shipped ones."""
+    found = manifest().get(dataset_id)
+    if found is None or found.get("kind") != "retrieval":
+        raise DatasetError(f"unknown dataset {dataset_id!r}; shipped: {', '.join(shipped_ids())}, or give a BEIR folder")
+    return found
+
+
+def verify_files(dataset_id: str) -> None:
+    """Check every file the manifest lists against its sha256."""
+    folder = datasets_root() / dataset_id
+    for name, expected in entry(dataset_id)["files"].items():
+        try:
+            actual = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        except FileNotFoundError:
+            raise DatasetError(f"datasets/{dataset_id}/{name} is missing") from None
+        if actual != expected:
+            raise DatasetError(f"datasets/{dataset_id}/{name} does not match its sha256 in datasets/manifest.json")
+
+
+def corpus_dir(dataset_id: str) -> Path:
+    """The corpus in its builder's layout (a lines manifest folder or a Markdown tree)."""
+    return datasets_root() / dataset_id / entry(dataset_id)["corpus"]
+
+
+def passages(dataset_id: str) -> dict[str, Passage]:
+    """The corpus as BEIR passages: lines keep their source ids; sections are whole (``path#anchor``)."""
+    info = entry(dataset_id)
+    builder = get_builder(info["builder"])
+    root = corpus_dir(dataset_id)
+    corpus: dict[str, Passage] = {}
+    for file in builder.scan(root):
+        if builder.name == "sections":
+            title = Path(file.path).stem
+            for section in split_markdown(file.text(), title):
+                key = f"{file.path}#{section.anchor}"
+                corpus[key] = Passage(key, section.heading_path or section.title, section.text)
+        else:
+            for chunk in builder.chunks(file):
+                corpus[chunk.key] = Passage(chunk.key, chunk.title, chunk.text)
+    return corpus
+
+
+def load_shipped(dataset_id: str) -> Dataset:
+    """A shipped set in the canonical form, checked against the manifest's checksums."""
+    info = entry(dataset_id)
+    verify_files(dataset_id)
+    folder = datasets_root() / dataset_id
+    corpus = passages(dataset_id)
+    queries = read_queries(folder / info["queries"])
+    qrels = read_qrels(folder / info["qrels"], corpus, queries)
+    meta = {key: info[key] for key in ("builder", "mode", "as_of", "description", "licence") if key in info}
+    meta.update(format="shipped", path=str(folder), corpus_dir=str(corpus_dir(dataset_id)))
+    return Dataset(dataset_id, corpus, queries, qrels, meta)
+
+
+def datasheet(dataset_id: str) -> str:
+    """The set's README.md."""
+    entry(dataset_id)
+    return (datasets_root() / dataset_id / "README.md").read_text(encoding="utf-8")
+
+
+def export_shipped(dataset_id: str, target: str | Path) -> Path:
+    """Write a shipped set for other tools: ``corpus/`` in its builder's layout, plus BEIR files
+    (corpus.jsonl, queries.jsonl, qrels/test.tsv) and the datasheet. Never overwrites: the target must
+    not exist."""
+    target = Path(target)
+    if target.exists():
+        raise DatasetError(f"{target} already exists; export writes a new folder and never overwrites")
+    dataset = load_shipped(dataset_id)
+    staging = target.with_name(f".{target.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        shutil.copytree(corpus_dir(dataset_id), staging / "corpus")
+        write_beir(dataset, staging)
+        shutil.copy(datasets_root() / dataset_id / "README.md", staging / "README.md")
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target

@@ -1,0 +1,99 @@
+"""SQuAD-style reading comprehension (CMRC 2018, DRCD, DuReader-robust) converted to a retrieval task."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import DatasetError, MissingSourceError
+from .records import Dataset, Passage, Query
+
+
+@dataclass
+class ConversionSummary:
+    """What the converter saw and merged."""
+
+    files: int = 0
+    articles: int = 0
+    paragraphs: int = 0
+    passages: int = 0
+    duplicate_paragraphs: int = 0
+    questions: int = 0
+    queries: int = 0
+    duplicate_questions: int = 0
+    qrels: int = 0
+
+
+def convert_squad(paths: list[str | Path], *, dataset_id: str = "squad") -> tuple[Dataset, ConversionSummary]:
+    """Passages are the distinct paragraphs, queries the distinct questions, and a question's relevant
+    passages the paragraphs it was asked on (relevance 1). Identical paragraphs or questions (after
+    trimming whitespace) are merged, and counted in the summary. Ids are assigned in reading order:
+    ``p1``, ``p2`` … and ``q1``, ``q2`` …; the original question ids are kept in ``meta``."""
+    summary = ConversionSummary()
+    corpus: dict[str, Passage] = {}
+    passage_ids: dict[str, str] = {}
+    queries: dict[str, Query] = {}
+    query_ids: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    original_ids: dict[str, list[str]] = {}
+    for raw_path in paths:
+        path = Path(raw_path)
+        summary.files += 1
+        data = _load(path)
+        articles = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(articles, list):
+            raise DatasetError(f"{path}: expected a SQuAD object with a 'data' list")
+        for a_number, article in enumerate(articles, start=1):
+            where = f"{path}: data[{a_number - 1}]"
+            paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+            if not isinstance(paragraphs, list):
+                raise DatasetError(f"{where}: expected 'paragraphs' list")
+            summary.articles += 1
+            title = str(article.get("title") or "")
+            for p_number, paragraph in enumerate(paragraphs):
+                context = paragraph.get("context") if isinstance(paragraph, dict) else None
+                qas = paragraph.get("qas", []) if isinstance(paragraph, dict) else None
+                if not isinstance(context, str) or not isinstance(qas, list):
+                    raise DatasetError(f"{where}.paragraphs[{p_number}]: expected 'context' text and 'qas' list")
+                summary.paragraphs += 1
+                key = context.strip()
+                passage_id = passage_ids.get(key)
+                if passage_id is None:
+                    passage_id = f"p{len(passage_ids) + 1}"
+                    passage_ids[key] = passage_id
+                    corpus[passage_id] = Passage(passage_id, title, key)
+                else:
+                    summary.duplicate_paragraphs += 1
+                for q_number, qa in enumerate(qas):
+                    question = qa.get("question") if isinstance(qa, dict) else None
+                    if not isinstance(question, str) or not question.strip():
+                        raise DatasetError(f"{where}.paragraphs[{p_number}].qas[{q_number}]: missing 'question'")
+                    summary.questions += 1
+                    text = question.strip()
+                    query_id = query_ids.get(text)
+                    if query_id is None:
+                        query_id = f"q{len(query_ids) + 1}"
+                        query_ids[text] = query_id
+                        queries[query_id] = Query(query_id, text)
+                    else:
+                        summary.duplicate_questions += 1
+                    qrels.setdefault(query_id, {})[passage_id] = 1
+                    original_ids.setdefault(query_id, []).append(str(qa.get("id", "")))
+    summary.passages, summary.queries = len(corpus), len(queries)
+    summary.qrels = sum(len(d) for d in qrels.values())
+    meta: dict[str, Any] = {"format": "squad", "sources": [str(p) for p in paths], "original_question_ids": original_ids}
+    return Dataset(dataset_id, corpus, queries, qrels, meta), summary
+
+
+def _load(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise MissingSourceError(f"{path}: file not found") from None
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not valid UTF-8 at byte {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None

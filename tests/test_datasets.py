@@ -1,0 +1,196 @@
+"""Dataset loaders (BEIR, TREC, SQuAD), shipped sets and the datasets commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rag_eval.cli import cli
+from rag_eval.errors import DatasetError
+from rag_eval.eval.beir import load_beir, write_beir
+from rag_eval.eval.formats import load_dataset
+from rag_eval.eval.records import Dataset, Passage, Query
+from rag_eval.eval.shipped import export_shipped, load_shipped, shipped_ids
+from rag_eval.eval.squad import convert_squad
+from rag_eval.eval.trec import read_topics, read_trec_qrels, write_trec_qrels
+
+
+def small() -> Dataset:
+    corpus = {"d1": Passage("d1", "标题一", "导出文件保留三十天。"), "d2": Passage("d2", "", "备份每天凌晨两点。")}
+    queries = {"q1": Query("q1", "导出保留多久", "question"), "q2": Query("q2", "发票", "no-answer")}
+    return Dataset("small", corpus, queries, {"q1": {"d1": 2, "d2": 0}})
+
+
+def test_beir_round_trip(tmp_path: Path) -> None:
+    original = small()
+    write_beir(original, tmp_path / "set")
+    loaded = load_beir(tmp_path / "set", dataset_id="small")
+    assert (loaded.corpus, loaded.queries, loaded.qrels) == (original.corpus, original.queries, original.qrels)
+    assert loaded.checksum() == original.checksum()
+    assert (tmp_path / "set" / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[0] == "query-id\tcorpus-id\tscore"
+
+
+def _beir(tmp_path: Path, corpus: str, queries: str, qrels: str) -> Path:
+    (tmp_path / "qrels").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "corpus.jsonl").write_text(corpus, encoding="utf-8")
+    (tmp_path / "queries.jsonl").write_text(queries, encoding="utf-8")
+    (tmp_path / "qrels" / "test.tsv").write_text(qrels, encoding="utf-8")
+    return tmp_path
+
+
+GOOD_CORPUS = '{"_id": "d1", "title": "", "text": "甲"}\n{"_id": "d2", "text": "乙"}\n'
+GOOD_QUERIES = '{"_id": "q1", "text": "甲"}\n'
+
+
+@pytest.mark.parametrize(
+    ("corpus", "queries", "qrels", "message"),
+    [
+        ('{"_id": "d1", "text": "x"}\n{"_id": "d1", "text": "y"}\n', GOOD_QUERIES, "", r"corpus.jsonl:2: duplicate passage id 'd1'"),
+        ('{"_id": "d1", "text": "x"}\n{oops\n', GOOD_QUERIES, "", r"corpus.jsonl:2: invalid JSON"),
+        ('{"title": "x"}\n', GOOD_QUERIES, "", r"corpus.jsonl:1: field '_id' must be a non-empty string"),
+        (GOOD_CORPUS, '{"_id": "q1"}\n', "", r"queries.jsonl:1: field 'text' must be a non-empty string"),
+        (GOOD_CORPUS, GOOD_QUERIES + '{"_id": "q1", "text": "again"}\n', "", r"queries.jsonl:2: duplicate query id 'q1'"),
+        (GOOD_CORPUS, GOOD_QUERIES, "query-id\tcorpus-id\tscore\nq1\td9\t1\n", r"test.tsv:2: unknown passage id 'd9'"),
+        (GOOD_CORPUS, GOOD_QUERIES, "q7\td1\t1\n", r"test.tsv:1: unknown query id 'q7'"),
+        (GOOD_CORPUS, GOOD_QUERIES, "q1\td1\tyes\n", r"test.tsv:1: score 'yes' is not an integer"),
+        (GOOD_CORPUS, GOOD_QUERIES, "q1\td1\n", r"test.tsv:1: expected 3 tab-separated fields"),
+        (GOOD_CORPUS, GOOD_QUERIES, "q1\td1\t1\nq1\td1\t2\n", r"test.tsv:2: duplicate judgement"),
+    ],
+)
+def test_bad_beir_files_name_file_and_line(tmp_path: Path, corpus: str, queries: str, qrels: str, message: str) -> None:
+    with pytest.raises(DatasetError, match=message):
+        load_beir(_beir(tmp_path, corpus, queries, qrels))
+
+
+def test_trec_topics_and_qrels(tmp_path: Path) -> None:
+    (tmp_path / "topics.txt").write_text(
+        "<top>\n<num> Number: 301\n<title> 数据 导出\n<desc> Description:\n如何导出。\n</top>\n"
+        "<top>\n<num> Number: 302\n<title> 备份\n</top>\n", encoding="utf-8")
+    assert read_topics(tmp_path / "topics.txt") == {"301": Query("301", "数据 导出"), "302": Query("302", "备份")}
+    (tmp_path / "topics.tsv").write_text("1\t导出\n2\t备份 时间\n", encoding="utf-8")
+    assert list(read_topics(tmp_path / "topics.tsv").values())[1] == Query("2", "备份 时间")
+    write_trec_qrels({"301": {"d1": 2, "d2": 0}}, tmp_path / "qrels.txt")
+    assert (tmp_path / "qrels.txt").read_text(encoding="utf-8") == "301 0 d1 2\n301 0 d2 0\n"
+    assert read_trec_qrels(tmp_path / "qrels.txt") == {"301": {"d1": 2, "d2": 0}}
+    (tmp_path / "bad.txt").write_text("301 0 d1 2\n301 d1 1\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"bad.txt:2: expected 'query-id iteration doc-id relevance'"):
+        read_trec_qrels(tmp_path / "bad.txt")
+    (tmp_path / "bad.tsv").write_text("1\t导出\n2\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"bad.tsv:2: expected 'query-id<TAB>text'"):
+        read_topics(tmp_path / "bad.tsv")
+
+
+SQUAD = {
+    "version": "test",
+    "data": [
+        {"title": "星屿手册", "paragraphs": [
+            {"context": "导出文件保留三十天，到期后自动清理。", "qas": [
+                {"id": "a1", "question": "导出文件保留多久？", "answers": [{"text": "三十天", "answer_start": 6}]},
+                {"id": "a2", "question": "到期后会怎样？", "answers": []}]},
+            {"context": "备份在每天凌晨两点进行。", "qas": [{"id": "a3", "question": "几点备份？"}]},
+        ]},
+        {"title": "重复", "paragraphs": [
+            {"context": " 导出文件保留三十天，到期后自动清理。 ", "qas": [{"id": "a4", "question": "导出文件保留多久？"}]},
+            {"context": "另一段落也提到保留期限。", "qas": [{"id": "a5", "question": "导出文件保留多久？ "}]},
+        ]},
+    ],
+}
+
+
+def test_squad_conversion_merges_duplicates(tmp_path: Path) -> None:
+    (tmp_path / "train.json").write_text(json.dumps(SQUAD, ensure_ascii=False), encoding="utf-8")
+    dataset, summary = convert_squad([tmp_path / "train.json"])
+    assert (summary.paragraphs, summary.passages, summary.duplicate_paragraphs) == (4, 3, 1)
+    assert (summary.questions, summary.queries, summary.duplicate_questions, summary.qrels) == (5, 3, 2, 4)
+    assert dataset.corpus["p1"] == Passage("p1", "星屿手册", "导出文件保留三十天，到期后自动清理。")
+    assert dataset.queries["q1"].text == "导出文件保留多久？"
+    assert dataset.qrels == {"q1": {"p1": 1, "p3": 1}, "q2": {"p1": 1}, "q3": {"p2": 1}}
+    assert dataset.meta["original_question_ids"]["q1"] == ["a1", "a4", "a5"]
+
+
+def test_squad_convert_command(tmp_path: Path) -> None:
+    (tmp_path / "dev.json").write_text(json.dumps(SQUAD, ensure_ascii=False), encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["datasets", "convert", "squad", str(tmp_path / "dev.json"), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["duplicate_questions"] == 2
+    assert len(load_dataset(str(tmp_path / "out")).corpus) == 3
+    again = runner.invoke(cli, ["datasets", "convert", "squad", str(tmp_path / "dev.json"), "-o", str(tmp_path / "out")])
+    assert again.exit_code == 1 and "already exists" in again.stderr
+    (tmp_path / "broken.json").write_text('{"data": [}', encoding="utf-8")
+    bad = runner.invoke(cli, ["datasets", "convert", "squad", str(tmp_path / "broken.json"), "-o", str(tmp_path / "o2")])
+    assert bad.exit_code == 1 and "broken.json:1: invalid JSON" in bad.stderr
+
+
+def test_evidence_mini_pinned() -> None:
+    dataset = load_shipped("evidence-mini")
+    assert dataset.stats() == {
+        "id": "evidence-mini", "passages": 26, "queries": 24, "judged_queries": 19, "qrels": 22,
+        "qrels_per_judged_query": 1.16, "avg_passage_chars": 42.1, "avg_query_chars": 7.3,
+        "query_kinds": {"compact": 2, "keyword": 11, "mixed": 3, "no-answer": 5, "question": 2, "short": 1},
+    }
+    first, last = list(dataset.corpus.values())[0], list(dataset.corpus.values())[-1]
+    assert first.id.startswith("refund-policy@r3:") and first.text == "云帆 商城 客服 手册 · 退款 规则"
+    assert last.id.endswith("#L4") and last.text == "如 提示 错误 E-619 ， 请 检查 本地 防火墙 设置 。"
+    assert list(dataset.queries.values())[0] == Query("e01", "退款 多久 到账", "question")
+    assert list(dataset.queries.values())[-1] == Query("e24", "年假 天数", "no-answer")
+    assert dataset.meta["as_of"] == "2026-10-07"
+    assert all(q.kind == "no-answer" for q in dataset.queries.values() if q.id not in dataset.qrels)
+
+
+@pytest.mark.parametrize("dataset_id", shipped_ids())
+def test_every_qrel_points_at_an_existing_passage(dataset_id: str) -> None:
+    dataset = load_shipped(dataset_id)
+    for query_id, docs in dataset.qrels.items():
+        assert query_id in dataset.queries
+        assert set(docs) <= set(dataset.corpus)
+        assert dataset.queries[query_id].kind != "no-answer"
+
+
+@pytest.mark.parametrize("dataset_id", shipped_ids())
+def test_query_kind_counts_match_the_datasheet(dataset_id: str) -> None:
+    dataset = load_shipped(dataset_id)
+    from rag_eval.eval.shipped import datasheet
+
+    sheet = datasheet(dataset_id)
+    for kind, count in dataset.stats()["query_kinds"].items():
+        assert f"| {kind} | {count} |" in sheet, kind
+
+
+def test_export_refuses_to_overwrite_and_round_trips(tmp_path: Path) -> None:
+    target = export_shipped("evidence-mini", tmp_path / "out")
+    assert (target / "corpus" / "manifest.json").is_file()
+    assert load_dataset(str(target)).checksum() == load_shipped("evidence-mini").checksum()
+    with pytest.raises(DatasetError, match="already exists; export writes a new folder and never overwrites"):
+        export_shipped("evidence-mini", target)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DatasetError, match="already exists"):
+        export_shipped("evidence-mini", tmp_path / "empty")
+
+
+def test_datasets_commands(tmp_path: Path) -> None:
+    runner = CliRunner()
+    listing = runner.invoke(cli, ["datasets", "list"])
+    assert listing.exit_code == 0 and "evidence-mini\tlines\t26 passages\t24 queries (19 judged)\t22 qrels" in listing.output
+    shown = runner.invoke(cli, ["datasets", "show", "evidence-mini"])
+    assert shown.output.startswith("# evidence-mini") and "judged_queries: 19" in shown.output
+    unknown = runner.invoke(cli, ["datasets", "show", "nope"])
+    assert unknown.exit_code == 1 and unknown.stderr.startswith("error: unknown dataset 'nope': not a shipped id (evidence-mini")
+    exported = runner.invoke(cli, ["datasets", "export", "evidence-mini", str(tmp_path / "x")])
+    assert exported.exit_code == 0 and (tmp_path / "x" / "corpus.jsonl").is_file()
+
+
+def test_shipped_checksum_mismatch_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import shutil
+
+    import rag_eval.eval.shipped as shipped
+
+    copy = tmp_path / "datasets"
+    shutil.copytree(shipped.datasets_root(), copy)
+    (copy / "evidence-mini" / "corpus" / "office-plants.txt").write_text("改动\n", encoding="utf-8")
+    monkeypatch.setattr(shipped, "datasets_root", lambda: copy)
+    with pytest.raises(DatasetError, match="datasets/evidence-mini/corpus/office-plants.txt does not match its sha256"):
+        load_shipped("evidence-mini")
