@@ -1,0 +1,297 @@
+"""``rag-eval compare``: every system on one dataset, side by side, with significance and costs."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import __version__
+from ..errors import RagEvalError
+from ..spec import SystemSpec
+from ..tokenizers import TOKENIZERS, get_tokenizer
+from ..tokenizers.base import library_version
+from .metrics import DEFAULT_METRICS, RankedDoc, evaluate, parse_metric
+from .records import NO_ANSWER, Dataset
+from .runner import System, SystemRun, latency_summary, run_system
+from .stats import PERMUTATIONS, SEED, holm, randomization_test, win_tie_loss
+
+DEFAULT_REFERENCE = "bigram"
+RECALL_CURVE = (1, 2, 3, 5, 10, 20, 50, 100)
+BOOTSTRAP = 1000
+
+Progress = Callable[[str, str, int, int], None]
+
+
+@dataclass(frozen=True)
+class OutsideRun:
+    """A run file from another engine, put in the same table (``--run NAME=FILE``)."""
+
+    name: str
+    path: Path
+
+
+def default_systems(dataset: Dataset, builder: str | None, mode: str | None) -> list[System]:
+    """Every available tokenizer with the dataset's builder and query mode."""
+    chosen_builder = builder or dataset.meta.get("builder") or "passages"
+    chosen_mode = mode or dataset.meta.get("mode") or "or"
+    systems = []
+    for name in TOKENIZERS:
+        try:
+            cls = TOKENIZERS[name]
+        except RagEvalError:
+            continue
+        if cls.availability() is None:
+            systems.append(System(name, chosen_builder, chosen_mode))
+    return systems
+
+
+def load_systems_file(path: Path) -> list[System]:
+    """Systems from TOML: ``[[system]]`` tables with ``tokenizer``, optional ``builder`` and ``mode``."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RagEvalError(f"{path}: file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RagEvalError(f"{path}: invalid TOML: {exc}") from None
+    entries = data.get("system")
+    if not isinstance(entries, list) or not entries:
+        raise RagEvalError(f"{path}: expected one or more [[system]] tables")
+    systems = []
+    for number, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("tokenizer"), str):
+            raise RagEvalError(f"{path}: [[system]] number {number} needs tokenizer = \"SPEC\"")
+        unknown = set(entry) - {"tokenizer", "builder", "mode"}
+        if unknown:
+            raise RagEvalError(f"{path}: [[system]] number {number} has unknown keys: {', '.join(sorted(unknown))}")
+        systems.append(System(entry["tokenizer"], entry.get("builder", ""), entry.get("mode", "")))
+    return systems
+
+
+def _bootstrap_ci(values: list[float], seed: int = SEED) -> list[float]:
+    if not values:
+        return [0.0, 0.0]
+    data = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, len(data), size=(BOOTSTRAP, len(data)))].mean(axis=1)
+    return [round(float(np.percentile(means, 2.5)), 4), round(float(np.percentile(means, 97.5)), 4)]
+
+
+def _tokens_per_passage(index_path: str) -> float:
+    db = sqlite3.connect(index_path)
+    try:
+        db.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, 'search', 'row')")
+        tokens = db.execute("SELECT coalesce(sum(cnt), 0) FROM temp.vocab").fetchone()[0]
+        chunks = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return round(tokens / chunks, 1) if chunks else 0.0
+    finally:
+        db.close()
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=5)
+        return out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def environment() -> dict[str, Any]:
+    """Machine, versions and commit, recorded in every report."""
+    packages = ["rag-eval", "jieba", "spacy-pkuseg", "opencc", "ir-measures", "pytrec-eval-terrier", "numpy"]
+    return {
+        "rag_eval": __version__,
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "packages": {name: library_version(name) for name in packages},
+        "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+                    "cpus": os.cpu_count()},
+        "commit": _commit(),
+        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": " ".join(["rag-eval", *sys.argv[1:]]) if sys.argv and "rag-eval" in Path(sys.argv[0]).name else "",
+    }
+
+
+def read_run(path: Path) -> list[RankedDoc]:
+    """A TREC run file, re-ranked by descending score (ties by document id, as trec_eval does)."""
+    rows: dict[str, list[tuple[float, str]]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise RagEvalError(f"{path}: file not found") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 6:
+            raise RagEvalError(f"{path}:{number}: expected 'qid Q0 docid rank score tag'")
+        try:
+            score = float(parts[4])
+        except ValueError:
+            raise RagEvalError(f"{path}:{number}: score {parts[4]!r} is not a number") from None
+        rows.setdefault(parts[0], []).append((score, parts[2]))
+    out: list[RankedDoc] = []
+    for query_id, docs in rows.items():
+        for rank, (score, doc_id) in enumerate(sorted(docs, key=lambda d: (-d[0], d[1])), start=1):
+            out.append(RankedDoc(query_id, doc_id, rank, score))
+    return out
+
+
+def compare(
+    dataset: Dataset,
+    systems: list[System],
+    *,
+    metrics: list[str] | None = None,
+    reference: str | None = None,
+    outside: list[OutsideRun] | None = None,
+    no_text: bool = False,
+    progress: Progress | None = None,
+) -> tuple[dict[str, Any], dict[str, list[RankedDoc]]]:
+    """Run every system, score it, test it against the reference; returns the report and the runs."""
+    metrics = list(metrics or DEFAULT_METRICS)
+    for name in metrics:
+        parse_metric(name)
+    if not systems and not outside:
+        raise RagEvalError("no systems to compare", hint="name tokenizers with -t SPEC, or install one")
+    default_builder = dataset.meta.get("builder") or "passages"
+    default_mode = dataset.meta.get("mode") or "or"
+    systems = [System(str(SystemSpec.parse(s.tokenizer)), s.builder or default_builder, s.mode or default_mode) for s in systems]
+    for system in systems:
+        get_tokenizer(system.tokenizer).check_available()
+    qrels = dataset.qrel_list()
+    curve = [f"R@{k}" for k in RECALL_CURVE]
+    runs: dict[str, list[RankedDoc]] = {}
+    rows: list[dict[str, Any]] = []
+    per_query: dict[str, dict[str, dict[str, float]]] = {}
+    for number, system in enumerate(systems, start=1):
+        callback = (lambda phase, done, total, name=system.name: progress(name, phase, done, total)) if progress else None
+        result: SystemRun = run_system(dataset, system, progress=callback)
+        means, values = evaluate(qrels, result.run, metrics + curve)
+        runs[system.name] = result.run
+        per_query[system.name] = values
+        no_answer = [q for q in dataset.queries.values() if q.kind == NO_ANSWER]
+        false_hit = sum(1 for q in no_answer if result.false_hits.get(q.id, 0) > 0)
+        build = result.build
+        rows.append({
+            "name": system.name,
+            "tokenizer": result.tokenizer_spec,
+            "builder": result.builder_spec,
+            "mode": system.mode,
+            "metrics": {m: round(means[m], 4) for m in metrics},
+            "ci95": {m: _bootstrap_ci([values[q][m] for q in values]) for m in metrics},
+            "recall_curve": {m: round(means[m], 4) for m in curve},
+            "latency_ms": {"tokenize": latency_summary(result.tokenize_seconds),
+                           "search": latency_summary(result.search_seconds)},
+            "latency_samples_ms": {"search": [round(v * 1000, 4) for v in result.search_seconds]},
+            "build": {k: build.get(k) for k in ("seconds", "tokenizer_load_seconds", "tokenize_seconds", "write_seconds",
+                                                   "index_bytes", "chunks", "cached")},
+            "tokenize_chars_per_second": (round(sum(len(p.title) + len(p.text) for p in dataset.corpus.values())
+                                                / build["tokenize_seconds"]) if build.get("tokenize_seconds") else None),
+            "tokens_per_passage": _tokens_per_passage(result.index_path),
+            "zero_hit_queries": len(result.zero_hit_queries),
+            "no_answer_queries": len(no_answer),
+            "no_answer_false_hit_rate": round(false_hit / len(no_answer), 4) if no_answer else None,
+        })
+    for run in outside or []:
+        docs = read_run(run.path)
+        means, values = evaluate(qrels, docs, metrics + curve)
+        runs[run.name] = docs
+        per_query[run.name] = values
+        rows.append({"name": run.name, "tokenizer": f"outside run {run.path.name}", "builder": "", "mode": "",
+                     "metrics": {m: round(means[m], 4) for m in metrics},
+                     "ci95": {m: _bootstrap_ci([values[q][m] for q in values]) for m in metrics},
+                     "recall_curve": {m: round(means[m], 4) for m in curve}})
+    names = [row["name"] for row in rows]
+    reference_name = _reference(names, systems, reference)
+    judged = sorted(next(iter(per_query.values())).keys()) if per_query else []
+    by_kind = _by_kind(dataset, per_query, metrics)
+    for row in rows:
+        row["by_kind"] = by_kind[row["name"]]
+    _significance(rows, per_query, judged, metrics, reference_name)
+    _gains(rows, per_query, dataset, metrics[0], reference_name, no_text)
+    report = {
+        "schema": "rag-eval/compare/1",
+        "environment": environment(),
+        "dataset": {"id": dataset.id, "checksum": dataset.checksum(), "stats": dataset.stats(),
+                    "as_of": dataset.meta.get("as_of")},
+        "metrics": metrics,
+        "reference": reference_name,
+        "significance": {"test": "paired randomization (sign flips), two-sided", "permutations": PERMUTATIONS,
+                         "seed": SEED, "correction": "Holm over the systems compared with the reference", "alpha": 0.05},
+        "judged_queries": len(judged),
+        "systems": rows,
+        "per_query": per_query,
+    }
+    return report, runs
+
+
+def _reference(names: list[str], systems: list[System], reference: str | None) -> str | None:
+    wanted = reference or DEFAULT_REFERENCE
+    for name in names:
+        if name == wanted or name.split(" | ")[0] == wanted or name.split(" | ")[0].split(":")[0] == wanted:
+            return name
+    if reference:
+        raise RagEvalError(f"reference system {reference!r} is not among the systems compared: {', '.join(names)}")
+    return names[0] if names else None
+
+
+def _by_kind(dataset: Dataset, per_query: dict[str, dict[str, dict[str, float]]], metrics: list[str]) -> dict[str, Any]:
+    kinds: dict[str, list[str]] = {}
+    for query in dataset.queries.values():
+        kinds.setdefault(query.kind or "-", []).append(query.id)
+    out: dict[str, Any] = {}
+    for name, values in per_query.items():
+        table = {}
+        for kind, ids in sorted(kinds.items()):
+            judged = [q for q in ids if q in values]
+            if judged:
+                table[kind] = {"queries": len(judged), **{m: round(sum(values[q][m] for q in judged) / len(judged), 4) for m in metrics}}
+        out[name] = table
+    return out
+
+
+def _significance(rows: list[dict[str, Any]], per_query: dict[str, Any], judged: list[str], metrics: list[str],
+                  reference: str | None) -> None:
+    if reference is None:
+        return
+    others = [row for row in rows if row["name"] != reference]
+    for metric in metrics:
+        base = [per_query[reference][q][metric] for q in judged]
+        p_values = [randomization_test([per_query[row["name"]][q][metric] for q in judged], base) for row in others]
+        for row, p, adjusted in zip(others, p_values, holm(p_values)):
+            values = [per_query[row["name"]][q][metric] for q in judged]
+            wins, ties, losses = win_tie_loss(values, base)
+            row.setdefault("significance", {})[metric] = {
+                "delta": round(float(np.mean(values) - np.mean(base)) if judged else 0.0, 4),
+                "p": round(p, 5), "p_holm": round(adjusted, 5), "significant": adjusted < 0.05,
+                "wins": wins, "ties": ties, "losses": losses,
+            }
+
+
+def _gains(rows: list[dict[str, Any]], per_query: dict[str, Any], dataset: Dataset, metric: str, reference: str | None,
+           no_text: bool, count: int = 5) -> None:
+    if reference is None:
+        return
+    for row in rows:
+        if row["name"] == reference:
+            continue
+        deltas = sorted(((per_query[row["name"]][q][metric] - per_query[reference][q][metric], q)
+                         for q in per_query[reference]), key=lambda d: (d[0], d[1]))
+        def entry(delta: float, query_id: str) -> dict[str, Any]:
+            item: dict[str, Any] = {"query": query_id, "delta": round(delta, 4), "kind": dataset.queries[query_id].kind}
+            if not no_text:
+                item["text"] = dataset.queries[query_id].text
+            return item
+        row["largest_gains"] = [entry(d, q) for d, q in reversed(deltas[-count:]) if d > 0]
+        row["largest_losses"] = [entry(d, q) for d, q in deltas[:count] if d < 0]

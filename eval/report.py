@@ -1,0 +1,238 @@
+"""Write a comparison: report.json, report.md, a self-contained report.html, TREC runs, per-query TSV."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .metrics import RankedDoc
+from .runner import write_trec_run
+
+
+def safe_name(name: str) -> str:
+    """A file name for a system: its spec with anything unusual replaced by ``_``."""
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", name).strip("_")[:120] or "system"
+
+
+def write_outputs(report: dict[str, Any], runs: dict[str, list[RankedDoc]], output: Path) -> Path:
+    """Write everything into a fresh folder and move it into place at the end, so an interruption
+    (Ctrl-C) never leaves a half-written report; an earlier report in ``output`` is replaced whole."""
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    try:
+        (staging / "runs").mkdir()
+        for name, docs in runs.items():
+            write_trec_run(docs, staging / "runs" / f"{safe_name(name)}.run", safe_name(name))
+        (staging / "report.json").write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+        (staging / "report.md").write_text(render_markdown(report), encoding="utf-8")
+        (staging / "report.html").write_text(render_html(report), encoding="utf-8")
+        (staging / "per_query.tsv").write_text(render_per_query(report), encoding="utf-8")
+        previous = None
+        if output.exists():
+            previous = output.with_name(f".{output.name}.previous")
+            shutil.rmtree(previous, ignore_errors=True)
+            output.rename(previous)
+        staging.rename(output)
+        if previous is not None:
+            shutil.rmtree(previous, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return output
+
+
+def render_per_query(report: dict[str, Any]) -> str:
+    """``system  query  metric  value`` rows."""
+    lines = ["system\tquery\tmetric\tvalue"]
+    for system, values in report["per_query"].items():
+        for query_id, metrics in values.items():
+            for metric in report["metrics"]:
+                lines.append(f"{system}\t{query_id}\t{metric}\t{metrics[metric]:.4f}")
+    return "\n".join(lines) + "\n"
+
+
+def _best(report: dict[str, Any], metric: str) -> float:
+    return max(row["metrics"][metric] for row in report["systems"])
+
+
+def _cell(report: dict[str, Any], row: dict[str, Any], metric: str) -> str:
+    value = row["metrics"][metric]
+    text = f"{value:.4f}"
+    if value == _best(report, metric):
+        text = f"**{text}**"
+    sig = row.get("significance", {}).get(metric)
+    if sig and sig["significant"]:
+        text += "↑" if sig["delta"] > 0 else "↓"
+    return text
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The human page: quality, costs, query kinds, no-answer false hits, gains and losses."""
+    env, data, metrics = report["environment"], report["dataset"], report["metrics"]
+    out = [f"# rag-eval compare: {data['id']}", ""]
+    out.append(f"Dataset `{data['id']}` (checksum `{data['checksum'][:16]}`), {data['stats']['passages']} passages, "
+               f"{report['judged_queries']} judged queries" + (f", as of {data['as_of']}" if data.get("as_of") else "") + ".")
+    out.append(f"Reference system: `{report['reference']}`. Bold = best; ↑/↓ = significantly better/worse than the "
+               f"reference (paired randomization test, {report['significance']['permutations']} permutations, seed "
+               f"{report['significance']['seed']}, Holm-corrected, α = 0.05).")
+    out.append(f"rag-eval {env['rag_eval']}, Python {env['python']}, SQLite {env['sqlite']}, commit `{env['commit'][:12]}`, "
+               f"{env['created_utc']}.")
+    out += ["", "## Quality", "", "| system | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
+    for row in report["systems"]:
+        out.append(f"| `{row['name']}` | " + " | ".join(_cell(report, row, m) for m in metrics) + " |")
+    costs = [row for row in report["systems"] if "latency_ms" in row]
+    if costs:
+        out += ["", "## Cost", "", "| system | build s | load s | tokenize chars/s | index MB | tokens/passage | "
+                "tokenize p50 ms | search min / median / p95 / p99 / max ms | zero-hit queries | no-answer false-hit rate |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for row in costs:
+            build, search = row["build"], row["latency_ms"]["search"]
+            out.append(
+                f"| `{row['name']}` | {build.get('seconds') or 0:.2f} | {build.get('tokenizer_load_seconds') or 0:.2f} | "
+                f"{row['tokenize_chars_per_second'] or '-'} | {(build.get('index_bytes') or 0) / 1e6:.2f} | "
+                f"{row['tokens_per_passage']} | {row['latency_ms']['tokenize'].get('median', 0):.3f} | "
+                f"{search.get('min', 0):.3f} / {search.get('median', 0):.3f} / {search.get('p95', 0):.3f} / "
+                f"{search.get('p99', 0):.3f} / {search.get('max', 0):.3f} | {row['zero_hit_queries']} | "
+                f"{'-' if row['no_answer_false_hit_rate'] is None else row['no_answer_false_hit_rate']} |")
+    kinds = sorted({kind for row in report["systems"] for kind in row.get("by_kind", {})})
+    if len(kinds) > 1:
+        first = metrics[0]
+        out += ["", f"## {first} by query kind", "", "| system | " + " | ".join(kinds) + " |", "|---|" + "---:|" * len(kinds)]
+        for row in report["systems"]:
+            out.append(f"| `{row['name']}` | " + " | ".join(
+                f"{row['by_kind'][k][first]:.4f}" if k in row.get("by_kind", {}) else "-" for k in kinds) + " |")
+        counts = {k: next((row["by_kind"][k]["queries"] for row in report["systems"] if k in row.get("by_kind", {})), 0) for k in kinds}
+        out.append("")
+        out.append("Judged queries per kind: " + ", ".join(f"{k} {n}" for k, n in counts.items()) + ".")
+    sig_rows = [row for row in report["systems"] if row.get("significance")]
+    if sig_rows:
+        out += ["", f"## Against `{report['reference']}`", "", "| system | metric | Δ | p | p (Holm) | wins / ties / losses |",
+                "|---|---|---:|---:|---:|---:|"]
+        for row in sig_rows:
+            for metric, sig in row["significance"].items():
+                out.append(f"| `{row['name']}` | {metric} | {sig['delta']:+.4f} | {sig['p']:.4f} | {sig['p_holm']:.4f} | "
+                           f"{sig['wins']} / {sig['ties']} / {sig['losses']} |")
+        out += ["", f"## Largest per-query differences ({metrics[0]})", ""]
+        for row in sig_rows:
+            for label in ("largest_gains", "largest_losses"):
+                items = row.get(label) or []
+                if items:
+                    rendered = "; ".join(f"{i['query']} ({i['kind'] or '-'}) {i['delta']:+.3f}" + (f" {i['text']}" if "text" in i else "")
+                                         for i in items)
+                    out.append(f"- `{row['name']}` {label.replace('_', ' ')}: {rendered}")
+    return "\n".join(out) + "\n"
+
+
+def _bar_chart(report: dict[str, Any], metric: str) -> str:
+    rows = report["systems"]
+    width, bar_h, left = 640, 22, 260
+    height = bar_h * len(rows) + 30
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+             f'aria-label="{html.escape(metric)} with 95% bootstrap intervals">']
+    scale = (width - left - 20)
+    for i, row in enumerate(rows):
+        y = 10 + i * bar_h
+        value = row["metrics"][metric]
+        low, high = row.get("ci95", {}).get(metric, [value, value])
+        parts.append(f'<text x="{left - 6}" y="{y + 14}" text-anchor="end" font-size="11">{html.escape(row["name"][:40])}</text>')
+        parts.append(f'<rect x="{left}" y="{y + 3}" width="{value * scale:.1f}" height="{bar_h - 8}" fill="#4c78a8"/>')
+        parts.append(f'<line x1="{left + low * scale:.1f}" x2="{left + high * scale:.1f}" y1="{y + 11}" y2="{y + 11}" '
+                     f'stroke="#222" stroke-width="1.5"/>')
+        parts.append(f'<text x="{left + value * scale + 4:.1f}" y="{y + 14}" font-size="10">{value:.3f}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _curve_chart(report: dict[str, Any]) -> str:
+    rows = report["systems"]
+    ks = [int(k.split("@")[1]) for k in rows[0]["recall_curve"]] if rows else []
+    width, height, left, bottom = 640, 300, 50, 30
+    colours = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d"]
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="recall at k">',
+             f'<line x1="{left}" y1="{height - bottom}" x2="{width - 10}" y2="{height - bottom}" stroke="#888"/>',
+             f'<line x1="{left}" y1="10" x2="{left}" y2="{height - bottom}" stroke="#888"/>']
+    xs = {k: left + (width - left - 20) * i / max(1, len(ks) - 1) for i, k in enumerate(ks)}
+    for k, x in xs.items():
+        parts.append(f'<text x="{x:.1f}" y="{height - 12}" font-size="10" text-anchor="middle">R@{k}</text>')
+    for n, row in enumerate(rows):
+        colour = colours[n % len(colours)]
+        points = " ".join(f"{xs[int(m.split('@')[1])]:.1f},{height - bottom - v * (height - bottom - 20):.1f}"
+                          for m, v in row["recall_curve"].items())
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{points}"/>')
+        parts.append(f'<text x="{width - 200}" y="{20 + 14 * n}" font-size="11" fill="{colour}">{html.escape(row["name"][:30])}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _latency_chart(report: dict[str, Any]) -> str:
+    rows = [row for row in report["systems"] if row.get("latency_samples_ms")]
+    if not rows:
+        return ""
+    top = max(max(row["latency_samples_ms"]["search"] or [0]) for row in rows) or 1
+    width, row_h, left = 640, 26, 260
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row_h * len(rows) + 30}" role="img" '
+             f'aria-label="search latency per query">']
+    scale = (width - left - 20) / top
+    for i, row in enumerate(rows):
+        y = 10 + i * row_h
+        parts.append(f'<text x="{left - 6}" y="{y + 14}" text-anchor="end" font-size="11">{html.escape(row["name"][:40])}</text>')
+        for value in row["latency_samples_ms"]["search"]:
+            parts.append(f'<circle cx="{left + value * scale:.1f}" cy="{y + 10}" r="1.5" fill="#4c78a8" fill-opacity="0.35"/>')
+        median = row["latency_ms"]["search"].get("median", 0)
+        parts.append(f'<line x1="{left + median * scale:.1f}" x2="{left + median * scale:.1f}" y1="{y + 2}" y2="{y + 18}" stroke="#e45756" stroke-width="2"/>')
+    parts.append(f'<text x="{width - 20}" y="{row_h * len(rows) + 24}" font-size="10" text-anchor="end">0 to {top:.2f} ms (red: median)</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """One self-contained page: no scripts, no CDN; the Markdown tables plus inline SVG charts."""
+    body = []
+    for line in render_markdown(report).splitlines():
+        if line.startswith("# "):
+            body.append(f"<h1>{html.escape(line[2:])}</h1>")
+        elif line.startswith("## "):
+            body.append(f"<h2>{html.escape(line[3:])}</h2>")
+        elif line.startswith("|"):
+            if set(line.replace("|", "").strip()) <= set("-:"):
+                continue
+            cells = [html.escape(c.strip()).replace("**", "") for c in line.strip("|").split("|")]
+            tag = "th" if not body or not body[-1].startswith("<tr") else "td"
+            body.append("<tr>" + "".join(f"<{tag}>{c}</{tag}>" for c in cells) + "</tr>")
+        elif line.startswith("- "):
+            body.append(f"<p>{html.escape(line[2:])}</p>")
+        elif line:
+            body.append(f"<p>{html.escape(line)}</p>")
+    charts = [f"<h2>{html.escape(m)} (bars: mean; lines: 95% bootstrap interval)</h2>" + _bar_chart(report, m)
+              for m in report["metrics"]]
+    charts.append("<h2>Recall at k</h2>" + _curve_chart(report))
+    latency = _latency_chart(report)
+    if latency:
+        charts.append("<h2>Search latency per query (ms)</h2>" + latency)
+    page = "\n".join(_wrap_tables(body))
+    return ("<!doctype html><html lang=\"zh\"><head><meta charset=\"utf-8\"><title>rag-eval compare</title><style>"
+            "body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}"
+            "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}th{background:#f3f3f3}svg{display:block;margin:.5em 0}"
+            "</style></head><body>" + page + "\n".join(charts) + "</body></html>\n")
+
+
+def _wrap_tables(lines: list[str]) -> list[str]:
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if line.startswith("<tr") and not inside:
+            out.append("<table>")
+            inside = True
+        elif not line.startswith("<tr") and inside:
+            out.append("</table>")
+            inside = False
+        out.append(line)
+    if inside:
+        out.append("</table>")
+    return out

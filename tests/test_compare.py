@@ -1,0 +1,143 @@
+"""rag-eval compare and evaluate: report contents, caching, runs, significance, atomic output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rag_eval.cli import cli
+from rag_eval.eval.compare import compare, read_run
+from rag_eval.eval.formats import load_dataset
+from rag_eval.eval.report import write_outputs
+from rag_eval.eval.runner import System, strict_run, unit_of
+
+SYSTEMS = [System("bigram", "", ""), System("unicode61", "", ""), System("trigram", "", "")]
+
+
+@pytest.fixture(scope="module")
+def evidence():
+    return load_dataset("evidence-mini")
+
+
+@pytest.fixture(scope="module")
+def result(evidence):
+    return compare(evidence, SYSTEMS)
+
+
+def test_report_has_everything(result, evidence) -> None:
+    report, runs = result
+    assert report["dataset"]["id"] == "evidence-mini" and report["dataset"]["checksum"] == evidence.checksum()
+    assert report["dataset"]["as_of"] == "2026-10-07"
+    assert report["metrics"] == ["nDCG@10", "R@10", "R@100", "RR@10", "P@1", "MAP@100"]
+    assert report["reference"] == "bigram | lines | and"
+    assert report["judged_queries"] == 19
+    for key in ("rag_eval", "python", "sqlite", "packages", "machine", "commit", "created_utc"):
+        assert key in report["environment"]
+    rows = {row["name"].split(" | ")[0]: row for row in report["systems"]}
+    assert set(rows) == {"bigram", "unicode61", "trigram"}
+    assert rows["bigram"]["tokenizer"].startswith("bigram:t2s=false [unicode=")
+    assert rows["bigram"]["no_answer_queries"] == 5 and rows["bigram"]["no_answer_false_hit_rate"] == 0.0
+    assert set(rows["bigram"]["latency_ms"]["search"]) == {"min", "median", "mean", "p95", "p99", "max"}
+    assert "significance" not in rows["bigram"]
+    trigram = rows["trigram"]["significance"]["nDCG@10"]
+    assert trigram["delta"] < 0 and trigram["significant"] and trigram["p_holm"] >= trigram["p"]
+    assert trigram["wins"] + trigram["ties"] + trigram["losses"] == 19
+    assert rows["bigram"]["by_kind"]["compact"]["queries"] == 2
+    assert rows["unicode61"]["by_kind"]["compact"]["nDCG@10"] == 0.0 < rows["bigram"]["by_kind"]["compact"]["nDCG@10"]
+    assert len(runs) == 3
+
+
+def test_runs_are_strictly_ordered(result) -> None:
+    _, runs = result
+    for docs in runs.values():
+        by_query: dict[str, list] = {}
+        for doc in docs:
+            by_query.setdefault(doc.query_id, []).append(doc)
+        for ranked in by_query.values():
+            assert [d.rank for d in ranked] == list(range(1, len(ranked) + 1))
+            assert all(a.score > b.score for a, b in zip(ranked, ranked[1:]))
+
+
+def test_strict_run_keeps_best_rank_of_a_unit() -> None:
+    docs = strict_run("q", [("a.md#x", -2.0), ("a.md#x", -1.5), ("b.md#y", -1.5), ("c.md#z", -1.5)])
+    assert [(d.doc_id, d.rank) for d in docs] == [("a.md#x", 1), ("b.md#y", 2), ("c.md#z", 3)]
+    assert docs[0].score == 2.0 and docs[1].score == 1.5 and docs[2].score == pytest.approx(1.499999)
+    assert unit_of("guide/a.md#备份~3") == "guide/a.md#备份" and unit_of("p~2") == "p~2"
+
+
+def test_outputs_and_evaluate_match(result, tmp_path: Path) -> None:
+    report, runs = result
+    out = write_outputs(report, runs, tmp_path / "report")
+    assert sorted(p.name for p in out.iterdir()) == ["per_query.tsv", "report.html", "report.json", "report.md", "runs"]
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "<svg" in html and "<script" not in html and "http" not in html.replace("http://www.w3.org/2000/svg", "")
+    run_file = out / "runs" / "bigram_lines_and.run"
+    qrels = load_dataset("evidence-mini").meta["path"] + "/qrels/test.tsv"
+    evaluated = CliRunner().invoke(cli, ["evaluate", str(run_file), qrels, "--json"])
+    assert evaluated.exit_code == 0, evaluated.output
+    mean = json.loads(evaluated.output)["mean"]
+    bigram = next(row for row in report["systems"] if row["name"].startswith("bigram"))
+    assert mean["nDCG@10"] == pytest.approx(bigram["metrics"]["nDCG@10"], abs=1e-4)
+    assert len(read_run(run_file)) == len(runs["bigram | lines | and"])
+
+
+def test_interrupted_write_keeps_the_previous_report(result, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report, runs = result
+    out = write_outputs(report, runs, tmp_path / "report")
+    before = (out / "report.json").read_text(encoding="utf-8")
+    import rag_eval.eval.report as module
+
+    def interrupted(_report):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "render_html", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_outputs({**report, "judged_queries": 0}, runs, tmp_path / "report")
+    assert (out / "report.json").read_text(encoding="utf-8") == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+
+
+def test_indexes_are_cached_by_corpus_and_spec(evidence) -> None:
+    first, _ = compare(evidence, [System("unigram", "", "")])
+    second, _ = compare(evidence, [System("unigram", "", ""), System("jieba", "", "")])
+    assert first["systems"][0]["build"]["cached"] in (True, False)
+    cached = {row["name"].split(" | ")[0]: row["build"]["cached"] for row in second["systems"]}
+    assert cached["unigram"] is True
+
+
+def test_compare_command_no_text_systems_file_and_outside_run(tmp_path: Path, result) -> None:
+    report, runs = result
+    first = write_outputs(report, runs, tmp_path / "first")
+    systems = tmp_path / "systems.toml"
+    systems.write_text('[[system]]\ntokenizer = "bigram"\n\n[[system]]\ntokenizer = "jieba"\nmode = "or"\n', encoding="utf-8")
+    out = tmp_path / "out"
+    outcome = CliRunner().invoke(cli, ["compare", "evidence-mini", "--systems", str(systems), "--no-text",
+                                       "--run", f"prior={first / 'runs' / 'unicode61_lines_and.run'}", "-o", str(out)])
+    assert outcome.exit_code == 0, outcome.output + outcome.stderr
+    written = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    names = [row["name"] for row in written["systems"]]
+    assert names == ["bigram | lines | and", "jieba | lines | or", "prior"]
+    assert all("text" not in item for row in written["systems"] for item in row.get("largest_gains", []) + row.get("largest_losses", []))
+    unicode61 = next(row for row in report["systems"] if row["name"].startswith("unicode61"))
+    assert written["systems"][2]["metrics"] == unicode61["metrics"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["compare", "nope", "-o", "{tmp}/x"], "error: unknown dataset 'nope'"),
+        (["compare", "evidence-mini", "-t", "nope", "-o", "{tmp}/x"], "error: unknown tokenizer 'nope'"),
+        (["compare", "evidence-mini", "-t", "bigram", "--metric", "nDCG@x", "-o", "{tmp}/x"], "error: unknown metric 'nDCG@x'"),
+        (["compare", "evidence-mini", "-t", "bigram", "--reference-system", "jieba", "-o", "{tmp}/x"],
+         "error: reference system 'jieba' is not among the systems compared"),
+        (["compare", "evidence-mini", "-t", "pkuseg", "-o", "{tmp}/x"], "error: the pkuseg default model is not installed"),
+    ],
+)
+def test_compare_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    outcome = CliRunner().invoke(cli, [a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert outcome.exit_code == 1
+    assert outcome.stderr.splitlines()[0].startswith(message)
+    assert not (tmp_path / "x").exists()
