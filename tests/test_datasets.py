@@ -194,3 +194,44 @@ def test_shipped_checksum_mismatch_is_reported(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setattr(shipped, "datasets_root", lambda: copy)
     with pytest.raises(DatasetError, match="datasets/evidence-mini/corpus/office-plants.txt does not match its sha256"):
         load_shipped("evidence-mini")
+
+
+def test_handbook_pinned() -> None:
+    dataset = load_shipped("handbook")
+    assert dataset.stats() == {
+        "id": "handbook", "passages": 385, "queries": 324, "judged_queries": 289, "qrels": 1054,
+        "qrels_per_judged_query": 3.65, "avg_passage_chars": 347.6, "avg_query_chars": 10.8,
+        "query_kinds": {"compact": 36, "keyword": 36, "mixed": 36, "no-answer": 35, "paraphrase": 36, "question": 37,
+                        "short": 36, "traditional": 36, "typo": 36},
+    }
+    passages = list(dataset.corpus.values())
+    assert passages[0].id == "accounts/groups-and-department-sync.md#用户组与部门同步"
+    assert passages[-1].id == "security/security-overview.md#常见问题"
+    assert passages[-1].text.endswith("退出登录时缓存会被清空。")
+    assert list(dataset.queries.values())[0] == Query("h001", "客户端 最低配置 内存", "keyword")
+    assert list(dataset.queries.values())[-1] == Query("h324", "内推候选人入职有奖励吗", "no-answer")
+    assert "getting-started/quick-notes.md#_root" in dataset.corpus  # the file without headings
+
+
+def test_handbook_structure_matches_the_datasheet() -> None:
+    from rag_eval.builders import get_builder
+    from rag_eval.eval.shipped import corpus_dir
+
+    builder = get_builder("sections")
+    files = builder.scan(corpus_dir("handbook"))
+    assert len(files) == 44 and len({f.path.split("/")[0] for f in files}) == 7
+    chunks = [c for f in files for c in builder.chunks(f)]
+    assert len(chunks) == 391  # 385 sections, 6 of them over 2,000 characters split once more
+    assert sum(c.anchor.endswith("~2") for c in chunks) == 6
+    assert {len(c.heading_path.split(" > ")) for c in chunks if c.heading_path} == {1, 2, 3, 4}
+
+
+def test_handbook_judgements_cover_the_qrels() -> None:
+    from rag_eval.eval.beir import read_qrels
+    from rag_eval.eval.shipped import datasets_root
+
+    dataset = load_shipped("handbook")
+    pooled = read_qrels(datasets_root() / "handbook" / "judgements.tsv", dataset.corpus, dataset.queries)
+    for query_id, docs in dataset.qrels.items():
+        assert all(pooled[query_id][doc] == grade for doc, grade in docs.items())
+    assert sum(len(d) for d in pooled.values()) == 6034
