@@ -141,3 +141,14 @@ def test_compare_errors(tmp_path: Path, args: list[str], message: str) -> None:
     assert outcome.exit_code == 1
     assert outcome.stderr.splitlines()[0].startswith(message)
     assert not (tmp_path / "x").exists()
+
+
+def test_compare_is_deterministic(evidence) -> None:
+    def numbers(report):
+        return [(row["name"], row["metrics"], row.get("significance"), row["by_kind"], row.get("ci95"))
+                for row in report["systems"]], report["per_query"]
+
+    first, runs_a = compare(evidence, SYSTEMS[:2])
+    second, runs_b = compare(evidence, SYSTEMS[:2])
+    assert numbers(first) == numbers(second)
+    assert runs_a == runs_b

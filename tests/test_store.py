@@ -243,3 +243,32 @@ def test_compat_connection_with_another_tokenizer(tmp_path: Path) -> None:
     sync(other, tmp_path / "corpus")  # an explicit tokenizer rebuilds with it
     assert "compact" in {h["doc_id"] for h in retrieve(other, "导出", as_of="2026-10-07")}
     other.close()
+
+
+@pytest.mark.parametrize("spec", ["jieba", "pkuseg:model=mini"])
+def test_process_pool_gives_the_same_index(spec: str, docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rag_eval.tokenize_pool as pool
+
+    serial = build(docs, tmp_path / "serial.sqlite", builder="sections", tokenizer=spec)
+    monkeypatch.setattr(pool, "POOL_MIN_CHARS", 0)
+    monkeypatch.setattr(pool, "BATCH", 3)
+    monkeypatch.setenv("RAG_EVAL_WORKERS", "2")
+    pooled = build(docs, tmp_path / "pooled.sqlite", builder="sections", tokenizer=spec)
+    assert serial.extra["workers"] == 1 and pooled.extra["workers"] == 2
+    assert len(pooled.extra["worker_load_seconds"]) >= 1
+    dump = "SELECT id, key, fts_title, fts_body, offsets FROM chunks ORDER BY id"
+    with Index.open(tmp_path / "serial.sqlite") as a, Index.open(tmp_path / "pooled.sqlite") as b:
+        assert a.db.execute(dump).fetchall() == b.db.execute(dump).fetchall()
+
+
+def test_spawned_workers_load_the_model_themselves(docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import rag_eval.tokenize_pool as pool
+
+    monkeypatch.setattr(pool, "POOL_MIN_CHARS", 0)
+    monkeypatch.setenv("RAG_EVAL_WORKERS", "2")
+    monkeypatch.setattr(threading, "active_count", lambda: 2)  # as if a progress thread ran: no fork
+    report = build(docs, tmp_path / "spawned.sqlite", builder="sections", tokenizer="jieba")
+    assert report.extra["start_method"] == "spawn"
+    assert all(seconds > 0 for seconds in report.extra["worker_load_seconds"])

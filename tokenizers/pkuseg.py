@@ -47,6 +47,8 @@ class PkusegTokenizer(PythonTokenizer):
         Option("userdict", "'' = pkuseg's built-in dictionary, none, or a path with one word per line", "", _userdict),
     )
     libraries = ("spacy-pkuseg",)
+    #: Slow enough that index builds tokenize it in a process pool.
+    parallel = True
     install_hint = "pip install 'spacy-pkuseg>=1.0,<1.1'; then: rag-eval models install pkuseg (or use model=mini)"
 
     def __init__(self, **options: Any) -> None:

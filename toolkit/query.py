@@ -49,10 +49,9 @@ def compile_query(
 ) -> CompiledQuery:
     """Compile ``text`` for an index built with ``tokenizer``.
 
-    Python strategies: the query goes through the same ``tokenize`` as documents; each distinct token is
-    a quoted term (duplicates would change bm25). Native strategies: each whitespace-separated word is a
-    quoted string that FTS5 tokenizes itself (a multi-token word is a phrase, as in seed 000); words that
-    yield no token (punctuation, or under 3 characters for trigram) are dropped and reported.
+    Every strategy: the query goes through the same tokenization as documents and each distinct token is
+    a quoted term (duplicates would change bm25). For trigram, tokens come from each whitespace-separated
+    word, and words under 3 characters (no trigram) are dropped and reported.
     ``phrase`` for Python strategies means: all tokens must match, then the hit's normalised raw text
     must contain the normalised query (search mode's overlapping tokens make FTS5 phrases unreliable).
     """
@@ -73,21 +72,19 @@ def compile_query(
         return CompiledQuery(text, mode, normalised, (phrase,) if tokens else (), quote(phrase) if tokens else None,
                              highlight, None, () if tokens else (phrase,))
     if tokenizer.native:
-        words: list[str] = []
-        seen: set[tuple[str, ...]] = set()
-        highlight: list[str] = []
-        for word in text.split():
-            tokens = tuple(tokenizer.terms(word))
-            if not tokens:
-                dropped.append(word)
-                continue
-            if tokens not in seen:
-                seen.add(tokens)
-                words.append(word)
-                highlight.append(" ".join(tokens) if tokenizer.name == "unicode61" else normalise(word))
-        terms = tuple(words)
-        expression = _join(terms, mode) if terms and (mode == "or" or not dropped) else None
-        return CompiledQuery(text, mode, normalised, terms, expression, tuple(highlight), None, tuple(dropped))
+        # unicode61: the query's own tokens, as for documents. trigram: the trigrams of each
+        # whitespace-separated word (none across the space between words); a word under 3 characters
+        # has none, is dropped and makes an AND query unsatisfiable.
+        if tokenizer.name == "trigram":
+            per_word = [(word, tokenizer.terms(word)) for word in text.split()]
+            dropped = [word for word, grams in per_word if not grams]
+            tokens = tuple(dict.fromkeys(gram for _, grams in per_word for gram in grams))
+            highlight = tuple(normalise(word) for word, grams in per_word if grams)
+        else:
+            tokens = tuple(dict.fromkeys(tokenizer.terms(text)))
+            highlight = tokens
+        expression = _join(tokens, mode) if tokens and (mode == "or" or not dropped) else None
+        return CompiledQuery(text, mode, normalised, tokens, expression, highlight, None, tuple(dropped))
     tokens = tuple(dict.fromkeys(tokenizer.terms(text)))
     expression = _join(tokens, "and" if mode == "phrase" else mode) if tokens else None
     phrase_filter = normalised if mode == "phrase" else None

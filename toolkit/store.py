@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 
 from .builders import Builder, QueryDefaults, SourceFile, get_builder
 from .errors import IndexFileError, RagEvalError
-from .offsets import encode as encode_offsets
+from .tokenize_pool import tokenize_chunks
 from .records import Chunk
 from .tokenizers import Tokenizer, get_tokenizer
 from .tokenizers.fts5_rules import check_fts5
@@ -334,32 +334,30 @@ def _write(
     meta = read_meta(db)
     old_files, old_terms = _previous_terms(db, meta, tokenizer)
     changed = {f.path for f in files if old_files.get(f.path) != f.sha256}
-    rows = []
-    tokenize_seconds = 0.0
-    tokenized = 0
-    total = len(chunks)
     # FTS5-style snippets (lines) of Python strategies need token offsets: stored, not re-computed per query.
     keep_offsets = not tokenizer.native and builder.query_defaults().snippet == "fts5"
-    for number, chunk in enumerate(chunks, start=1):
+    stored: dict[int, tuple[str, str | None, bytes | None]] = {}
+    pending: list[int] = []
+    for position, chunk in enumerate(chunks):
         title = chunk.title if builder.index_title else ""
-        offsets = None
         if tokenizer.native:
-            fts_title, fts_body = title, None
+            stored[position] = (title, None, None)
         elif chunk.path not in changed and chunk.key in old_terms and (old_terms[chunk.key][2] is not None) == keep_offsets:
-            fts_title, fts_body, offsets = old_terms[chunk.key]
+            stored[position] = old_terms[chunk.key]
         else:
-            t0 = time.perf_counter()
-            fts_title = " ".join(tokenizer.terms(title)) if title else ""
-            tokens = tokenizer.tokenize(chunk.text)
-            fts_body = " ".join(token.text for token in tokens)
-            offsets = encode_offsets(tokens) if keep_offsets else None
-            tokenize_seconds += time.perf_counter() - t0
-            tokenized += 1
+            pending.append(position)
+    items = [(chunks[p].title if builder.index_title else "", chunks[p].text) for p in pending]
+    tokenized, pool = tokenize_chunks(
+        tokenizer, items, keep_offsets=keep_offsets,
+        progress=(lambda done: progress("tokenize", done, len(items))) if progress is not None else None,
+    )
+    stored.update(zip(pending, tokenized))
+    rows = []
+    for number, chunk in enumerate(chunks, start=1):
+        fts_title, fts_body, offsets = stored[number - 1]
         rows.append((number, chunk.key, chunk.path, chunk.doc, chunk.title, chunk.anchor, chunk.heading_path,
                      chunk.category, chunk.line, chunk.revision, chunk.sha256, chunk.status, chunk.expires,
                      chunk.text, fts_title, fts_body, offsets))
-        if progress is not None and (number % 500 == 0 or number == total):
-            progress("tokenize", number, total)
     write_started = time.perf_counter()
     defaults = builder.query_defaults()
     new_meta = {
@@ -400,6 +398,9 @@ def _write(
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return BuildReport(
         chunks=len(rows), files=len(files), files_tokenized=len(changed) if not tokenizer.native else len(files),
-        chunks_tokenized=tokenized, tokenizer_load_seconds=0.0, tokenize_seconds=tokenize_seconds,
+        chunks_tokenized=len(pending), tokenizer_load_seconds=0.0, tokenize_seconds=pool.wall_seconds,
         write_seconds=time.perf_counter() - write_started, seconds=0.0, index_bytes=0,
+        extra={"workers": pool.workers, "start_method": pool.start_method,
+               "worker_load_seconds": pool.worker_load_seconds, "tokenize_cpu_seconds": round(pool.cpu_seconds, 3),
+               "tokenize_speedup": pool.speedup},
     )

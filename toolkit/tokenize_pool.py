@@ -1,0 +1,113 @@
+"""Tokenize chunks for an index, in a process pool when the strategy is slow (jieba, pkuseg).
+
+Workers are forked from a process that has already loaded the tokenizer when that is safe (Linux, one
+thread), so they share its model copy-on-write and start at once; otherwise they start fresh and load
+the model themselves, and that load time is reported.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .offsets import encode as encode_offsets
+from .tokenizers import Tokenizer, get_tokenizer
+
+#: Below this many characters a pool costs more than it saves.
+POOL_MIN_CHARS = 200_000
+BATCH = 200
+WORKERS_ENV = "RAG_EVAL_WORKERS"
+
+Tokenized = tuple[str, str, "bytes | None"]
+
+_worker_tokenizer: Tokenizer | None = None
+_worker_load_seconds: float | None = None
+
+
+@dataclass
+class PoolReport:
+    """How tokenization ran: workers, their model-load time, CPU time against wall time."""
+
+    workers: int = 1
+    start_method: str = ""
+    worker_load_seconds: list[float] = field(default_factory=list)
+    cpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    @property
+    def speedup(self) -> float:
+        """Tokenization CPU time over wall time: what the pool gained."""
+        return round(self.cpu_seconds / self.wall_seconds, 2) if self.wall_seconds else 1.0
+
+
+def _tokenize_one(tokenizer: Tokenizer, title: str, text: str, keep_offsets: bool) -> Tokenized:
+    tokens = tokenizer.tokenize(text)
+    return (" ".join(tokenizer.terms(title)) if title else "", " ".join(t.text for t in tokens),
+            encode_offsets(tokens) if keep_offsets else None)
+
+
+def _init_worker(system: str) -> None:
+    global _worker_tokenizer, _worker_load_seconds
+    started = time.perf_counter()
+    if _worker_tokenizer is None or _worker_tokenizer.system != system:
+        _worker_tokenizer = get_tokenizer(system)
+    _worker_tokenizer.load()
+    _worker_load_seconds = time.perf_counter() - started
+
+
+def _work(batch: list[tuple[str, str]], keep_offsets: bool) -> tuple[list[Tokenized], int, float, float]:
+    assert _worker_tokenizer is not None
+    started = time.process_time()
+    results = [_tokenize_one(_worker_tokenizer, title, text, keep_offsets) for title, text in batch]
+    return results, os.getpid(), _worker_load_seconds or 0.0, time.process_time() - started
+
+
+def worker_count() -> int:
+    """``$RAG_EVAL_WORKERS`` or the number of cores."""
+    configured = os.environ.get(WORKERS_ENV, "")
+    return max(1, int(configured)) if configured.isdigit() else (os.cpu_count() or 1)
+
+
+def tokenize_chunks(
+    tokenizer: Tokenizer, items: list[tuple[str, str]], *, keep_offsets: bool,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[Tokenized], PoolReport]:
+    """``(title, text)`` pairs to ``(title terms, body terms, offsets)``, in order."""
+    global _worker_tokenizer
+    started = time.perf_counter()
+    workers = worker_count()
+    characters = sum(len(title) + len(text) for title, text in items)
+    if not getattr(tokenizer, "parallel", False) or workers < 2 or characters < POOL_MIN_CHARS:
+        cpu = time.process_time()
+        results = []
+        for number, (title, text) in enumerate(items, start=1):
+            results.append(_tokenize_one(tokenizer, title, text, keep_offsets))
+            if progress is not None and number % 500 == 0:
+                progress(number)
+        return results, PoolReport(1, "", [], time.process_time() - cpu, time.perf_counter() - started)
+    forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    method = "fork" if forkable else "spawn"
+    _worker_tokenizer = tokenizer if forkable else None  # inherited, already loaded, by forked workers
+    batches = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
+    results = []
+    report = PoolReport(workers, method)
+    loads: dict[int, float] = {}
+    done = 0
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
+                             initializer=_init_worker, initargs=(tokenizer.system,)) as pool:
+        for batch_results, pid, load, cpu in pool.map(_work, batches, [keep_offsets] * len(batches)):
+            results += batch_results
+            loads[pid] = load
+            report.cpu_seconds += cpu
+            done += len(batch_results)
+            if progress is not None:
+                progress(done)
+    _worker_tokenizer = None
+    report.worker_load_seconds = sorted(round(v, 3) for v in loads.values())
+    report.wall_seconds = time.perf_counter() - started
+    return results, report
