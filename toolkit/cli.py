@@ -582,7 +582,8 @@ def _print_comparison(report: dict[str, Any]) -> None:
         false_hits = row.get("no_answer_false_hit_rate")
         table.add_row(label(row), *cells, "-" if latency is None else f"{latency:.3f}",
                       "-" if false_hits is None else f"{false_hits:.2f}")
-    Console().print(table)
+    # Logs and pipes get the whole table rather than an 80-column squeeze.
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
 
 
 @cli.command("evaluate")
