@@ -57,6 +57,11 @@ def render_per_query(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _name(row: dict[str, Any]) -> str:
+    """A system name for a Markdown table cell: its own ``|`` separators escaped."""
+    return "`" + row["name"].replace("|", "\\|") + "`"
+
+
 def _best(report: dict[str, Any], metric: str) -> float:
     return max(row["metrics"][metric] for row in report["systems"])
 
@@ -85,7 +90,7 @@ def render_markdown(report: dict[str, Any]) -> str:
                f"{env['created_utc']}.")
     out += ["", "## Quality", "", "| system | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
     for row in report["systems"]:
-        out.append(f"| `{row['name']}` | " + " | ".join(_cell(report, row, m) for m in metrics) + " |")
+        out.append(f"| {_name(row)} | " + " | ".join(_cell(report, row, m) for m in metrics) + " |")
     costs = [row for row in report["systems"] if "latency_ms" in row]
     if costs:
         out += ["", "## Cost", "", "| system | build s | load s | tokenize chars/s | index MB | tokens/passage | "
@@ -94,7 +99,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         for row in costs:
             build, search = row["build"], row["latency_ms"]["search"]
             out.append(
-                f"| `{row['name']}` | {build.get('seconds') or 0:.2f} | {build.get('tokenizer_load_seconds') or 0:.2f} | "
+                f"| {_name(row)} | {build.get('seconds') or 0:.2f} | {build.get('tokenizer_load_seconds') or 0:.2f} | "
                 f"{row['tokenize_chars_per_second'] or '-'} | {(build.get('index_bytes') or 0) / 1e6:.2f} | "
                 f"{row['tokens_per_passage']} | {row['latency_ms']['tokenize'].get('median', 0):.3f} | "
                 f"{search.get('min', 0):.3f} / {search.get('median', 0):.3f} / {search.get('p95', 0):.3f} / "
@@ -105,7 +110,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         first = metrics[0]
         out += ["", f"## {first} by query kind", "", "| system | " + " | ".join(kinds) + " |", "|---|" + "---:|" * len(kinds)]
         for row in report["systems"]:
-            out.append(f"| `{row['name']}` | " + " | ".join(
+            out.append(f"| {_name(row)} | " + " | ".join(
                 f"{row['by_kind'][k][first]:.4f}" if k in row.get("by_kind", {}) else "-" for k in kinds) + " |")
         counts = {k: next((row["by_kind"][k]["queries"] for row in report["systems"] if k in row.get("by_kind", {})), 0) for k in kinds}
         out.append("")
@@ -116,7 +121,7 @@ def render_markdown(report: dict[str, Any]) -> str:
                 "|---|---|---:|---:|---:|---:|"]
         for row in sig_rows:
             for metric, sig in row["significance"].items():
-                out.append(f"| `{row['name']}` | {metric} | {sig['delta']:+.4f} | {sig['p']:.4f} | {sig['p_holm']:.4f} | "
+                out.append(f"| {_name(row)} | {metric} | {sig['delta']:+.4f} | {sig['p']:.4f} | {sig['p_holm']:.4f} | "
                            f"{sig['wins']} / {sig['ties']} / {sig['losses']} |")
         out += ["", f"## Largest per-query differences ({metrics[0]})", ""]
         for row in sig_rows:
@@ -165,7 +170,7 @@ def _curve_chart(report: dict[str, Any]) -> str:
         points = " ".join(f"{xs[int(m.split('@')[1])]:.1f},{height - bottom - v * (height - bottom - 20):.1f}"
                           for m, v in row["recall_curve"].items())
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{points}"/>')
-        parts.append(f'<text x="{width - 200}" y="{20 + 14 * n}" font-size="11" fill="{colour}">{html.escape(row["name"][:30])}</text>')
+        parts.append(f'<text x="{left + 10}" y="{20 + 14 * n}" font-size="11" fill="{colour}">{html.escape(row["name"][:30])}</text>')  # top left: empty at small k
     parts.append("</svg>")
     return "".join(parts)
 
@@ -202,7 +207,8 @@ def render_html(report: dict[str, Any]) -> str:
         elif line.startswith("|"):
             if set(line.replace("|", "").strip()) <= set("-:"):
                 continue
-            cells = [html.escape(c.strip()).replace("**", "") for c in line.strip("|").split("|")]
+            cells = [html.escape(c.strip().replace("\\|", "|")).replace("**", "").replace("`", "")
+                     for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
             tag = "th" if not body or not body[-1].startswith("<tr") else "td"
             body.append("<tr>" + "".join(f"<{tag}>{c}</{tag}>" for c in cells) + "</tr>")
         elif line.startswith("- "):
