@@ -152,3 +152,15 @@ def test_compare_is_deterministic(evidence) -> None:
     second, runs_b = compare(evidence, SYSTEMS[:2])
     assert numbers(first) == numbers(second)
     assert runs_a == runs_b
+
+
+def test_markdown_tables_keep_their_columns(result) -> None:
+    """System names contain ' | ': unescaped, they split table rows into extra columns."""
+    import re
+
+    from rag_eval.eval.report import render_markdown
+
+    table = [line for line in render_markdown(result[0]).splitlines() if line.startswith("| ")]
+    quality = table[: 1 + len(result[0]["systems"])]
+    widths = {len(re.split(r"(?<!\\)\|", line.strip().strip("|"))) for line in quality if not line.startswith("|---")}
+    assert widths == {7}

@@ -486,11 +486,18 @@ def datasets_convert_cmd(source_format: str, inputs: tuple[Path, ...], output: P
 @click.option("--run", "outside_runs", multiple=True, metavar="NAME=FILE",
               help="A TREC run file from another engine to put in the same table (repeat).")
 @click.option("--no-text", is_flag=True, help="Print and write query ids only, never query text.")
+@click.option("--against", "baseline_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="A previous report.json or baseline: print regressions, improvements and stale systems.")
+@click.option("--fail-on-regression", is_flag=True, help="With --against: exit 1 when any metric drops by more than the tolerance.")
+@click.option("--tolerance", type=float, default=0.005, show_default=True, help="Largest drop that is not a regression.")
+@click.option("--write-baseline", "write_baseline", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write this run as a baseline file (identities and mean metrics) for later --against.")
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder for report.json, report.md, report.html, runs/ and per_query.tsv.")
 def compare_cmd(dataset: str, tokenizers: tuple[str, ...], builder_spec: str | None, mode: str | None,
                 metrics: tuple[str, ...], reference: str | None, systems_file: Path | None,
-                outside_runs: tuple[str, ...], no_text: bool, output: Path) -> None:
+                outside_runs: tuple[str, ...], no_text: bool, baseline_file: Path | None, fail_on_regression: bool,
+                tolerance: float, write_baseline: Path | None, output: Path) -> None:
     """Build one index per system, run every labelled query, and compare quality, latency and cost.
 
     DATASET is a shipped id (rag-eval datasets list) or a BEIR folder. A system is a tokenizer spec with
@@ -500,9 +507,13 @@ def compare_cmd(dataset: str, tokenizers: tuple[str, ...], builder_spec: str | N
     """
     from .eval.compare import OutsideRun, compare, default_systems, load_systems_file
     from .eval.formats import load_dataset
+    from .eval.gate import baseline_of, check, load_baseline
     from .eval.report import write_outputs
     from .eval.runner import System
 
+    if fail_on_regression and baseline_file is None:
+        raise click.UsageError("--fail-on-regression needs --against FILE")
+    baseline = load_baseline(baseline_file) if baseline_file is not None else None
     data = load_dataset(dataset)
     if systems_file is not None:
         systems = load_systems_file(systems_file)
@@ -519,9 +530,28 @@ def compare_cmd(dataset: str, tokenizers: tuple[str, ...], builder_spec: str | N
     with _compare_progress() as progress:
         report, runs = compare(data, systems, metrics=list(metrics) or None, reference=reference, outside=outside,
                                no_text=no_text, progress=progress)
+    gate = check(report, baseline, tolerance=tolerance) if baseline is not None else None
+    if gate is not None:
+        report["gate"] = {"against": str(baseline_file), "tolerance": tolerance, "compared": gate.compared,
+                          "regressions": gate.regressions, "improvements": gate.improvements, "stale": gate.stale,
+                          "unmatched": gate.unmatched}
     write_outputs(report, runs, output)
     _print_comparison(report)
     click.echo(f"wrote {output}/report.json, report.md, report.html, per_query.tsv and {len(runs)} run files", err=True)
+    if write_baseline is not None:
+        write_baseline.parent.mkdir(parents=True, exist_ok=True)
+        write_baseline.write_text(json.dumps(baseline_of(report), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        click.echo(f"wrote baseline {write_baseline}", err=True)
+    if gate is not None:
+        for line in gate.lines():
+            click.echo(line, err=True)
+        click.echo(f"gate: {gate.compared} systems compared with {baseline_file}: {len(gate.regressions)} regressions, "
+                   f"{len(gate.improvements)} improvements, {len(gate.stale)} stale", err=True)
+        if fail_on_regression and gate.regressions:
+            from .errors import RagEvalError
+
+            raise RagEvalError(f"{len(gate.regressions)} metric regressions against {baseline_file} "
+                               f"(tolerance {tolerance}); see the REGRESSION lines above")
 
 
 class _compare_progress:

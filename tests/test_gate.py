@@ -1,0 +1,108 @@
+"""The quality gate fails on regressions, reports improvements, and calls a changed spec stale."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rag_eval.cli import cli
+from rag_eval.tokenizers import TOKENIZERS
+from rag_eval.tokenizers.bigram import BigramTokenizer
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.fixture
+def baseline(tmp_path: Path) -> Path:
+    path = tmp_path / "baseline.json"
+    outcome = run("compare", "evidence-mini", "-t", "bigram", "-t", "jieba", "--write-baseline", str(path),
+                  "-o", str(tmp_path / "first"))
+    assert outcome.exit_code == 0, outcome.stderr
+    return path
+
+
+def test_unchanged_run_passes(baseline: Path, tmp_path: Path) -> None:
+    outcome = run("compare", "evidence-mini", "-t", "bigram", "-t", "jieba", "--against", str(baseline),
+                  "--fail-on-regression", "-o", str(tmp_path / "again"))
+    assert outcome.exit_code == 0
+    assert "gate: 2 systems compared" in outcome.stderr and "0 regressions" in outcome.stderr
+    report = json.loads((tmp_path / "again" / "report.json").read_text(encoding="utf-8"))
+    assert report["gate"]["compared"] == 2 and report["gate"]["regressions"] == []
+
+
+def test_a_baseline_with_a_higher_number_fails(baseline: Path, tmp_path: Path) -> None:
+    data = json.loads(baseline.read_text(encoding="utf-8"))
+    bigram = next(row for row in data["systems"] if row["name"].startswith("bigram"))
+    old = bigram["metrics"]["nDCG@10"]
+    bigram["metrics"]["nDCG@10"] = round(old + 0.1, 4)
+    bigram["metrics"]["P@1"] = round(bigram["metrics"]["P@1"] - 0.1, 4)
+    baseline.write_text(json.dumps(data), encoding="utf-8")
+    outcome = run("compare", "evidence-mini", "-t", "bigram", "-t", "jieba", "--against", str(baseline),
+                  "--fail-on-regression", "-o", str(tmp_path / "again"))
+    assert outcome.exit_code == 1
+    assert f"REGRESSION bigram | lines | and: nDCG@10 {old + 0.1:.4f} -> {old:.4f}" in outcome.stderr
+    assert "improved bigram | lines | and: P@1" in outcome.stderr
+    assert "error: 1 metric regressions against" in outcome.stderr
+    assert (tmp_path / "again" / "report.json").is_file()  # the report is written before the gate fails
+
+
+class Flaky(BigramTokenizer):
+    """A plug-in whose behaviour changes without its spec changing (the regression a gate must catch)."""
+
+    name = "flaky"
+    broken = False
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        spans = super()._spans(text)
+        return spans[::2] if self.broken else spans
+
+
+def test_a_plugin_that_silently_drops_tokens_fails_the_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    TOKENIZERS.register(Flaky)
+    try:
+        monkeypatch.setenv("RAG_EVAL_CACHE", str(tmp_path / "cache-1"))
+        first = run("compare", "handbook", "-t", "flaky", "--write-baseline", str(tmp_path / "b.json"), "-o", str(tmp_path / "a"))
+        assert first.exit_code == 0, first.stderr
+        monkeypatch.setattr(Flaky, "broken", True)
+        monkeypatch.setenv("RAG_EVAL_CACHE", str(tmp_path / "cache-2"))
+        second = run("compare", "handbook", "-t", "flaky", "--against", str(tmp_path / "b.json"), "--fail-on-regression",
+                     "-o", str(tmp_path / "b"))
+    finally:
+        TOKENIZERS.unregister("flaky")
+    assert second.exit_code == 1
+    assert "REGRESSION flaky | sections | or: nDCG@10" in second.stderr
+
+
+def test_changed_spec_is_stale_not_a_regression(baseline: Path, tmp_path: Path) -> None:
+    data = json.loads(baseline.read_text(encoding="utf-8"))
+    jieba = next(row for row in data["systems"] if row["name"].startswith("jieba"))
+    jieba["tokenizer"] = jieba["tokenizer"].replace("jieba=0.42.1", "jieba=0.41.0")
+    jieba["metrics"] = {k: 1.0 for k in jieba["metrics"]}
+    baseline.write_text(json.dumps(data), encoding="utf-8")
+    outcome = run("compare", "evidence-mini", "-t", "bigram", "-t", "jieba", "--against", str(baseline),
+                  "--fail-on-regression", "-o", str(tmp_path / "again"))
+    assert outcome.exit_code == 0
+    assert "baseline stale jieba | lines | and: tokenizer: jieba:hmm=true,mode=search,t2s=false [jieba=0.41.0" in outcome.stderr
+    assert "1 stale" in outcome.stderr
+
+
+def test_gate_needs_a_baseline(tmp_path: Path) -> None:
+    outcome = run("compare", "evidence-mini", "-t", "bigram", "--fail-on-regression", "-o", str(tmp_path / "x"))
+    assert outcome.exit_code == 2 and "--fail-on-regression needs --against FILE" in outcome.stderr
+    missing = run("compare", "evidence-mini", "-t", "bigram", "--against", str(tmp_path / "none.json"), "-o", str(tmp_path / "x"))
+    assert missing.exit_code == 1 and "no such baseline" in missing.stderr
+
+
+@pytest.mark.parametrize("dataset", ["handbook", "evidence-mini"])
+def test_committed_baselines_match_the_shipped_data(dataset: str) -> None:
+    from rag_eval.eval.formats import load_dataset
+
+    baseline = json.loads((Path(__file__).parents[1] / "reports" / "baseline" / f"{dataset}.json").read_text(encoding="utf-8"))
+    assert baseline["dataset"]["checksum"] == load_dataset(dataset).checksum()
+    assert [row["name"].split(" | ")[0] for row in baseline["systems"]] == [
+        "unicode61", "trigram", "jieba", "pkuseg:model=mini", "bigram", "unigram"]
