@@ -55,23 +55,48 @@ def index_for(spec: str, corpus: Path, tmp_path_factory: pytest.TempPathFactory)
     return _INDEXES[spec]
 
 
+@pytest.fixture(scope="module")
+def lines_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The benchmark text as a lines corpus: one document per part, one line per paragraph."""
+    folder = tmp_path_factory.mktemp("bench-lines")
+    paragraphs = bench_text()
+    manifest = []
+    for part in range(9):
+        name = f"part-{part}.txt"
+        (folder / name).write_text("\n".join(paragraphs[part::9]) + "\n", encoding="utf-8")
+        manifest.append({"doc_id": f"part-{part}", "revision": "r1", "status": "current", "expires": None, "path": name})
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return folder
+
+
+BUILDERS = ["passages", "lines", "sections"]
+
+
+@pytest.mark.parametrize("builder", BUILDERS)
 @pytest.mark.parametrize("spec", ALL_SPECS)
-def test_build_throughput(benchmark, spec: str, corpus: Path, tmp_path: Path) -> None:
+def test_build_throughput(benchmark, spec: str, builder: str, corpus: Path, lines_corpus: Path, tmp_path: Path) -> None:
+    """passages and lines: the benchmark text (786 paragraphs, 810 lines); sections: the shipped handbook (391 chunks)."""
+    from rag_eval.eval.shipped import corpus_dir
+
     benchmark.group = f"build:{spec.split(':')[0]}"
+    source = {"passages": corpus, "lines": lines_corpus, "sections": corpus_dir("handbook")}[builder]
     counter = iter(range(1000))
 
     def run():
-        return build(corpus, tmp_path / f"index-{next(counter)}.sqlite", builder="passages", tokenizer=spec)
+        return build(source, tmp_path / f"index-{next(counter)}.sqlite", builder=builder, tokenizer=spec)
 
     report = benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
-    characters = sum(map(len, bench_text()))
     median = benchmark.stats.stats.median
     benchmark.extra_info.update({
-        "spec": spec, "chunks": report.chunks, "characters": characters, "index_bytes": report.index_bytes,
-        "chunks_per_second": round(report.chunks / median), "chars_per_second": round(characters / median),
+        "spec": spec, "builder": builder, "chunks": report.chunks, "index_bytes": report.index_bytes,
+        "chunks_per_second": round(report.chunks / median),
         "tokenize_seconds": round(report.tokenize_seconds, 4), "write_seconds": round(report.write_seconds, 4),
     })
-    assert report.chunks == len(bench_text())
+    if builder != "sections":
+        characters = sum(map(len, bench_text()))
+        benchmark.extra_info.update({"characters": characters, "chars_per_second": round(characters / median)})
+    lines = sum(1 for paragraph in bench_text() for line in paragraph.split("\n") if line.strip())
+    assert report.chunks == {"sections": 391, "lines": lines, "passages": len(bench_text())}[builder]
 
 
 def _percentile(values: list[float], fraction: float) -> float:
