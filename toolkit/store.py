@@ -251,9 +251,11 @@ def _previous_terms(
     """Stored file checksums and token columns, reusable when the tokenizer spec is unchanged."""
     if not meta or meta.get("tokenizer_spec") != tokenizer.spec or tokenizer.native:
         return {}, {}
-    files = {row["path"]: row["sha256"] for row in db.execute("SELECT path, sha256 FROM files")}
-    terms = {row["key"]: (row["fts_title"], row["fts_body"], row["offsets"])
-             for row in db.execute("SELECT key, fts_title, fts_body, offsets FROM chunks")}
+    cursor = db.cursor()
+    cursor.row_factory = None  # whatever the caller's connection uses
+    files = dict(cursor.execute("SELECT path, sha256 FROM files").fetchall())
+    terms = {key: (title, body, offsets)
+             for key, title, body, offsets in cursor.execute("SELECT key, fts_title, fts_body, offsets FROM chunks")}
     return files, terms
 
 
@@ -320,6 +322,19 @@ def build(
     return report
 
 
+#: Test-only fault injection: the build kills its own process with SIGKILL after this many chunk rows.
+KILL_AFTER_ENV = "RAG_EVAL_TEST_KILL_AFTER_CHUNKS"
+
+
+def _insert_then_die(db: sqlite3.Connection, insert: str, rows: list[tuple], after: int) -> None:
+    """Insert ``after`` rows inside the open transaction, then die as a killed process would."""
+    import signal
+
+    for row in rows[:after]:
+        db.execute(insert, row)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def index_size(path: str) -> int:
     """Bytes on disk of the index file and its WAL (0 for in-memory)."""
     if path == ":memory:":
@@ -383,7 +398,11 @@ def _write(
         db.execute("DELETE FROM chunks")
         db.execute("DELETE FROM files")
         db.execute("DELETE FROM meta")
-        db.executemany(f"INSERT INTO chunks VALUES ({', '.join('?' * 17)})", rows)
+        insert = f"INSERT INTO chunks VALUES ({', '.join('?' * 17)})"
+        kill_after = os.environ.get(KILL_AFTER_ENV)
+        if kill_after:
+            _insert_then_die(db, insert, rows, int(kill_after))
+        db.executemany(insert, rows)
         db.executemany("INSERT INTO files VALUES (?, ?, ?)", [(f.path, f.sha256, per_file[f.path]) for f in files])
         db.execute(fts_schema(tokenizer))
         db.execute("INSERT INTO search(search) VALUES ('rebuild')")
@@ -391,8 +410,12 @@ def _write(
         new_meta["build_seconds_write"] = f"{time.perf_counter() - write_started:.3f}"
         db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(new_meta.items()))
         db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
+    except BaseException as exc:
+        if db.in_transaction:  # SQLite has already rolled back after some errors (SQLITE_FULL)
+            db.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.OperationalError):
+            # Disk full (SQLITE_FULL), read-only file, I/O error: the previous index is intact.
+            raise IndexFileError(f"{path}: writing the index failed ({exc}); the previous index is unchanged") from exc
         raise
     if path != ":memory:":
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
