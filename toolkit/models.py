@@ -236,6 +236,13 @@ def train_pkuseg_model(training_text: Path, output: Path, *, iterations: int = 2
     """
     if not training_text.is_file():
         raise ModelError(f"training text {training_text} does not exist")
+    try:
+        lines = training_text.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"{training_text}: not valid UTF-8 at byte {exc.start}") from None
+    words = sum(len(line.split()) for line in lines)
+    if words < 2:
+        raise ModelError(f"{training_text}: no segmented text (expected words separated by spaces, one sentence a line)")
     import spacy_pkuseg
 
     output.mkdir(parents=True, exist_ok=True)
