@@ -254,14 +254,14 @@ def index_build_cmd(source: Path, index_path: Path, builder_spec: str, tokenizer
 
 
 class _progress:
-    """A rich progress bar shown once a build passes a few hundred chunks (stderr, terminals only)."""
+    """A rich progress bar for builds over 200 KB of source, a few hundred chunks (stderr, terminals only)."""
 
     def __enter__(self) -> Callable[[str, int, int], None]:
         self._bar: Any = None
         return self.update
 
     def update(self, phase: str, done: int, total: int) -> None:
-        if total < 300 or not sys.stderr.isatty():
+        if total < 200_000 or not sys.stderr.isatty():
             return
         if self._bar is None:
             from rich.progress import Progress

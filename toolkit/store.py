@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .builders import Builder, QueryDefaults, SourceFile, get_builder
+from .builders import Builder, QueryDefaults, get_builder
+from .builders.base import FileRef
 from .errors import IndexFileError, RagEvalError
 from .tokenize_pool import tokenize_chunks
 from .records import Chunk
@@ -31,6 +32,7 @@ VERSION_KEYS = {"jieba", "spacy-pkuseg", "opencc", "unicode", "sqlite"}
 _ASCII_TOKENCHARS = "".join(chr(c) for c in range(0x21, 0x7F) if not chr(c).isalnum()).replace("'", "''")
 WHITESPACE_CLAUSE = f"ascii tokenchars '{_ASCII_TOKENCHARS}'"
 
+#: ``progress(phase, done, total)``; builds report bytes of source read so far.
 Progress = Callable[[str, int, int], None]
 
 
@@ -245,20 +247,6 @@ def corpus_checksum(files: list[tuple[str, str]]) -> str:
     return digest.hexdigest()
 
 
-def _previous_terms(
-    db: sqlite3.Connection, meta: dict[str, str], tokenizer: Tokenizer
-) -> tuple[dict[str, str], dict[str, tuple[str, str, bytes | None]]]:
-    """Stored file checksums and token columns, reusable when the tokenizer spec is unchanged."""
-    if not meta or meta.get("tokenizer_spec") != tokenizer.spec or tokenizer.native:
-        return {}, {}
-    cursor = db.cursor()
-    cursor.row_factory = None  # whatever the caller's connection uses
-    files = dict(cursor.execute("SELECT path, sha256 FROM files").fetchall())
-    terms = {key: (title, body, offsets)
-             for key, title, body, offsets in cursor.execute("SELECT key, fts_title, fts_body, offsets FROM chunks")}
-    return files, terms
-
-
 def build(
     source: str | Path,
     index_path: str | Path,
@@ -268,30 +256,22 @@ def build(
     progress: Progress | None = None,
     db: sqlite3.Connection | None = None,
 ) -> BuildReport:
-    """Build or sync an index from ``source``: validate and read everything, tokenize what changed, write in one transaction.
+    """Build or sync an index from ``source`` in one transaction, streaming file by file.
 
-    Files whose sha256 and tokenizer spec are unchanged since the last build reuse their stored tokens
-    (only Python strategies store tokens), so a sync re-tokenizes only changed files. Chunk ids are
-    assigned afresh in source order, so a sync gives the same ids as a fresh build. Any error leaves the
-    previous index exactly as it was; a new index file that failed is removed.
+    The source is validated first (names, manifest, sizes); then, inside one write transaction, each
+    file is read once, hashed, chunked, tokenized and inserted, so memory stays bounded by a file and a
+    batch of chunks rather than the corpus. Files whose sha256 and tokenizer spec are unchanged since
+    the last build reuse their stored tokens (only Python strategies store tokens), so a sync
+    re-tokenizes only changed files. Chunk ids are assigned afresh in source order, so a sync gives the
+    same ids as a fresh build. Any error rolls the transaction back and leaves the previous index exactly
+    as it was; a new index file that failed is removed.
     """
     started = time.perf_counter()
     builder = builder if isinstance(builder, Builder) else get_builder(builder)
     tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else get_tokenizer(tokenizer)
     source = Path(source)
     path = str(index_path)
-    files = builder.scan(source)
-    chunks: list[Chunk] = []
-    per_file: dict[str, int] = {}
-    for file in files:
-        file_chunks = builder.chunks(file)
-        per_file[file.path] = len(file_chunks)
-        chunks += file_chunks
-    keys: set[str] = set()
-    for chunk in chunks:
-        if chunk.key in keys:
-            raise RagEvalError(f"duplicate chunk key {chunk.key!r}")
-        keys.add(chunk.key)
+    root, refs = builder.plan(source)
     load_started = time.perf_counter()
     tokenizer.load()
     load_seconds = time.perf_counter() - load_started
@@ -308,14 +288,10 @@ def build(
         try:
             if db is None:
                 db = connect(path)
-            report = _write(db, path, source, files, per_file, chunks, builder, tokenizer, progress)
-        except BaseException:
+            report = _write(db, path, source, root, refs, builder, tokenizer, progress)
+        finally:
             if own_db and db is not None:
                 db.close()
-                db = None
-            raise
-        if own_db:
-            db.close()
     report.tokenizer_load_seconds = load_seconds
     report.seconds = time.perf_counter() - started
     report.index_bytes = index_size(path)
@@ -324,90 +300,137 @@ def build(
 
 #: Test-only fault injection: the build kills its own process with SIGKILL after this many chunk rows.
 KILL_AFTER_ENV = "RAG_EVAL_TEST_KILL_AFTER_CHUNKS"
+#: Chunks tokenized and inserted together; bounds the memory a build holds besides one file.
+FLUSH_CHUNKS = 2000
+_INSERT = "INSERT INTO chunks VALUES (" + ", ".join("?" * 17) + ")"
 
 
-def _insert_then_die(db: sqlite3.Connection, insert: str, rows: list[tuple], after: int) -> None:
-    """Insert ``after`` rows inside the open transaction, then die as a killed process would."""
-    import signal
+class _Writer:
+    """Inserts chunk rows in id order, tokenizing the ones without reusable tokens in batches."""
 
-    for row in rows[:after]:
-        db.execute(insert, row)
-    os.kill(os.getpid(), signal.SIGKILL)
+    def __init__(self, db: sqlite3.Connection, tokenizer: Tokenizer, keep_offsets: bool) -> None:
+        self.db = db
+        self.tokenizer = tokenizer
+        self.keep_offsets = keep_offsets
+        self.buffer: list[tuple[Chunk, str, tuple[str, str | None, bytes | None] | None]] = []
+        self.rows = 0
+        self.tokenized = 0
+        self.tokenize_wall = 0.0
+        self.tokenize_cpu = 0.0
+        self.workers = 1
+        self.start_method = ""
+        self.worker_load_seconds: list[float] = []
+        kill_after = os.environ.get(KILL_AFTER_ENV)
+        self.kill_after = int(kill_after) if kill_after else None
 
+    def add(self, chunk: Chunk, title: str, stored: tuple[str, str | None, bytes | None] | None) -> None:
+        self.buffer.append((chunk, title, stored))
+        if len(self.buffer) >= FLUSH_CHUNKS:
+            self.flush()
 
-def index_size(path: str) -> int:
-    """Bytes on disk of the index file and its WAL (0 for in-memory)."""
-    if path == ":memory:":
-        return 0
-    return sum(Path(path + s).stat().st_size for s in ("", "-wal") if Path(path + s).exists())
+    def flush(self) -> None:
+        pending = [(title, chunk.text) for chunk, title, stored in self.buffer if stored is None]
+        tokenized, pool = tokenize_chunks(self.tokenizer, pending, keep_offsets=self.keep_offsets)
+        self.tokenized += len(pending)
+        self.tokenize_wall += pool.wall_seconds
+        self.tokenize_cpu += pool.cpu_seconds
+        if pool.workers > 1:
+            self.workers, self.start_method = pool.workers, pool.start_method
+            self.worker_load_seconds = sorted(set(self.worker_load_seconds) | set(pool.worker_load_seconds))
+        fresh = iter(tokenized)
+        rows = []
+        for chunk, _title, stored in self.buffer:
+            fts_title, fts_body, offsets = stored if stored is not None else next(fresh)
+            self.rows += 1
+            rows.append((self.rows, chunk.key, chunk.path, chunk.doc, chunk.title, chunk.anchor, chunk.heading_path,
+                         chunk.category, chunk.line, chunk.revision, chunk.sha256, chunk.status, chunk.expires,
+                         chunk.text, fts_title, fts_body, offsets))
+        self.buffer = []
+        if self.kill_after is not None and self.rows >= self.kill_after:
+            import signal
+
+            self.db.executemany(_INSERT, rows[: len(rows) - (self.rows - self.kill_after)])
+            os.kill(os.getpid(), signal.SIGKILL)
+        self.db.executemany(_INSERT, rows)
 
 
 def _write(
-    db: sqlite3.Connection, path: str, source: Path, files: list[SourceFile], per_file: dict[str, int],
-    chunks: list[Chunk], builder: Builder, tokenizer: Tokenizer, progress: Progress | None,
+    db: sqlite3.Connection, path: str, source: Path, root: Path, refs: list[FileRef], builder: Builder,
+    tokenizer: Tokenizer, progress: Progress | None,
 ) -> BuildReport:
     meta = read_meta(db)
-    old_files, old_terms = _previous_terms(db, meta, tokenizer)
-    changed = {f.path for f in files if old_files.get(f.path) != f.sha256}
+    reusable = bool(meta) and meta.get("tokenizer_spec") == tokenizer.spec and not tokenizer.native
     # FTS5-style snippets (lines) of Python strategies need token offsets: stored, not re-computed per query.
     keep_offsets = not tokenizer.native and builder.query_defaults().snippet == "fts5"
-    stored: dict[int, tuple[str, str | None, bytes | None]] = {}
-    pending: list[int] = []
-    for position, chunk in enumerate(chunks):
-        title = chunk.title if builder.index_title else ""
-        if tokenizer.native:
-            stored[position] = (title, None, None)
-        elif chunk.path not in changed and chunk.key in old_terms and (old_terms[chunk.key][2] is not None) == keep_offsets:
-            stored[position] = old_terms[chunk.key]
-        else:
-            pending.append(position)
-    items = [(chunks[p].title if builder.index_title else "", chunks[p].text) for p in pending]
-    tokenized, pool = tokenize_chunks(
-        tokenizer, items, keep_offsets=keep_offsets,
-        progress=(lambda done: progress("tokenize", done, len(items))) if progress is not None else None,
-    )
-    stored.update(zip(pending, tokenized))
-    rows = []
-    for number, chunk in enumerate(chunks, start=1):
-        fts_title, fts_body, offsets = stored[number - 1]
-        rows.append((number, chunk.key, chunk.path, chunk.doc, chunk.title, chunk.anchor, chunk.heading_path,
-                     chunk.category, chunk.line, chunk.revision, chunk.sha256, chunk.status, chunk.expires,
-                     chunk.text, fts_title, fts_body, offsets))
     write_started = time.perf_counter()
-    defaults = builder.query_defaults()
-    new_meta = {
-        "schema_version": str(SCHEMA_VERSION),
-        "builder": builder.system,
-        "tokenizer": tokenizer.system,
-        "tokenizer_spec": tokenizer.spec,
-        "tokenizer_fingerprint": json.dumps(tokenizer.fingerprint(), sort_keys=True),
-        "fts5_tokenize": tokenizer.fts5_clause if tokenizer.native else WHITESPACE_CLAUSE,  # type: ignore[attr-defined]
-        "query_defaults": json.dumps(defaults.__dict__, ensure_ascii=False, sort_keys=True),
-        "source_root": str(builder.source_root(source)),
-        "corpus_sha256": corpus_checksum([(f.path, f.sha256) for f in files]),
-        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "chunks": str(len(rows)),
-        "files": str(len(files)),
-    }
     db.execute("BEGIN IMMEDIATE")
     try:
+        has_old = bool(meta)
         db.execute("DROP TABLE IF EXISTS search")
+        db.execute("DROP INDEX IF EXISTS chunks_path")
+        db.execute("DROP TABLE IF EXISTS chunks_old")
+        db.execute("DROP TABLE IF EXISTS files_old")
+        if has_old:
+            db.execute("ALTER TABLE chunks RENAME TO chunks_old")
+            db.execute("ALTER TABLE files RENAME TO files_old")
         for statement in _SCHEMA.strip().split(";"):
             if statement.strip():
                 db.execute(statement)
-        db.execute("DELETE FROM chunks")
-        db.execute("DELETE FROM files")
         db.execute("DELETE FROM meta")
-        insert = f"INSERT INTO chunks VALUES ({', '.join('?' * 17)})"
-        kill_after = os.environ.get(KILL_AFTER_ENV)
-        if kill_after:
-            _insert_then_die(db, insert, rows, int(kill_after))
-        db.executemany(insert, rows)
-        db.executemany("INSERT INTO files VALUES (?, ?, ?)", [(f.path, f.sha256, per_file[f.path]) for f in files])
+        reader = db.cursor()
+        reader.row_factory = None  # whatever the caller's connection uses
+        old_files = dict(reader.execute("SELECT path, sha256 FROM files_old").fetchall()) if has_old and reusable else {}
+        writer = _Writer(db, tokenizer, keep_offsets)
+        keys: set[str] = set()
+        file_rows: list[tuple[str, str, int]] = []
+        changed = 0
+        total_bytes = sum((root / ref.path).stat().st_size for ref in refs)
+        done_bytes = 0
+        for ref in refs:
+            file = builder.read(root, ref)
+            chunks = builder.chunks(file)
+            reuse = old_files.get(file.path) == file.sha256
+            changed += not reuse
+            for chunk in chunks:
+                if chunk.key in keys:
+                    raise RagEvalError(f"duplicate chunk key {chunk.key!r}")
+                keys.add(chunk.key)
+                title = chunk.title if builder.index_title else ""
+                stored: tuple[str, str | None, bytes | None] | None = None
+                if tokenizer.native:
+                    stored = (title, None, None)
+                elif reuse:
+                    found = reader.execute("SELECT fts_title, fts_body, offsets FROM chunks_old WHERE key = ?",
+                                           (chunk.key,)).fetchone()
+                    if found is not None and (found[2] is not None) == keep_offsets:
+                        stored = found
+                writer.add(chunk, title, stored)
+            file_rows.append((file.path, file.sha256, len(chunks)))
+            done_bytes += len(file.data)
+            if progress is not None:
+                progress("index", done_bytes, total_bytes)
+        writer.flush()
+        db.execute("DROP TABLE IF EXISTS chunks_old")
+        db.execute("DROP TABLE IF EXISTS files_old")
+        db.executemany("INSERT INTO files VALUES (?, ?, ?)", file_rows)
         db.execute(fts_schema(tokenizer))
         db.execute("INSERT INTO search(search) VALUES ('rebuild')")
         db.execute("INSERT INTO search(search) VALUES ('optimize')")
-        new_meta["build_seconds_write"] = f"{time.perf_counter() - write_started:.3f}"
+        new_meta = {
+            "schema_version": str(SCHEMA_VERSION),
+            "builder": builder.system,
+            "tokenizer": tokenizer.system,
+            "tokenizer_spec": tokenizer.spec,
+            "tokenizer_fingerprint": json.dumps(tokenizer.fingerprint(), sort_keys=True),
+            "fts5_tokenize": tokenizer.fts5_clause if tokenizer.native else WHITESPACE_CLAUSE,  # type: ignore[attr-defined]
+            "query_defaults": json.dumps(builder.query_defaults().__dict__, ensure_ascii=False, sort_keys=True),
+            "source_root": str(builder.source_root(source)),
+            "corpus_sha256": corpus_checksum([(p, sha) for p, sha, _ in file_rows]),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "chunks": str(writer.rows),
+            "files": str(len(file_rows)),
+            "build_seconds_write": f"{time.perf_counter() - write_started - writer.tokenize_wall:.3f}",
+        }
         db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(new_meta.items()))
         db.execute("COMMIT")
     except BaseException as exc:
@@ -419,11 +442,21 @@ def _write(
         raise
     if path != ":memory:":
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    speedup = round(writer.tokenize_cpu / writer.tokenize_wall, 2) if writer.tokenize_wall else 1.0
     return BuildReport(
-        chunks=len(rows), files=len(files), files_tokenized=len(changed) if not tokenizer.native else len(files),
-        chunks_tokenized=len(pending), tokenizer_load_seconds=0.0, tokenize_seconds=pool.wall_seconds,
-        write_seconds=time.perf_counter() - write_started, seconds=0.0, index_bytes=0,
-        extra={"workers": pool.workers, "start_method": pool.start_method,
-               "worker_load_seconds": pool.worker_load_seconds, "tokenize_cpu_seconds": round(pool.cpu_seconds, 3),
-               "tokenize_speedup": pool.speedup},
+        chunks=writer.rows, files=len(file_rows), files_tokenized=changed if not tokenizer.native else len(file_rows),
+        chunks_tokenized=writer.tokenized, tokenizer_load_seconds=0.0, tokenize_seconds=writer.tokenize_wall,
+        write_seconds=time.perf_counter() - write_started - writer.tokenize_wall, seconds=0.0, index_bytes=0,
+        extra={"workers": writer.workers, "start_method": writer.start_method,
+               "worker_load_seconds": writer.worker_load_seconds, "tokenize_cpu_seconds": round(writer.tokenize_cpu, 3),
+               "tokenize_speedup": speedup},
     )
+
+
+def index_size(path: str) -> int:
+    """Bytes on disk of the index file and its WAL (0 for in-memory)."""
+    if path == ":memory:":
+        return 0
+    return sum(Path(path + s).stat().st_size for s in ("", "-wal") if Path(path + s).exists())
+
+

@@ -24,18 +24,15 @@ class SourceFile:
     @classmethod
     def read(cls, root: Path, relative: str, *, max_bytes: int, meta: Any = None) -> "SourceFile":
         """Read ``root/relative`` after checking it stays under ``root`` and is not too large."""
-        path = resolve_inside(root, relative)
+        path = locate(root, relative, max_bytes=max_bytes)
         try:
-            size = path.stat().st_size
-            if size > max_bytes:
-                raise CorpusError(f"{relative}: {size} bytes is over the limit of {max_bytes} (option max_bytes)")
             data = path.read_bytes()
         except FileNotFoundError:
             raise MissingSourceError(f"{relative}: file not found under {root}") from None
-        except IsADirectoryError:
-            raise CorpusError(f"{relative}: is a directory, not a file") from None
         except OSError as exc:
             raise CorpusError(f"{relative}: cannot read: {exc.strerror}") from None
+        if len(data) > max_bytes:  # grew since it was located
+            raise CorpusError(f"{relative}: {len(data)} bytes is over the limit of {max_bytes} (option max_bytes)")
         return cls(relative, data, hashlib.sha256(data).hexdigest(), meta)
 
     def text(self) -> str:
@@ -44,6 +41,30 @@ class SourceFile:
             return self.data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise CorpusError(f"{self.path}: not valid UTF-8 at byte {exc.start}") from None
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A source file that passed validation but has not been read: its relative path and metadata."""
+
+    path: str
+    meta: Any = None
+
+
+def locate(root: Path, relative: str, *, max_bytes: int) -> Path:
+    """The file behind ``relative``: inside ``root``, an existing regular file, at most ``max_bytes``."""
+    path = resolve_inside(root, relative)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise MissingSourceError(f"{relative}: file not found under {root}") from None
+    except OSError as exc:
+        raise CorpusError(f"{relative}: cannot read: {exc.strerror}") from None
+    if not path.is_file():
+        raise CorpusError(f"{relative}: is a directory, not a file")
+    if info.st_size > max_bytes:
+        raise CorpusError(f"{relative}: {info.st_size} bytes is over the limit of {max_bytes} (option max_bytes)")
+    return path
 
 
 def resolve_inside(root: Path, relative: str) -> Path:
@@ -104,14 +125,30 @@ class Builder:
         parts = [f"{k}={format_value(v)}" for k, v in sorted(self.options.items()) if format_value(v)]
         return self.name + (":" + ",".join(parts) if parts else "")
 
-    def scan(self, source: Path) -> list[SourceFile]:
-        """Validate the whole source and read every file once; raise CorpusError before anything is written."""
+    def plan(self, source: Path) -> tuple[Path, list[FileRef]]:
+        """Validate the source without reading file contents: the root and the files to read, in order.
+
+        Everything that can be checked from names, the manifest and file sizes is checked here, before an
+        index is touched; what needs the bytes (UTF-8, parsing) fails later inside the build's transaction,
+        which then rolls back.
+        """
         if not source.exists():
             raise MissingSourceError(f"{source}: no such file or directory")
-        return self._scan(source)
+        return self._plan(source)
 
-    def _scan(self, source: Path) -> list[SourceFile]:
+    def _plan(self, source: Path) -> tuple[Path, list[FileRef]]:
         raise NotImplementedError
+
+    def read(self, root: Path, ref: FileRef) -> SourceFile:
+        """Read one planned file, once: the bytes that are hashed are the bytes that are indexed."""
+        file = SourceFile.read(root, ref.path, max_bytes=self.options["max_bytes"], meta=ref.meta)
+        file.text()  # UTF-8 errors name the file
+        return file
+
+    def scan(self, source: Path) -> list[SourceFile]:
+        """Plan and read every file (for callers that want the whole source in memory)."""
+        root, refs = self.plan(source)
+        return [self.read(root, ref) for ref in refs]
 
     def chunks(self, file: SourceFile) -> list[Chunk]:
         """The chunks of one scanned file, in document order."""

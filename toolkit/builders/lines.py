@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import CorpusError, MissingSourceError
 from ..records import Chunk
 from ..spec import Option, OptionSet
-from .base import Builder, QueryDefaults, SourceFile
+from .base import Builder, FileRef, QueryDefaults, SourceFile, locate
 
 _ID = re.compile(r"[a-z0-9-]{1,40}\Z")
 _STATUSES = ("current", "archived")
@@ -53,7 +53,7 @@ class LinesBuilder(Builder):
     option_set = OptionSet((Option("max_bytes", "largest source file accepted, in bytes", 1_000_000, int),))
     index_title = False
 
-    def _scan(self, source: Path) -> list[SourceFile]:
+    def _plan(self, source: Path) -> tuple[Path, list[FileRef]]:
         root = source if source.is_dir() else source.parent
         manifest_path = root / "manifest.json"
         try:
@@ -66,7 +66,7 @@ class LinesBuilder(Builder):
             raise CorpusError(f"{manifest_path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
         if not isinstance(manifest, list):
             raise CorpusError(f"{manifest_path}: the manifest must be a JSON list of documents")
-        files: list[SourceFile] = []
+        refs: list[FileRef] = []
         seen: set[str] = set()
         for number, item in enumerate(manifest, start=1):
             where = f"{manifest_path.name} entry {number}"
@@ -90,12 +90,11 @@ class LinesBuilder(Builder):
                 raise CorpusError(f"{where}: path {relative!r} must be a relative path to a .txt file")
             meta = {"doc": doc, "revision": revision, "status": status, "expires": expires}
             try:
-                files.append(SourceFile.read(root, relative, max_bytes=self.options["max_bytes"], meta=meta))
+                locate(root, relative, max_bytes=self.options["max_bytes"])
             except CorpusError as exc:
                 raise type(exc)(f"{where}: {exc}") from None
-        for file in files:
-            file.text()  # UTF-8 errors surface here, before anything is written
-        return files
+            refs.append(FileRef(relative, meta))
+        return root, refs
 
     def chunks(self, file: SourceFile) -> list[Chunk]:
         meta = file.meta

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..errors import CorpusError
 from ..records import Chunk
 from ..spec import Option, OptionSet
-from .base import Builder, QueryDefaults, SourceFile
+from .base import Builder, FileRef, QueryDefaults, SourceFile, locate
 
 
 class PassagesBuilder(Builder):
@@ -21,9 +21,10 @@ class PassagesBuilder(Builder):
         Option("title_weight", "bm25 weight of the title column (the body has weight 1)", 1.0, float),
     ))
 
-    def _scan(self, source: Path) -> list[SourceFile]:
+    def _plan(self, source: Path) -> tuple[Path, list[FileRef]]:
         path = source / "corpus.jsonl" if source.is_dir() else source
-        return [SourceFile.read(path.parent, path.name, max_bytes=self.options["max_bytes"])]
+        locate(path.parent, path.name, max_bytes=self.options["max_bytes"])
+        return path.parent, [FileRef(path.name)]
 
     def source_root(self, source: Path) -> Path:
         return (source if source.is_dir() else source.parent).resolve()

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import CorpusError
 from ..records import Chunk
 from ..spec import Option, OptionSet
-from .base import Builder, QueryDefaults, SourceFile, resolve_inside
+from .base import Builder, FileRef, QueryDefaults, SourceFile, locate
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -148,19 +148,16 @@ class SectionsBuilder(Builder):
         Option("title_weight", "bm25 weight of the heading column (the body has weight 1)", 1.0, float),
     ))
 
-    def _scan(self, source: Path) -> list[SourceFile]:
+    def _plan(self, source: Path) -> tuple[Path, list[FileRef]]:
         if not source.is_dir():
             raise CorpusError(f"{source}: the sections builder needs a folder of Markdown files")
         root = source.resolve()
         names = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md") if not p.is_dir())
         if not names:
             raise CorpusError(f"{source}: no .md files found")
-        files = []
         for name in names:
-            resolve_inside(root, name)
-            files.append(SourceFile.read(root, name, max_bytes=self.options["max_bytes"]))
-            files[-1].text()
-        return files
+            locate(root, name, max_bytes=self.options["max_bytes"])
+        return root, [FileRef(name) for name in names]
 
     def chunks(self, file: SourceFile) -> list[Chunk]:
         path = file.path
