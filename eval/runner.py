@@ -12,7 +12,8 @@ from typing import Any, Callable
 from ..builders import get_builder
 from ..cache import cache_dir
 from ..search import search
-from ..store import BuildReport, Index, build
+from ..store import Index
+from ..writer import BuildReport, build
 from ..tokenizers import get_tokenizer
 from .metrics import RankedDoc
 from .records import Dataset

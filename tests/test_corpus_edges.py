@@ -11,7 +11,8 @@ import pytest
 from conftest import make_docs
 from rag_eval.errors import CorpusError
 from rag_eval.search import search
-from rag_eval.store import Index, build
+from rag_eval.store import Index
+from rag_eval.writer import build
 
 
 def results(path: Path) -> list:

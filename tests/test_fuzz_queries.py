@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from conftest import ALL_SPECS, make_docs
 from rag_eval.errors import InvalidTextError, QueryError
 from rag_eval.search import search
-from rag_eval.store import Index, build
+from rag_eval.store import Index
+from rag_eval.writer import build
 
 FTS5_SYNTAX = ['"', "'", "*", "^", ":", "(", ")", "NEAR(", "NEAR/2", "AND", "OR", "NOT", "+", "-", "{", "}", "title:",
                "text:", "\x00", "\x01", "\n", "\t", "\ud800", "😀", "导出", "文件", "ＡＢＣ", "ß", "\u0301", " ", "%", "\\", ";"]

@@ -16,7 +16,8 @@ from rag_eval.builders.lines import split_lines  # noqa: E402
 from rag_eval.errors import CorpusError, MissingSourceError, QueryError  # noqa: E402
 from rag_eval.read import verify_index, verify_source  # noqa: E402
 from rag_eval.search import search, search_tool  # noqa: E402
-from rag_eval.store import Index, build  # noqa: E402
+from rag_eval.store import Index  # noqa: E402
+from rag_eval.writer import build  # noqa: E402
 
 
 @pytest.fixture

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ALL_SPECS, make_docs
+from conftest import ALL_SPECS
 from rag_eval.builders.sections import AnchorSet, slugify, split_markdown, split_oversized, Section
 from rag_eval.compat import DocIndex
 from rag_eval.errors import ReadError
 from rag_eval.read import list_entries, read
 from rag_eval.search import search
-from rag_eval.store import Index, build
+from rag_eval.store import Index
+from rag_eval.writer import build
 
 
 def test_anchor_set_checks_every_candidate() -> None:

@@ -11,7 +11,8 @@ import pytest
 from conftest import ALL_SPECS, tokenizer_for
 from rag_eval.errors import CorpusError, IndexFileError, MissingSourceError
 from rag_eval.search import search
-from rag_eval.store import Index, RagEvalWarning, build, build_lock
+from rag_eval.store import Index, RagEvalWarning, build_lock
+from rag_eval.writer import build
 
 
 def stored_terms(path: Path, rowid: int) -> tuple[list[str], list[str]]:
@@ -100,7 +101,7 @@ def test_error_during_the_write_rolls_back(docs: Path, tmp_path: Path, monkeypat
     path = tmp_path / "index.sqlite"
     build(docs, path, builder="sections", tokenizer="bigram")
     before = _snapshot(path)
-    import rag_eval.store as store
+    import rag_eval.writer as store
 
     def explode(*args, **kwargs):
         raise RuntimeError("disk on fire")

@@ -239,7 +239,7 @@ def index_build_cmd(source: Path, index_path: Path, builder_spec: str, tokenizer
     Everything is validated and read before anything is written; a failed build leaves the previous
     index exactly as it was. Re-running on the same index re-tokenizes only files whose sha256 changed.
     """
-    from .store import build
+    from .writer import build
 
     with _progress() as progress:
         report = build(source, index_path, builder=builder_spec, tokenizer=tokenizer_spec, progress=progress)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import store
+from . import store, writer
 from .query import compile_query
 from .read import list_entries, read, verify_source
 from .search import search
@@ -66,7 +66,7 @@ def sync(db: sqlite3.Connection, folder: str | Path, *, tokenizer: str | None = 
     """Validate the whole manifest, then replace the index in one transaction; returns the line count."""
     meta = store.read_meta(db)
     chosen = tokenizer or getattr(db, "rag_eval_tokenizer", None) or meta.get("tokenizer") or "unicode61"
-    report = store.build(folder, _path_of(db), builder=f"lines:max_bytes={SEED_MAX_BYTES}", tokenizer=chosen, db=db)
+    report = writer.build(folder, _path_of(db), builder=f"lines:max_bytes={SEED_MAX_BYTES}", tokenizer=chosen, db=db)
     if isinstance(db, _Connection):
         db.rag_eval_index = None
     return report.chunks
@@ -124,7 +124,7 @@ class DocIndex:
 
     def build(self) -> int:
         """Full rebuild from ``docs_root``; returns the number of sections."""
-        report = store.build(self.docs_root, self.db_path, builder=f"sections:max_chars={self.max_chars}",
+        report = writer.build(self.docs_root, self.db_path, builder=f"sections:max_chars={self.max_chars}",
                              tokenizer=self.tokenizer, db=self.db)
         self.db.rag_eval_index = None  # type: ignore[attr-defined]
         return report.chunks

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
-import os
 import sqlite3
-import time
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from .builders import Builder, QueryDefaults, get_builder
-from .builders.base import FileRef
-from .errors import IndexFileError, RagEvalError
-from .tokenize_pool import tokenize_chunks
+from .errors import IndexFileError
 from .records import Chunk
 from .tokenizers import Tokenizer, get_tokenizer
 from .tokenizers.fts5_rules import check_fts5
@@ -26,15 +20,6 @@ SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 10_000
 #: Fingerprint keys that only record library versions: drift is a warning, not an error.
 VERSION_KEYS = {"jieba", "spacy-pkuseg", "opencc", "unicode", "sqlite"}
-# Python strategies write space-joined tokens; FTS5's ascii tokenizer with every printable ASCII
-# symbol as a token character then separates on whitespace and control characters only, and folds
-# only A-Z (already folded), so the terms it stores are exactly the Python tokens.
-_ASCII_TOKENCHARS = "".join(chr(c) for c in range(0x21, 0x7F) if not chr(c).isalnum()).replace("'", "''")
-WHITESPACE_CLAUSE = f"ascii tokenchars '{_ASCII_TOKENCHARS}'"
-
-#: ``progress(phase, done, total)``; builds report bytes of source read so far.
-Progress = Callable[[str, int, int], None]
-
 
 class RagEvalWarning(UserWarning):
     """Something works but deserves attention (for example library versions drifted since a build)."""
@@ -78,22 +63,6 @@ def connect(path: str | Path, *, check_same_thread: bool = True) -> sqlite3.Conn
     if str(path) != ":memory:":
         db.execute("PRAGMA journal_mode = WAL")
     return db
-
-
-@dataclass
-class BuildReport:
-    """What a build did and what it cost."""
-
-    chunks: int
-    files: int
-    files_tokenized: int
-    chunks_tokenized: int
-    tokenizer_load_seconds: float
-    tokenize_seconds: float
-    write_seconds: float
-    seconds: float
-    index_bytes: int
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Index:
@@ -228,235 +197,11 @@ def build_lock(path: str, *, remove_on_error: bool = False) -> Iterator[None]:
         handle.close()
 
 
-def fts_schema(tokenizer: Tokenizer) -> str:
-    """The FTS5 table over the chunks table (external content, rowid = chunk id)."""
-    if tokenizer.native:
-        columns, clause = "fts_title, text", tokenizer.fts5_clause  # type: ignore[attr-defined]
-    else:
-        columns, clause = "fts_title, fts_body", WHITESPACE_CLAUSE
-    clause = clause.replace('"', '""')
-    return (f'CREATE VIRTUAL TABLE search USING fts5({columns}, content="chunks", content_rowid="id", '
-            f'tokenize="{clause}")')
-
-
-def corpus_checksum(files: list[tuple[str, str]]) -> str:
-    """sha256 over the sorted (path, sha256) pairs of the sources."""
-    digest = hashlib.sha256()
-    for path, sha in sorted(files):
-        digest.update(f"{path}\0{sha}\n".encode())
-    return digest.hexdigest()
-
-
-def build(
-    source: str | Path,
-    index_path: str | Path,
-    *,
-    builder: str | Builder,
-    tokenizer: str | Tokenizer,
-    progress: Progress | None = None,
-    db: sqlite3.Connection | None = None,
-) -> BuildReport:
-    """Build or sync an index from ``source`` in one transaction, streaming file by file.
-
-    The source is validated first (names, manifest, sizes); then, inside one write transaction, each
-    file is read once, hashed, chunked, tokenized and inserted, so memory stays bounded by a file and a
-    batch of chunks rather than the corpus. Files whose sha256 and tokenizer spec are unchanged since
-    the last build reuse their stored tokens (only Python strategies store tokens), so a sync
-    re-tokenizes only changed files. Chunk ids are assigned afresh in source order, so a sync gives the
-    same ids as a fresh build. Any error rolls the transaction back and leaves the previous index exactly
-    as it was; a new index file that failed is removed.
-    """
-    started = time.perf_counter()
-    builder = builder if isinstance(builder, Builder) else get_builder(builder)
-    tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else get_tokenizer(tokenizer)
-    source = Path(source)
-    path = str(index_path)
-    root, refs = builder.plan(source)
-    load_started = time.perf_counter()
-    tokenizer.load()
-    load_seconds = time.perf_counter() - load_started
-
-    created = path != ":memory:" and not Path(path).exists()
-    if created:
-        try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).touch()
-        except OSError as exc:
-            raise IndexFileError(f"{path}: cannot create the index file: {exc.strerror or exc}") from None
-    with build_lock(path, remove_on_error=created):
-        own_db = db is None
-        try:
-            if db is None:
-                db = connect(path)
-            report = _write(db, path, source, root, refs, builder, tokenizer, progress)
-        finally:
-            if own_db and db is not None:
-                db.close()
-    report.tokenizer_load_seconds = load_seconds
-    report.seconds = time.perf_counter() - started
-    report.index_bytes = index_size(path)
-    return report
-
-
-#: Test-only fault injection: the build kills its own process with SIGKILL after this many chunk rows.
-KILL_AFTER_ENV = "RAG_EVAL_TEST_KILL_AFTER_CHUNKS"
-#: Chunks tokenized and inserted together; bounds the memory a build holds besides one file.
-FLUSH_CHUNKS = 2000
-_INSERT = "INSERT INTO chunks VALUES (" + ", ".join("?" * 17) + ")"
-
-
-class _Writer:
-    """Inserts chunk rows in id order, tokenizing the ones without reusable tokens in batches."""
-
-    def __init__(self, db: sqlite3.Connection, tokenizer: Tokenizer, keep_offsets: bool) -> None:
-        self.db = db
-        self.tokenizer = tokenizer
-        self.keep_offsets = keep_offsets
-        self.buffer: list[tuple[Chunk, str, tuple[str, str | None, bytes | None] | None]] = []
-        self.rows = 0
-        self.tokenized = 0
-        self.tokenize_wall = 0.0
-        self.tokenize_cpu = 0.0
-        self.workers = 1
-        self.start_method = ""
-        self.worker_load_seconds: list[float] = []
-        kill_after = os.environ.get(KILL_AFTER_ENV)
-        self.kill_after = int(kill_after) if kill_after else None
-
-    def add(self, chunk: Chunk, title: str, stored: tuple[str, str | None, bytes | None] | None) -> None:
-        self.buffer.append((chunk, title, stored))
-        if len(self.buffer) >= FLUSH_CHUNKS:
-            self.flush()
-
-    def flush(self) -> None:
-        pending = [(title, chunk.text) for chunk, title, stored in self.buffer if stored is None]
-        tokenized, pool = tokenize_chunks(self.tokenizer, pending, keep_offsets=self.keep_offsets)
-        self.tokenized += len(pending)
-        self.tokenize_wall += pool.wall_seconds
-        self.tokenize_cpu += pool.cpu_seconds
-        if pool.workers > 1:
-            self.workers, self.start_method = pool.workers, pool.start_method
-            self.worker_load_seconds = sorted(set(self.worker_load_seconds) | set(pool.worker_load_seconds))
-        fresh = iter(tokenized)
-        rows = []
-        for chunk, _title, stored in self.buffer:
-            fts_title, fts_body, offsets = stored if stored is not None else next(fresh)
-            self.rows += 1
-            rows.append((self.rows, chunk.key, chunk.path, chunk.doc, chunk.title, chunk.anchor, chunk.heading_path,
-                         chunk.category, chunk.line, chunk.revision, chunk.sha256, chunk.status, chunk.expires,
-                         chunk.text, fts_title, fts_body, offsets))
-        self.buffer = []
-        if self.kill_after is not None and self.rows >= self.kill_after:
-            import signal
-
-            self.db.executemany(_INSERT, rows[: len(rows) - (self.rows - self.kill_after)])
-            os.kill(os.getpid(), signal.SIGKILL)
-        self.db.executemany(_INSERT, rows)
-
-
-def _write(
-    db: sqlite3.Connection, path: str, source: Path, root: Path, refs: list[FileRef], builder: Builder,
-    tokenizer: Tokenizer, progress: Progress | None,
-) -> BuildReport:
-    meta = read_meta(db)
-    reusable = bool(meta) and meta.get("tokenizer_spec") == tokenizer.spec and not tokenizer.native
-    # FTS5-style snippets (lines) of Python strategies need token offsets: stored, not re-computed per query.
-    keep_offsets = not tokenizer.native and builder.query_defaults().snippet == "fts5"
-    write_started = time.perf_counter()
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        has_old = bool(meta)
-        db.execute("DROP TABLE IF EXISTS search")
-        db.execute("DROP INDEX IF EXISTS chunks_path")
-        db.execute("DROP TABLE IF EXISTS chunks_old")
-        db.execute("DROP TABLE IF EXISTS files_old")
-        if has_old:
-            db.execute("ALTER TABLE chunks RENAME TO chunks_old")
-            db.execute("ALTER TABLE files RENAME TO files_old")
-        for statement in _SCHEMA.strip().split(";"):
-            if statement.strip():
-                db.execute(statement)
-        db.execute("DELETE FROM meta")
-        reader = db.cursor()
-        reader.row_factory = None  # whatever the caller's connection uses
-        old_files = dict(reader.execute("SELECT path, sha256 FROM files_old").fetchall()) if has_old and reusable else {}
-        writer = _Writer(db, tokenizer, keep_offsets)
-        keys: set[str] = set()
-        file_rows: list[tuple[str, str, int]] = []
-        changed = 0
-        total_bytes = sum((root / ref.path).stat().st_size for ref in refs)
-        done_bytes = 0
-        for ref in refs:
-            file = builder.read(root, ref)
-            chunks = builder.chunks(file)
-            reuse = old_files.get(file.path) == file.sha256
-            changed += not reuse
-            for chunk in chunks:
-                if chunk.key in keys:
-                    raise RagEvalError(f"duplicate chunk key {chunk.key!r}")
-                keys.add(chunk.key)
-                title = chunk.title if builder.index_title else ""
-                stored: tuple[str, str | None, bytes | None] | None = None
-                if tokenizer.native:
-                    stored = (title, None, None)
-                elif reuse:
-                    found = reader.execute("SELECT fts_title, fts_body, offsets FROM chunks_old WHERE key = ?",
-                                           (chunk.key,)).fetchone()
-                    if found is not None and (found[2] is not None) == keep_offsets:
-                        stored = found
-                writer.add(chunk, title, stored)
-            file_rows.append((file.path, file.sha256, len(chunks)))
-            done_bytes += len(file.data)
-            if progress is not None:
-                progress("index", done_bytes, total_bytes)
-        writer.flush()
-        db.execute("DROP TABLE IF EXISTS chunks_old")
-        db.execute("DROP TABLE IF EXISTS files_old")
-        db.executemany("INSERT INTO files VALUES (?, ?, ?)", file_rows)
-        db.execute(fts_schema(tokenizer))
-        db.execute("INSERT INTO search(search) VALUES ('rebuild')")
-        db.execute("INSERT INTO search(search) VALUES ('optimize')")
-        new_meta = {
-            "schema_version": str(SCHEMA_VERSION),
-            "builder": builder.system,
-            "tokenizer": tokenizer.system,
-            "tokenizer_spec": tokenizer.spec,
-            "tokenizer_fingerprint": json.dumps(tokenizer.fingerprint(), sort_keys=True),
-            "fts5_tokenize": tokenizer.fts5_clause if tokenizer.native else WHITESPACE_CLAUSE,  # type: ignore[attr-defined]
-            "query_defaults": json.dumps(builder.query_defaults().__dict__, ensure_ascii=False, sort_keys=True),
-            "source_root": str(builder.source_root(source)),
-            "corpus_sha256": corpus_checksum([(p, sha) for p, sha, _ in file_rows]),
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "chunks": str(writer.rows),
-            "files": str(len(file_rows)),
-            "build_seconds_write": f"{time.perf_counter() - write_started - writer.tokenize_wall:.3f}",
-        }
-        db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(new_meta.items()))
-        db.execute("COMMIT")
-    except BaseException as exc:
-        if db.in_transaction:  # SQLite has already rolled back after some errors (SQLITE_FULL)
-            db.execute("ROLLBACK")
-        if isinstance(exc, sqlite3.OperationalError):
-            # Disk full (SQLITE_FULL), read-only file, I/O error: the previous index is intact.
-            raise IndexFileError(f"{path}: writing the index failed ({exc}); the previous index is unchanged") from exc
-        raise
-    if path != ":memory:":
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    speedup = round(writer.tokenize_cpu / writer.tokenize_wall, 2) if writer.tokenize_wall else 1.0
-    return BuildReport(
-        chunks=writer.rows, files=len(file_rows), files_tokenized=changed if not tokenizer.native else len(file_rows),
-        chunks_tokenized=writer.tokenized, tokenizer_load_seconds=0.0, tokenize_seconds=writer.tokenize_wall,
-        write_seconds=time.perf_counter() - write_started - writer.tokenize_wall, seconds=0.0, index_bytes=0,
-        extra={"workers": writer.workers, "start_method": writer.start_method,
-               "worker_load_seconds": writer.worker_load_seconds, "tokenize_cpu_seconds": round(writer.tokenize_cpu, 3),
-               "tokenize_speedup": speedup},
-    )
-
-
 def index_size(path: str) -> int:
     """Bytes on disk of the index file and its WAL (0 for in-memory)."""
     if path == ":memory:":
         return 0
     return sum(Path(path + s).stat().st_size for s in ("", "-wal") if Path(path + s).exists())
+
 
 

@@ -17,7 +17,8 @@ from rag_eval.builders.sections import split_markdown
 from rag_eval.eval.shipped import datasets_root
 from rag_eval.models import MODEL_FILES, default_model_dir
 from rag_eval.search import search
-from rag_eval.store import Index, build
+from rag_eval.store import Index
+from rag_eval.writer import build
 
 DEPTH = 10
 

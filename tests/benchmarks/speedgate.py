@@ -15,7 +15,8 @@ from pathlib import Path
 from rag_eval.builders import get_builder
 from rag_eval.eval.shipped import corpus_dir, load_shipped
 from rag_eval.search import CHUNK_FIELDS, search
-from rag_eval.store import Index, build
+from rag_eval.store import Index
+from rag_eval.writer import build
 from rag_eval.tokenizers import get_tokenizer
 
 ROUNDS = 5

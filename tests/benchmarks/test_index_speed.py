@@ -18,7 +18,8 @@ import pytest
 from conftest import ALL_SPECS
 from rag_eval.eval.benchtext import bench_text
 from rag_eval.search import CHUNK_FIELDS, search
-from rag_eval.store import Index, build
+from rag_eval.store import Index
+from rag_eval.writer import build
 
 MODES = ("and", "or", "phrase")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from speedgate import BUILD_RATIO_BOUNDS, QUERY_RATIO_BOUND, build_ratio, handbook_queries, query_ratio
-from rag_eval.store import build
+from rag_eval.writer import build
 
 SPECS = ["unicode61", "trigram", "jieba", "pkuseg:model=mini", "bigram", "unigram"]
 
