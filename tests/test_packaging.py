@@ -36,6 +36,9 @@ def test_wheel_has_one_top_level_package(wheel: Path) -> None:
         "rag_eval/datasets/manifest.json",
         "rag_eval/datasets/bench-zh/part-a1.txt",
         "rag_eval/eval/benchtext.py",
+        "rag_eval/cli/__init__.py",
+        "rag_eval/builders/sections.py",
+        "rag_eval/datasets/handbook/docs/getting-started/quick-notes.md",
         "rag_eval/py.typed",
     ):
         assert needed in names
@@ -56,3 +59,7 @@ def test_installed_wheel_works_outside_the_repository(wheel: Path, tmp_path: Pat
     result = subprocess.run([sys.executable, "-c", code, str(site)], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True ['导出', '文件']"
+    cli = subprocess.run([sys.executable, "-m", "rag_eval", "datasets", "list"], cwd=tmp_path, capture_output=True,
+                         text=True, env=env)
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.startswith("evidence-mini\tlines\t26 passages")

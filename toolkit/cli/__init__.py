@@ -1,0 +1,97 @@
+"""The ``rag-eval`` command line: thin wrappers that parse options, call the library, format results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .. import __version__
+from ..errors import RagEvalError
+
+
+class _Group(click.Group):
+    """Turns every RagEvalError into one line on stderr and exit status 1 (``--debug`` shows the traceback)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RagEvalError as exc:
+            if ctx.meta.get("rag_eval.debug"):
+                raise
+            click.echo(f"error: {exc}", err=True)
+            if exc.hint:
+                click.echo(f"hint: {exc.hint}", err=True)
+            ctx.exit(1)
+        except OSError as exc:  # a file system problem rag-eval did not anticipate: still one line
+            if ctx.meta.get("rag_eval.debug"):
+                raise
+            where = f": {exc.filename}" if exc.filename else ""
+            click.echo(f"error: {exc.strerror or exc}{where}", err=True)
+            ctx.exit(1)
+
+
+def _versions() -> str:
+    import platform
+    import sqlite3
+
+    from ..tokenizers import TOKENIZERS
+    from ..tokenizers.base import library_version
+
+    lines = [f"rag-eval {__version__}", f"python {platform.python_version()}", f"sqlite {sqlite3.sqlite_version}"]
+    libraries: dict[str, None] = {}
+    for name in TOKENIZERS:
+        try:
+            cls = TOKENIZERS[name]
+        except RagEvalError:
+            continue
+        libraries.update(dict.fromkeys(getattr(cls, "libraries", ())))
+    libraries["opencc"] = None
+    lines += [f"{lib} {library_version(lib)}" for lib in libraries]
+    return "\n".join(lines)
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(_versions())
+        ctx.exit()
+
+
+def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    ctx.meta["rag_eval.debug"] = value
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Print the versions of rag-eval, SQLite and every tokenizer library, then exit.")
+@click.option("--debug", is_flag=True, expose_value=False, is_eager=True, callback=_set_debug,
+              help="Show the full traceback on errors.")
+def cli() -> None:
+    """Pick a tokenization strategy for Chinese full-text search on SQLite FTS5 from evidence.
+
+    \b
+    Start here:
+      rag-eval tokenizers                     list strategies, their options and specs
+      rag-eval tokenize -t jieba 导出文件保留三十天   see how one strategy cuts a text
+      rag-eval models install pkuseg          install pkuseg's real model (offline after that)
+
+    A strategy is named by a spec, NAME[:key=value,...], for example bigram, jieba:mode=precise,
+    pkuseg:model=mini or bigram:t2s=true.
+    """
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    import warnings
+
+    warnings.showwarning = _show_warning
+    cli(prog_name="rag-eval")
+
+
+# Commands register themselves on the group when their modules are imported.
+from . import compare, datasets, index, tokenize  # noqa: E402,F401

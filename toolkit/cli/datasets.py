@@ -1,0 +1,94 @@
+"""rag-eval datasets list/show/export/convert."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from . import cli
+
+
+@cli.group("datasets")
+def datasets_cmd() -> None:
+    """List, inspect, export and convert labelled datasets."""
+
+
+@datasets_cmd.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def datasets_list_cmd(as_json: bool) -> None:
+    """List the datasets shipped with rag-eval, with their counts."""
+    from ..eval.shipped import entry, load_shipped, shipped_ids
+
+    rows = []
+    for dataset_id in shipped_ids():
+        stats = load_shipped(dataset_id).stats()
+        rows.append({**stats, "builder": entry(dataset_id)["builder"], "description": entry(dataset_id)["description"]})
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    for row in rows:
+        click.echo(f"{row['id']}\t{row['builder']}\t{row['passages']} passages\t{row['queries']} queries "
+                   f"({row['judged_queries']} judged)\t{row['qrels']} qrels\n    {row['description']}")
+
+
+@datasets_cmd.command("show")
+@click.argument("reference", metavar="ID|DIR")
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON (no datasheet).")
+def datasets_show_cmd(reference: str, as_json: bool) -> None:
+    """Print a dataset's datasheet and statistics: passages, queries, qrels per query, kinds, lengths."""
+    from ..eval.formats import load_dataset
+    from ..eval.shipped import datasheet, shipped_ids
+
+    dataset = load_dataset(reference)
+    stats = dataset.stats()
+    stats["checksum"] = dataset.checksum()
+    if as_json:
+        click.echo(json.dumps(stats, ensure_ascii=False, indent=2))
+        return
+    if reference in shipped_ids():
+        click.echo(datasheet(reference).rstrip() + "\n")
+    click.echo("# statistics")
+    for key, value in stats.items():
+        click.echo(f"{key}: {json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value}")
+
+
+@datasets_cmd.command("export")
+@click.argument("dataset_id", metavar="ID")
+@click.argument("target", metavar="DIR", type=click.Path(path_type=Path))
+def datasets_export_cmd(dataset_id: str, target: Path) -> None:
+    """Write a shipped set to a new folder: corpus/ in its builder's layout plus BEIR files.
+
+    Use DIR/corpus with `rag-eval index build` and `rag-eval index verify --root`, and DIR itself as a
+    BEIR folder with other tools. An existing DIR is never overwritten.
+    """
+    from ..eval.shipped import entry, export_shipped
+
+    export_shipped(dataset_id, target)
+    info = entry(dataset_id)
+    click.echo(f"wrote {target}: corpus/ ({info['builder']} layout), corpus.jsonl, queries.jsonl, qrels/test.tsv, README.md")
+    click.echo(f"build it with: rag-eval index build {target / 'corpus'} -b {info['builder']} -t bigram -o {dataset_id}.sqlite")
+
+
+@datasets_cmd.command("convert")
+@click.argument("source_format", metavar="FORMAT", type=click.Choice(["squad"]))
+@click.argument("inputs", metavar="FILE...", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="New BEIR folder to write.")
+def datasets_convert_cmd(source_format: str, inputs: tuple[Path, ...], output: Path) -> None:
+    """Convert reading-comprehension JSON (SQuAD, CMRC 2018, DRCD, DuReader-robust) to a BEIR retrieval set.
+
+    Passages are the distinct paragraphs, queries the distinct questions, and each question's relevant
+    passages the paragraphs it was asked on. Duplicates are merged and counted.
+    """
+    from ..errors import DatasetError
+    from ..eval.beir import write_beir
+    from ..eval.squad import convert_squad
+
+    if output.exists():
+        raise DatasetError(f"{output} already exists; convert writes a new folder and never overwrites")
+    dataset, summary = convert_squad(list(inputs), dataset_id=output.name)
+    write_beir(dataset, output)
+    click.echo(json.dumps(summary.__dict__))
+
+
