@@ -9,27 +9,13 @@ from typing import Any, Mapping
 
 from .builders.lines import split_lines
 from .errors import ReadError
+from .paths import path_under
 from .store import Index
 
 
 def safe_path(root: Path, path: str) -> Path:
-    """``root/path`` if it stays under ``root`` after resolving symlinks; ReadError otherwise.
-
-    Refused before touching the file system: empty paths, NUL bytes, absolute paths, backslashes
-    (Windows separators) and ``..`` components. Percent-encoding is not decoded: ``%2e%2e`` is a
-    literal file name.
-    """
-    if not path or "\x00" in path:
-        raise ReadError(f"invalid path {path!r}")
-    if path.startswith("/") or "\\" in path or (len(path) > 1 and path[1] == ":"):
-        raise ReadError(f"path {path!r} must be relative to the corpus root, with / separators")
-    if ".." in Path(path).parts:
-        raise ReadError(f"path {path!r} escapes the corpus root")
-    root = root.resolve()
-    candidate = (root / path).resolve()
-    if not candidate.is_relative_to(root):
-        raise ReadError(f"path {path!r} escapes the corpus root (it resolves outside {root})")
-    return candidate
+    """``root/path`` if it stays under ``root``: no ``..`` at all, no symlink out; ReadError otherwise."""
+    return path_under(root, path, ReadError, refuse_dotdot=True)
 
 
 def read(index: Index, target: str, *, root: str | Path | None = None) -> str:

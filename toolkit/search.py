@@ -94,10 +94,7 @@ def _ranked(index: Index, compiled: CompiledQuery, limit: int, as_of: str | None
     cursor = index.db.cursor()
     cursor.row_factory = None
     if compiled.phrase_filter is None:
-        # One statement: rank and cut in FTS5, then read only the top rows of the chunks table.
-        sql = (f"SELECT r.id, r.score, {CHUNK_FIELDS} FROM ({ranking} LIMIT ?) AS r "
-               f"JOIN chunks c ON c.id = r.id ORDER BY r.score, r.id")
-        rows = cursor.execute(sql, [*params, limit]).fetchall()
+        rows = cursor.execute(top_statement(index, ranking), [*params, limit]).fetchall()
         return [Hit(row[0], rank, row[1], "", Chunk(*row[2:])) for rank, row in enumerate(rows, 1)]
     hits: list[Hit] = []
     t2s = bool(index.tokenizer.options.get("t2s"))
@@ -133,6 +130,18 @@ def _ranking_sql(index: Index, as_of: bool, category: bool, path_prefix: bool) -
         cached = (f"SELECT search.rowid AS id, bm25(search, {weights}) AS score FROM search{join} "
                   f"WHERE {' AND '.join(where)} ORDER BY score, search.rowid")
         index.statements[key] = cached
+    return cached
+
+
+def top_statement(index: Index, ranking: str | None = None) -> str:
+    """The one statement a search without a phrase filter issues: rank and cut in FTS5, then read only
+    the top rows of the chunks table. Parameters: the MATCH expression, any filter values, the limit.
+    Benchmarks time it bare to measure rag-eval's own overhead."""
+    ranking = ranking or _ranking_sql(index, False, False, False)
+    cached = index.statements.get(ranking)
+    if cached is None:
+        cached = index.statements[ranking] = (f"SELECT r.id, r.score, {CHUNK_FIELDS} FROM ({ranking} LIMIT ?) AS r "
+                                              f"JOIN chunks c ON c.id = r.id ORDER BY r.score, r.id")
     return cached
 
 

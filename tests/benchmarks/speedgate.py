@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rag_eval.builders import get_builder
 from rag_eval.eval.shipped import corpus_dir, load_shipped
-from rag_eval.search import CHUNK_FIELDS, search
+from rag_eval.search import search, top_statement
 from rag_eval.store import Index
 from rag_eval.writer import build
 from rag_eval.tokenizers import get_tokenizer
@@ -34,9 +34,7 @@ def query_ratio(index_path: Path, queries: list[str]) -> float:
     """Median over queries of (best toolkit search phase) / (best bare statement)."""
     with Index.open(index_path) as index:
         defaults = index.defaults
-        statement = (f"SELECT r.id, r.score, {CHUNK_FIELDS} FROM (SELECT search.rowid AS id, bm25(search, "
-                     f"{defaults.title_weight!r}, {defaults.body_weight!r}) AS score FROM search WHERE search MATCH ? "
-                     f"ORDER BY score, search.rowid LIMIT ?) AS r JOIN chunks c ON c.id = r.id ORDER BY r.score, r.id")
+        statement = top_statement(index)
         cursor = index.db.cursor()
         cursor.row_factory = None
         ratios = []

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import ALL_SPECS
 from rag_eval.eval.benchtext import bench_text
-from rag_eval.search import CHUNK_FIELDS, search
+from rag_eval.search import search, top_statement
 from rag_eval.store import Index
 from rag_eval.writer import build
 
@@ -144,9 +144,7 @@ def test_toolkit_overhead_over_bare_fts5(benchmark, spec: str, corpus: Path, que
     benchmark.group = f"overhead:{spec.split(':')[0]}"
     index = Index.open(index_for(spec, corpus, tmp_path_factory))
     defaults = index.defaults
-    statement = (f"SELECT r.id, r.score, {CHUNK_FIELDS} FROM (SELECT search.rowid AS id, bm25(search, "
-                 f"{defaults.title_weight!r}, {defaults.body_weight!r}) AS score FROM search WHERE search MATCH ? "
-                 f"ORDER BY score, search.rowid LIMIT ?) AS r JOIN chunks c ON c.id = r.id ORDER BY r.score, r.id")
+    statement = top_statement(index)
     cursor = index.db.cursor()
     cursor.row_factory = None
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import CorpusError, MissingSourceError
+from ..paths import path_under
 from ..records import Chunk
 from ..spec import OptionSet, SystemSpec, format_value
 
@@ -68,16 +69,8 @@ def locate(root: Path, relative: str, *, max_bytes: int) -> Path:
 
 
 def resolve_inside(root: Path, relative: str) -> Path:
-    """``root/relative`` resolved (symlinks followed); refuses absolute paths and anything outside root."""
-    if not relative or "\x00" in relative:
-        raise CorpusError(f"{relative!r}: invalid path")
-    if Path(relative).is_absolute() or "\\" in relative:
-        raise CorpusError(f"{relative}: relative paths with / separators only")
-    root = root.resolve()
-    path = (root / relative).resolve()
-    if not path.is_relative_to(root):
-        raise CorpusError(f"{relative}: resolves outside the corpus root {root}")
-    return path
+    """``root/relative`` resolved (symlinks followed); CorpusError for anything outside root."""
+    return path_under(root, relative, CorpusError)
 
 
 @dataclass(frozen=True)
