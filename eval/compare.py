@@ -193,8 +193,11 @@ def compare(
             "latency_ms": {"tokenize": latency_summary(result.tokenize_seconds),
                            "search": latency_summary(result.search_seconds)},
             "latency_samples_ms": {"search": [round(v * 1000, 4) for v in result.search_seconds]},
-            "build": {k: build.get(k) for k in ("seconds", "tokenizer_load_seconds", "tokenize_seconds", "write_seconds",
-                                                   "index_bytes", "chunks", "cached")},
+            "build": {**{k: build.get(k) for k in ("seconds", "tokenizer_load_seconds", "tokenize_seconds", "write_seconds",
+                                                      "index_bytes", "chunks", "cached")},
+                      # the process pool: workers, how they started, their model-load times, CPU/wall speed-up
+                      **{k: (build.get("extra") or {}).get(k) for k in ("workers", "start_method", "worker_load_seconds",
+                                                                       "tokenize_speedup")}},
             "tokenize_chars_per_second": (round(sum(len(p.title) + len(p.text) for p in dataset.corpus.values())
                                                 / build["tokenize_seconds"]) if build.get("tokenize_seconds") else None),
             "tokens_per_passage": _tokens_per_passage(result.index_path),

@@ -77,6 +77,15 @@ def _cell(report: dict[str, Any], row: dict[str, Any], metric: str) -> str:
     return text
 
 
+def _workers(build: dict[str, Any]) -> str:
+    workers = build.get("workers") or 1
+    if workers == 1:
+        return "1"
+    loads = build.get("worker_load_seconds") or []
+    load = f", load {max(loads):.2f} s" if loads else ""
+    return f"{workers} ({build.get('tokenize_speedup')}x{load})"
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     """The human page: quality, costs, query kinds, no-answer false hits, gains and losses."""
     env, data, metrics = report["environment"], report["dataset"], report["metrics"]
@@ -93,14 +102,14 @@ def render_markdown(report: dict[str, Any]) -> str:
         out.append(f"| {_name(row)} | " + " | ".join(_cell(report, row, m) for m in metrics) + " |")
     costs = [row for row in report["systems"] if "latency_ms" in row]
     if costs:
-        out += ["", "## Cost", "", "| system | build s | load s | tokenize chars/s | index MB | tokens/passage | "
+        out += ["", "## Cost", "", "| system | build s | load s | tokenize chars/s | workers (speed-up) | index MB | tokens/passage | "
                 "tokenize p50 ms | search min / median / p95 / p99 / max ms | zero-hit queries | no-answer false-hit rate |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for row in costs:
             build, search = row["build"], row["latency_ms"]["search"]
             out.append(
                 f"| {_name(row)} | {build.get('seconds') or 0:.2f} | {build.get('tokenizer_load_seconds') or 0:.2f} | "
-                f"{row['tokenize_chars_per_second'] or '-'} | {(build.get('index_bytes') or 0) / 1e6:.2f} | "
+                f"{row['tokenize_chars_per_second'] or '-'} | {_workers(build)} | {(build.get('index_bytes') or 0) / 1e6:.2f} | "
                 f"{row['tokens_per_passage']} | {row['latency_ms']['tokenize'].get('median', 0):.3f} | "
                 f"{search.get('min', 0):.3f} / {search.get('median', 0):.3f} / {search.get('p95', 0):.3f} / "
                 f"{search.get('p99', 0):.3f} / {search.get('max', 0):.3f} | {row['zero_hit_queries']} | "
