@@ -1,7 +1,7 @@
 """Large corpora stream with bounded memory: the build holds one file and a batch of chunks, not the corpus.
 
-CI: 20 MB of Markdown with bigram in a subprocess, peak RSS under 120 MB (measured 48 MB on the
-development machine, with an index of 115 MB; 120 MB is 2.5x that and far below what holding the
+CI: 20 MB of Markdown with bigram in a subprocess, peak RSS under 120 MB (measured 44 MB on the
+development machine, with an index of 115 MB; 120 MB is 2.7x that and far below what holding the
 corpus, its tokens and its rows at once would take). By hand (``pytest -m slow``): 200 MB, measured
 1 min 7 s and 99 MB peak RSS, a 1.1 GB index.
 """

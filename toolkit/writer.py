@@ -119,8 +119,11 @@ def build(
 
 #: Test-only fault injection: the build kills its own process with SIGKILL after this many chunk rows.
 KILL_AFTER_ENV = "RAG_EVAL_TEST_KILL_AFTER_CHUNKS"
-#: Chunks tokenized and inserted together; bounds the memory a build holds besides one file.
-FLUSH_CHUNKS = 2000
+#: Chunks tokenized and inserted together, by count or by characters awaiting tokenization, whichever
+#: comes first; bounds the memory a build holds besides one file, and is large enough for the pool
+#: (tokenize_pool.POOL_MIN_CHARS) to pay off on corpora of short chunks.
+FLUSH_CHUNKS = 20_000
+FLUSH_CHARS = 600_000
 _INSERT = "INSERT INTO chunks VALUES (" + ", ".join("?" * 17) + ")"
 
 
@@ -132,6 +135,7 @@ class _Writer:
         self.tokenizer = tokenizer
         self.keep_offsets = keep_offsets
         self.buffer: list[tuple[Chunk, str, tuple[str, str | None, bytes | None] | None]] = []
+        self.pending_chars = 0
         self.rows = 0
         self.tokenized = 0
         self.tokenize_wall = 0.0
@@ -144,18 +148,23 @@ class _Writer:
 
     def add(self, chunk: Chunk, title: str, stored: tuple[str, str | None, bytes | None] | None) -> None:
         self.buffer.append((chunk, title, stored))
-        if len(self.buffer) >= FLUSH_CHUNKS:
+        if stored is None:
+            self.pending_chars += len(title) + len(chunk.text)
+        if len(self.buffer) >= FLUSH_CHUNKS or self.pending_chars >= FLUSH_CHARS:
             self.flush()
 
     def flush(self) -> None:
         pending = [(title, chunk.text) for chunk, title, stored in self.buffer if stored is None]
-        tokenized, pool = tokenize_chunks(self.tokenizer, pending, keep_offsets=self.keep_offsets)
-        self.tokenized += len(pending)
-        self.tokenize_wall += pool.wall_seconds
-        self.tokenize_cpu += pool.cpu_seconds
-        if pool.workers > 1:
-            self.workers, self.start_method = pool.workers, pool.start_method
-            self.worker_load_seconds = sorted(set(self.worker_load_seconds) | set(pool.worker_load_seconds))
+        tokenized: list = []
+        if pending:
+            tokenized, pool = tokenize_chunks(self.tokenizer, pending, keep_offsets=self.keep_offsets)
+            self.tokenized += len(pending)
+            self.tokenize_wall += pool.wall_seconds
+            self.tokenize_cpu += pool.cpu_seconds
+            if pool.workers > 1:
+                self.workers, self.start_method = pool.workers, pool.start_method
+                self.worker_load_seconds = sorted(set(self.worker_load_seconds) | set(pool.worker_load_seconds))
+        self.pending_chars = 0
         fresh = iter(tokenized)
         rows = []
         for chunk, _title, stored in self.buffer:
