@@ -3,7 +3,7 @@
 CI: 20 MB of Markdown with bigram in a subprocess, peak RSS under 120 MB (measured 44 MB on the
 development machine, with an index of 115 MB; 120 MB is 2.7x that and far below what holding the
 corpus, its tokens and its rows at once would take). By hand (``pytest -m slow``): 200 MB, measured
-1 min 7 s and 99 MB peak RSS, a 1.1 GB index.
+1 min 7 s and 93 MB peak RSS, a 1.1 GB index.
 """
 
 from __future__ import annotations
