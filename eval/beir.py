@@ -76,7 +76,11 @@ def read_qrels(path: Path, corpus: dict[str, Passage] | None = None,
     except FileNotFoundError:
         raise MissingSourceError(f"{path}: file not found") from None
     with handle:
-        for number, row in enumerate(csv.reader(handle, delimiter="\t"), start=1):
+        try:
+            rows = list(csv.reader(handle, delimiter="\t"))
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{path}: not valid UTF-8 at byte {exc.start}") from None
+        for number, row in enumerate(rows, start=1):
             if not row or (number == 1 and row[0] in ("query-id", "query_id", "qid")):
                 continue
             where = f"{path}:{number}"

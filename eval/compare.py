@@ -22,6 +22,7 @@ from ..tokenizers.base import library_version
 from .metrics import DEFAULT_METRICS, RankedDoc, evaluate, parse_metric
 from .records import NO_ANSWER, Dataset
 from .runner import System, SystemRun, latency_summary, run_system
+from .trec import read_run
 from .stats import PERMUTATIONS, SEED, holm, randomization_test, win_tie_loss
 
 DEFAULT_REFERENCE = "bigram"
@@ -120,31 +121,6 @@ def environment() -> dict[str, Any]:
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": " ".join(["rag-eval", *sys.argv[1:]]) if sys.argv and "rag-eval" in Path(sys.argv[0]).name else "",
     }
-
-
-def read_run(path: Path) -> list[RankedDoc]:
-    """A TREC run file, re-ranked by descending score (ties by document id, as trec_eval does)."""
-    rows: dict[str, list[tuple[float, str]]] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise RagEvalError(f"{path}: file not found") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        parts = line.split()
-        if len(parts) != 6:
-            raise RagEvalError(f"{path}:{number}: expected 'qid Q0 docid rank score tag'")
-        try:
-            score = float(parts[4])
-        except ValueError:
-            raise RagEvalError(f"{path}:{number}: score {parts[4]!r} is not a number") from None
-        rows.setdefault(parts[0], []).append((score, parts[2]))
-    out: list[RankedDoc] = []
-    for query_id, docs in rows.items():
-        for rank, (score, doc_id) in enumerate(sorted(docs, key=lambda d: (-d[0], d[1])), start=1):
-            out.append(RankedDoc(query_id, doc_id, rank, score))
-    return out
 
 
 def compare(

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from ..errors import DatasetError, MissingSourceError
+from .metrics import RankedDoc
 from .records import Query
 
 _TOP = re.compile(r"<top>(.*?)</top>", re.S)
@@ -76,3 +77,35 @@ def write_trec_qrels(qrels: dict[str, dict[str, int]], path: str | Path) -> None
         for query_id, docs in qrels.items():
             for doc_id, relevance in docs.items():
                 out.write(f"{query_id} 0 {doc_id} {relevance}\n")
+
+
+def read_run(path: str | Path) -> list[RankedDoc]:
+    """A TREC run file (``qid Q0 docid rank score tag``), re-ranked by descending score with ties by
+    document id, as trec_eval orders it."""
+    path = Path(path)
+    rows: dict[str, list[tuple[float, str]]] = {}
+    for number, line in enumerate(_read(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 6:
+            raise DatasetError(f"{path}:{number}: expected 'qid Q0 docid rank score tag'")
+        try:
+            score = float(parts[4])
+        except ValueError:
+            raise DatasetError(f"{path}:{number}: score {parts[4]!r} is not a number") from None
+        rows.setdefault(parts[0], []).append((score, parts[2]))
+    return [RankedDoc(query_id, doc_id, rank, score)
+            for query_id, docs in rows.items()
+            for rank, (score, doc_id) in enumerate(sorted(docs, key=lambda d: (-d[0], d[1])), start=1)]
+
+
+def read_any_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """Qrels in BEIR's TSV (tab-separated, optional header) or TREC's four-column format."""
+    path = Path(path)
+    first = _read(path).split("\n", 1)[0]
+    if "\t" in first:
+        from .beir import read_qrels
+
+        return read_qrels(path)
+    return read_trec_qrels(path)

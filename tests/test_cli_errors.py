@@ -15,6 +15,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (folder / "empty").mkdir()
     (folder / "run.txt").write_text("q1 Q0 d1 1 high x\n", encoding="utf-8")
     (folder / "qrels.txt").write_text("q1 0 d1\n", encoding="utf-8")
+    (folder / "good.run").write_text("q1 Q0 d1 1 2.0 x\n", encoding="utf-8")
+    (folder / "binary.tsv").write_bytes(b"q1\td1\t1\n\xff\xfe\n")
     (folder / "bad.json").write_text("{", encoding="utf-8")
     (folder / "systems.toml").write_text("[[system]]\nname = 1\n", encoding="utf-8")
     return {"dir": str(folder)}
@@ -41,6 +43,9 @@ CASES = [
     ["compare", "evidence-mini", "--systems", "{dir}/systems.toml", "-o", "{dir}/cmp"],
     ["compare", "evidence-mini", "-t", "bigram", "--run", "x={dir}/run.txt", "-o", "{dir}/cmp"],
     ["evaluate", "{dir}/run.txt", "{dir}/qrels.txt"],
+    ["evaluate", "{dir}/junk.bin", "{dir}/qrels.txt"],
+    ["evaluate", "{dir}/good.run", "{dir}/junk.bin"],
+    ["evaluate", "{dir}/good.run", "{dir}/binary.tsv"],
 ]
 
 

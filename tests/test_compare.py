@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.compare import compare, read_run
+from rag_eval.eval.compare import compare
+from rag_eval.eval.trec import read_run
 from rag_eval.eval.formats import load_dataset
 from rag_eval.eval.report import write_outputs
 from rag_eval.eval.runner import System, strict_run, unit_of

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.eval.compare import read_run
+from rag_eval.eval.trec import read_run
 from rag_eval.eval.metrics import evaluate
 from rag_eval.eval.records import Qrel
 from rag_eval.eval.runner import strict_run

@@ -164,18 +164,11 @@ def _print_comparison(report: dict[str, Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def evaluate_cmd(run_file: Path, qrels_file: Path, metrics: tuple[str, ...], per_query: bool, as_json: bool) -> None:
     """Score a TREC run file against qrels (TREC four-column or BEIR TSV) with trec_eval's definitions."""
-    from ..eval.compare import read_run
     from ..eval.metrics import DEFAULT_METRICS, evaluate
     from ..eval.records import Qrel
-    from ..eval.trec import read_trec_qrels
+    from ..eval.trec import read_any_qrels, read_run
 
-    first = qrels_file.read_text(encoding="utf-8").split("\n", 1)[0]
-    if "\t" in first:
-        from ..eval.beir import read_qrels
-
-        qrels = read_qrels(qrels_file)
-    else:
-        qrels = read_trec_qrels(qrels_file)
+    qrels = read_any_qrels(qrels_file)
     qrel_list = [Qrel(q, d, r) for q, docs in qrels.items() for d, r in docs.items()]
     means, values = evaluate(qrel_list, read_run(run_file), list(metrics) or list(DEFAULT_METRICS))
     if as_json:
