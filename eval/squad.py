@@ -59,10 +59,8 @@ def convert_squad(paths: list[str | Path], *, dataset_id: str = "squad") -> tupl
                     raise DatasetError(f"{where}.paragraphs[{p_number}]: expected 'context' text and 'qas' list")
                 summary.paragraphs += 1
                 key = context.strip()
-                passage_id = passage_ids.get(key)
-                if passage_id is None:
-                    passage_id = f"p{len(passage_ids) + 1}"
-                    passage_ids[key] = passage_id
+                passage_id, new = _intern(passage_ids, key, "p")
+                if new:
                     corpus[passage_id] = Passage(passage_id, title, key)
                 else:
                     summary.duplicate_paragraphs += 1
@@ -72,10 +70,8 @@ def convert_squad(paths: list[str | Path], *, dataset_id: str = "squad") -> tupl
                         raise DatasetError(f"{where}.paragraphs[{p_number}].qas[{q_number}]: missing 'question'")
                     summary.questions += 1
                     text = question.strip()
-                    query_id = query_ids.get(text)
-                    if query_id is None:
-                        query_id = f"q{len(query_ids) + 1}"
-                        query_ids[text] = query_id
+                    query_id, new = _intern(query_ids, text, "q")
+                    if new:
                         queries[query_id] = Query(query_id, text)
                     else:
                         summary.duplicate_questions += 1
@@ -85,6 +81,14 @@ def convert_squad(paths: list[str | Path], *, dataset_id: str = "squad") -> tupl
     summary.qrels = sum(len(d) for d in qrels.values())
     meta: dict[str, Any] = {"format": "squad", "sources": [str(p) for p in paths], "original_question_ids": original_ids}
     return Dataset(dataset_id, corpus, queries, qrels, meta), summary
+
+
+def _intern(ids: dict[str, str], key: str, prefix: str) -> tuple[str, bool]:
+    """The id of ``key``, numbered ``prefix1``, ``prefix2`` ... in order of first sight; True if new."""
+    if key in ids:
+        return ids[key], False
+    ids[key] = f"{prefix}{len(ids) + 1}"
+    return ids[key], True
 
 
 def _load(path: Path) -> Any:

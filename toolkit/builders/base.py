@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterator
 
 from ..errors import CorpusError, MissingSourceError
 from ..paths import path_under
@@ -26,12 +27,8 @@ class SourceFile:
     def read(cls, root: Path, relative: str, *, max_bytes: int, meta: Any = None) -> "SourceFile":
         """Read ``root/relative`` after checking it stays under ``root`` and is not too large."""
         path = locate(root, relative, max_bytes=max_bytes)
-        try:
+        with _file_errors(root, relative):
             data = path.read_bytes()
-        except FileNotFoundError:
-            raise MissingSourceError(f"{relative}: file not found under {root}") from None
-        except OSError as exc:
-            raise CorpusError(f"{relative}: cannot read: {exc.strerror}") from None
         if len(data) > max_bytes:  # grew since it was located
             raise CorpusError(f"{relative}: {len(data)} bytes is over the limit of {max_bytes} (option max_bytes)")
         return cls(relative, data, hashlib.sha256(data).hexdigest(), meta)
@@ -52,15 +49,22 @@ class FileRef:
     meta: Any = None
 
 
-def locate(root: Path, relative: str, *, max_bytes: int) -> Path:
-    """The file behind ``relative``: inside ``root``, an existing regular file, at most ``max_bytes``."""
-    path = resolve_inside(root, relative)
+@contextmanager
+def _file_errors(root: Path, relative: str) -> Iterator[None]:
+    """File-system errors as corpus errors naming the file."""
     try:
-        info = path.stat()
+        yield
     except FileNotFoundError:
         raise MissingSourceError(f"{relative}: file not found under {root}") from None
     except OSError as exc:
         raise CorpusError(f"{relative}: cannot read: {exc.strerror}") from None
+
+
+def locate(root: Path, relative: str, *, max_bytes: int) -> Path:
+    """The file behind ``relative``: inside ``root``, an existing regular file, at most ``max_bytes``."""
+    path = resolve_inside(root, relative)
+    with _file_errors(root, relative):
+        info = path.stat()
     if not path.is_file():
         raise CorpusError(f"{relative}: is a directory, not a file")
     if info.st_size > max_bytes:
