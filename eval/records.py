@@ -33,6 +33,9 @@ class Qrel(NamedTuple):
 
 
 NO_ANSWER = "no-answer"
+#: Largest relevance grade accepted in qrels: grades are small non-negative integers (0 = not relevant).
+#: trec_eval uses the grade itself as nDCG's gain; huge grades overflow pytrec_eval's integers silently.
+MAX_RELEVANCE = 100
 
 
 @dataclass

@@ -1,0 +1,125 @@
+"""Writing a user's files safely: rag-eval replaces only what it wrote itself, and every write is atomic.
+
+Every command that writes a file or a folder goes through here. A file or folder is written next to its
+target under a unique temporary name and moved into place with one ``rename``, so an interrupted or
+failed command leaves the target exactly as it was. An existing target is replaced only when ``owned``
+says rag-eval wrote it (a report folder with rag-eval's ``report.json``, a baseline with rag-eval's
+schema, ...); anything else is an :class:`OutputError` and nothing is touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import RagEvalError
+
+
+class OutputError(RagEvalError):
+    """An output path rag-eval refuses to write: it exists and rag-eval did not write it, or it is unusable."""
+
+
+#: ``owned(path) -> None`` when rag-eval wrote ``path`` and may replace it, else the reason it may not.
+Ownership = Callable[[Path], "str | None"]
+
+
+def checked_target(target: str | Path, *, what: str) -> Path:
+    """``target`` as an absolute path with a name, never the working folder or one of its parents."""
+    raw = str(target)
+    if not raw or "\x00" in raw:
+        raise OutputError(f"{raw!r}: invalid {what} path")
+    path = Path(os.path.abspath(raw))
+    cwd = Path(os.getcwd())
+    if path == cwd or path in cwd.parents or not path.name:
+        raise OutputError(f"{raw}: the {what} cannot be the current folder or one of its parents",
+                          hint="name a new folder, e.g. -o out/report")
+    return path
+
+
+def _refuse(path: Path, reason: str, what: str) -> OutputError:
+    return OutputError(f"{path}: refusing to replace it: {reason}; rag-eval only replaces a {what} it wrote",
+                       hint="choose a new path, or move the existing one away")
+
+
+@contextmanager
+def publish_folder(target: str | Path, *, owned: Ownership, what: str) -> Iterator[Path]:
+    """Yield an empty staging folder; when the block ends without error, it replaces ``target`` in one rename.
+
+    ``target`` must not exist, or ``owned(target)`` must return None. A failure (or Ctrl-C) inside the
+    block removes the staging folder and leaves ``target`` untouched. The previous folder is moved aside
+    under a unique name and deleted only after the new one is in place.
+    """
+    path = checked_target(target, what=what)
+    _check_folder(path, owned, what)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    try:
+        yield staging
+        _check_folder(path, owned, what)  # again: the block may have run for minutes
+        if path.exists() or path.is_symlink():
+            trash = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+            path.rename(trash / "previous")
+            staging.rename(path)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            staging.rename(path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _check_folder(path: Path, owned: Ownership, what: str) -> None:
+    if path.is_symlink():
+        raise _refuse(path, "it is a symbolic link", what)
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise _refuse(path, "it is not a folder", what)
+    reason = owned(path)
+    if reason is not None:
+        raise _refuse(path, reason, what)
+
+
+@contextmanager
+def new_folder(target: str | Path, *, what: str) -> Iterator[Path]:
+    """Like :func:`publish_folder` for a folder that must not exist yet (export, convert)."""
+    with publish_folder(target, owned=lambda _path: "it already exists", what=what) as staging:
+        yield staging
+
+
+def write_text_atomic(target: str | Path, text: str, *, owned: Ownership | None, what: str) -> Path:
+    """Write ``text`` (UTF-8) to ``target`` through a temporary file and one rename.
+
+    An existing ``target`` is replaced only when ``owned`` allows it (``owned=None``: never).
+    """
+    path = checked_target(target, what=what)
+    if path.is_symlink() or path.exists():
+        if not path.is_file() or path.is_symlink():
+            raise _refuse(path, "it is not a regular file", what)
+        reason = "it already exists" if owned is None else owned(path)
+        if reason is not None:
+            raise _refuse(path, reason, what)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def only_names(path: Path, allowed: Callable[[Path], bool]) -> str | None:
+    """None when every entry under folder ``path`` passes ``allowed``, else the first one that does not."""
+    for entry in sorted(path.rglob("*")):
+        if not allowed(entry.relative_to(path)):
+            return f"it holds {entry.relative_to(path)}, which rag-eval did not write"
+    return None
