@@ -2,34 +2,24 @@
 
 from __future__ import annotations
 
-import csv
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import DatasetError, MissingSourceError
-from .records import Dataset, Passage, Query
+from ..errors import DatasetError
+from ..textio import control_character, display_name, iter_jsonl, iter_lines
+from .records import MAX_RELEVANCE, Dataset, Passage, Query
+
+_GRADE = re.compile(r"-?[0-9]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        handle = open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise MissingSourceError(f"{path}: file not found") from None
-    with handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DatasetError(f"{path}:{number}: invalid JSON ({exc.msg})") from None
-                if not isinstance(record, dict):
-                    raise DatasetError(f"{path}:{number}: expected a JSON object")
-                yield number, record
-        except UnicodeDecodeError as exc:
-            raise DatasetError(f"{path}: not valid UTF-8 at byte {exc.start}") from None
+    for number, record in iter_jsonl(path, DatasetError):
+        if not isinstance(record, dict):
+            raise DatasetError(f"{display_name(str(path))}:{number}: expected a JSON object")
+        yield number, record
 
 
 def _string(record: dict[str, Any], key: str, where: str, *, required: bool = True) -> str:
@@ -41,12 +31,39 @@ def _string(record: dict[str, Any], key: str, where: str, *, required: bool = Tr
     return value
 
 
+def _id(record: dict[str, Any], where: str) -> str:
+    value = _string(record, "_id", where)
+    if control_character(value) is not None:
+        # Ids are written one per line (qrels TSV, TREC runs): a tab or newline would corrupt those files.
+        raise DatasetError(f"{where}: _id {value!r} contains a control character")
+    return value
+
+
+def query_text(text: str, where: str) -> str:
+    """A query's text as loaded from any dataset file: no NUL character and no lone surrogate."""
+    if "\x00" in text:
+        raise DatasetError(f"{where}: query text contains a NUL character")
+    if _SURROGATE.search(text):
+        raise DatasetError(f"{where}: query text contains a lone surrogate")
+    return text
+
+
+def relevance_grade(raw: str, where: str) -> int:
+    """A qrels grade: an integer from 0 to MAX_RELEVANCE, written in ASCII digits."""
+    if not _GRADE.fullmatch(raw):
+        raise DatasetError(f"{where}: score {raw!r} is not an integer")
+    # Compared as text first: int() of thousands of digits is slow or refused outright.
+    if raw.startswith("-") or len(raw.lstrip("0")) > len(str(MAX_RELEVANCE)) or int(raw) > MAX_RELEVANCE:
+        raise DatasetError(f"{where}: relevance grade {raw[:24]}{'…' if len(raw) > 24 else ''} is outside 0..{MAX_RELEVANCE}")
+    return int(raw)
+
+
 def read_corpus(path: Path) -> dict[str, Passage]:
     """corpus.jsonl: one ``{"_id", "title", "text"}`` per line; duplicate ids are errors."""
     corpus: dict[str, Passage] = {}
     for number, record in _jsonl(path):
-        where = f"{path}:{number}"
-        passage = Passage(_string(record, "_id", where), _string(record, "title", where, required=False),
+        where = f"{display_name(str(path))}:{number}"
+        passage = Passage(_id(record, where), _string(record, "title", where, required=False),
                           _string(record, "text", where, required=False))
         if passage.id in corpus:
             raise DatasetError(f"{where}: duplicate passage id {passage.id!r}")
@@ -58,8 +75,8 @@ def read_queries(path: Path) -> dict[str, Query]:
     """queries.jsonl: ``{"_id", "text"}`` plus an optional ``kind``."""
     queries: dict[str, Query] = {}
     for number, record in _jsonl(path):
-        where = f"{path}:{number}"
-        query = Query(_string(record, "_id", where), _string(record, "text", where),
+        where = f"{display_name(str(path))}:{number}"
+        query = Query(_id(record, where), query_text(_string(record, "text", where), where),
                       _string(record, "kind", where, required=False))
         if query.id in queries:
             raise DatasetError(f"{where}: duplicate query id {query.id!r}")
@@ -69,35 +86,27 @@ def read_queries(path: Path) -> dict[str, Query]:
 
 def read_qrels(path: Path, corpus: dict[str, Passage] | None = None,
                queries: dict[str, Any] | None = None) -> dict[str, dict[str, int]]:
-    """qrels TSV ``query-id  corpus-id  score`` with an optional header; unknown ids are errors."""
+    """qrels TSV ``query-id  corpus-id  score`` with an optional header; unknown ids are errors.
+
+    Fields are split at tabs (quotes are data, as in BEIR's files), so line N of the file is line N here.
+    """
     qrels: dict[str, dict[str, int]] = {}
-    try:
-        handle = open(path, encoding="utf-8", newline="")
-    except FileNotFoundError:
-        raise MissingSourceError(f"{path}: file not found") from None
-    with handle:
-        try:
-            rows = list(csv.reader(handle, delimiter="\t"))
-        except UnicodeDecodeError as exc:
-            raise DatasetError(f"{path}: not valid UTF-8 at byte {exc.start}") from None
-        for number, row in enumerate(rows, start=1):
-            if not row or (number == 1 and row[0] in ("query-id", "query_id", "qid")):
-                continue
-            where = f"{path}:{number}"
-            if len(row) != 3:
-                raise DatasetError(f"{where}: expected 3 tab-separated fields (query-id, corpus-id, score), got {len(row)}")
-            query_id, doc_id, score = (value.strip() for value in row)
-            try:
-                relevance = int(score)
-            except ValueError:
-                raise DatasetError(f"{where}: score {score!r} is not an integer") from None
-            if queries is not None and query_id not in queries:
-                raise DatasetError(f"{where}: unknown query id {query_id!r}")
-            if corpus is not None and doc_id not in corpus:
-                raise DatasetError(f"{where}: unknown passage id {doc_id!r}")
-            if doc_id in qrels.get(query_id, {}):
-                raise DatasetError(f"{where}: duplicate judgement for {query_id!r} / {doc_id!r}")
-            qrels.setdefault(query_id, {})[doc_id] = relevance
+    for number, line in iter_lines(path, DatasetError):
+        row = line.split("\t")
+        if not line.strip() or (number == 1 and row[0] in ("query-id", "query_id", "qid")):
+            continue
+        where = f"{display_name(str(path))}:{number}"
+        if len(row) != 3:
+            raise DatasetError(f"{where}: expected 3 tab-separated fields (query-id, corpus-id, score), got {len(row)}")
+        query_id, doc_id, score = (value.strip() for value in row)
+        relevance = relevance_grade(score, where)
+        if queries is not None and query_id not in queries:
+            raise DatasetError(f"{where}: unknown query id {query_id!r}")
+        if corpus is not None and doc_id not in corpus:
+            raise DatasetError(f"{where}: unknown passage id {doc_id!r}")
+        if doc_id in qrels.get(query_id, {}):
+            raise DatasetError(f"{where}: duplicate judgement for {query_id!r} / {doc_id!r}")
+        qrels.setdefault(query_id, {})[doc_id] = relevance
     return qrels
 
 

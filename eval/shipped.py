@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from functools import lru_cache
 from importlib.resources import files
@@ -13,6 +12,8 @@ from typing import Any
 from ..builders import get_builder
 from ..builders.sections import split_markdown
 from ..errors import DatasetError
+from ..outputs import new_folder
+from ..textio import read_bytes, read_json, read_text
 from .beir import read_qrels, read_queries, write_beir
 from .records import Dataset, Passage
 
@@ -25,7 +26,10 @@ def datasets_root() -> Path:
 @lru_cache(maxsize=1)
 def manifest() -> dict[str, dict[str, Any]]:
     """datasets/manifest.json: ids, files with sha256, descriptions, builder, as-of date."""
-    return json.loads((datasets_root() / "manifest.json").read_text(encoding="utf-8"))
+    data = read_json(datasets_root() / "manifest.json", DatasetError, label="datasets/manifest.json")
+    if not isinstance(data, dict) or not all(isinstance(value, dict) for value in data.values()):
+        raise DatasetError("datasets/manifest.json: expected an object of dataset entries")
+    return data
 
 
 def shipped_ids() -> list[str]:
@@ -45,10 +49,7 @@ def verify_files(dataset_id: str) -> None:
     """Check every file the manifest lists against its sha256."""
     folder = datasets_root() / dataset_id
     for name, expected in entry(dataset_id)["files"].items():
-        try:
-            actual = hashlib.sha256((folder / name).read_bytes()).hexdigest()
-        except FileNotFoundError:
-            raise DatasetError(f"datasets/{dataset_id}/{name} is missing") from None
+        actual = hashlib.sha256(read_bytes(folder / name, DatasetError, label=f"datasets/{dataset_id}/{name}")).hexdigest()
         if actual != expected:
             raise DatasetError(f"datasets/{dataset_id}/{name} does not match its sha256 in datasets/manifest.json")
 
@@ -92,25 +93,16 @@ def load_shipped(dataset_id: str) -> Dataset:
 def datasheet(dataset_id: str) -> str:
     """The set's README.md."""
     entry(dataset_id)
-    return (datasets_root() / dataset_id / "README.md").read_text(encoding="utf-8")
+    return read_text(datasets_root() / dataset_id / "README.md", DatasetError, label=f"datasets/{dataset_id}/README.md")
 
 
 def export_shipped(dataset_id: str, target: str | Path) -> Path:
     """Write a shipped set for other tools: ``corpus/`` in its builder's layout, plus BEIR files
-    (corpus.jsonl, queries.jsonl, qrels/test.tsv) and the datasheet. Never overwrites: the target must
-    not exist."""
-    target = Path(target)
-    if target.exists():
-        raise DatasetError(f"{target} already exists; export writes a new folder and never overwrites")
-    dataset = load_shipped(dataset_id)
-    staging = target.with_name(f".{target.name}.partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
+    (corpus.jsonl, queries.jsonl, qrels/test.tsv) and the datasheet, as a new folder (atomically; an
+    existing ``target`` is never overwritten and nothing outside it is touched)."""
+    with new_folder(target, what="dataset folder") as staging:
+        dataset = load_shipped(dataset_id)
         shutil.copytree(corpus_dir(dataset_id), staging / "corpus")
         write_beir(dataset, staging)
         shutil.copy(datasets_root() / dataset_id / "README.md", staging / "README.md")
-        staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
+    return Path(target)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetError, MissingSourceError
+from ..errors import DatasetError
+from ..outputs import new_folder
+from ..textio import display_name, read_json
+from .beir import query_text, write_beir
 from .records import Dataset, Passage, Query
 
 
@@ -40,13 +42,14 @@ def convert_squad(paths: list[str | Path], *, dataset_id: str = "squad") -> tupl
     original_ids: dict[str, list[str]] = {}
     for raw_path in paths:
         path = Path(raw_path)
+        name = display_name(str(path))
         summary.files += 1
-        data = _load(path)
+        data = read_json(path, DatasetError)
         articles = data.get("data") if isinstance(data, dict) else None
         if not isinstance(articles, list):
-            raise DatasetError(f"{path}: expected a SQuAD object with a 'data' list")
+            raise DatasetError(f"{name}: expected a SQuAD object with a 'data' list")
         for a_number, article in enumerate(articles, start=1):
-            where = f"{path}: data[{a_number - 1}]"
+            where = f"{name}: data[{a_number - 1}]"
             paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
             if not isinstance(paragraphs, list):
                 raise DatasetError(f"{where}: expected 'paragraphs' list")
@@ -66,10 +69,11 @@ def convert_squad(paths: list[str | Path], *, dataset_id: str = "squad") -> tupl
                     summary.duplicate_paragraphs += 1
                 for q_number, qa in enumerate(qas):
                     question = qa.get("question") if isinstance(qa, dict) else None
+                    qa_where = f"{where}.paragraphs[{p_number}].qas[{q_number}]"
                     if not isinstance(question, str) or not question.strip():
-                        raise DatasetError(f"{where}.paragraphs[{p_number}].qas[{q_number}]: missing 'question'")
+                        raise DatasetError(f"{qa_where}: missing 'question'")
                     summary.questions += 1
-                    text = question.strip()
+                    text = query_text(question.strip(), qa_where)
                     query_id, new = _intern(query_ids, text, "q")
                     if new:
                         queries[query_id] = Query(query_id, text)
@@ -91,13 +95,12 @@ def _intern(ids: dict[str, str], key: str, prefix: str) -> tuple[str, bool]:
     return ids[key], True
 
 
-def _load(path: Path) -> Any:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except FileNotFoundError:
-        raise MissingSourceError(f"{path}: file not found") from None
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not valid UTF-8 at byte {exc.start}") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+def export_squad(paths: list[str | Path], target: str | Path, *, dataset_id: str | None = None) -> ConversionSummary:
+    """Convert SQuAD-style files and write them as a new BEIR folder ``target``, atomically.
+
+    ``target`` must not exist; the folder appears complete or not at all, and nothing else is touched.
+    """
+    with new_folder(target, what="dataset folder") as staging:
+        dataset, summary = convert_squad(paths, dataset_id=dataset_id or Path(target).name)
+        write_beir(dataset, staging)
+    return summary

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import DatasetError
+from rag_eval.outputs import OutputError
 from rag_eval.eval.beir import load_beir, write_beir
 from rag_eval.eval.formats import load_dataset
 from rag_eval.eval.records import Dataset, Passage, Query
@@ -122,7 +123,7 @@ def test_squad_convert_command(tmp_path: Path) -> None:
     assert again.exit_code == 1 and "already exists" in again.stderr
     (tmp_path / "broken.json").write_text('{"data": [}', encoding="utf-8")
     bad = runner.invoke(cli, ["datasets", "convert", "squad", str(tmp_path / "broken.json"), "-o", str(tmp_path / "o2")])
-    assert bad.exit_code == 1 and "broken.json:1: invalid JSON" in bad.stderr
+    assert bad.exit_code == 1 and "broken.json: invalid JSON at line 1 column 11" in bad.stderr
 
 
 def test_evidence_mini_pinned() -> None:
@@ -164,10 +165,10 @@ def test_export_refuses_to_overwrite_and_round_trips(tmp_path: Path) -> None:
     target = export_shipped("evidence-mini", tmp_path / "out")
     assert (target / "corpus" / "manifest.json").is_file()
     assert load_dataset(str(target)).checksum() == load_shipped("evidence-mini").checksum()
-    with pytest.raises(DatasetError, match="already exists; export writes a new folder and never overwrites"):
+    with pytest.raises(OutputError, match="refusing to replace it: it already exists"):
         export_shipped("evidence-mini", target)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(DatasetError, match="already exists"):
+    with pytest.raises(OutputError, match="already exists"):
         export_shipped("evidence-mini", tmp_path / "empty")
 
 

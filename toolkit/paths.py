@@ -2,26 +2,60 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .errors import RagEvalError
+from .textio import control_character, display_name
+
+
+def printable_path(relative: str, error: type[RagEvalError]) -> str:
+    """``relative`` unchanged, or ``error`` when it is not valid UTF-8 or holds a control character.
+
+    Such names break every line-oriented output (search results, run files, ``index list``), so source
+    files are refused by name: C0 controls (newline, tab, ...), DEL, C1 controls, and bytes that are not
+    UTF-8 (Python hands them over as surrogate escapes). Messages show the name with ``repr``.
+    """
+    if any("\ud800" <= char <= "\udfff" for char in relative):
+        try:
+            shown = repr(os.fsencode(relative))
+        except UnicodeError:  # a surrogate no file system would have produced
+            shown = repr(relative)
+        raise error(f"{shown}: the file name is not valid UTF-8; rename the file")
+    char = control_character(relative)
+    if char is not None:
+        raise error(f"{relative!r}: the file name contains a control character (U+{ord(char):04X}); rename the file")
+    return relative
 
 
 def path_under(root: Path, relative: str, error: type[RagEvalError], *, refuse_dotdot: bool = False) -> Path:
     """``root/relative`` resolved (symlinks followed), or ``error`` naming the path.
 
     Refused: empty paths, NUL bytes, absolute and drive paths, backslashes (Windows separators), and
-    anything that resolves outside ``root`` (``..``, a symlink out); with ``refuse_dotdot`` any ``..``
-    component at all, before touching the file system. Percent-encoding is never decoded.
+    anything that resolves outside ``root`` (``..``, a symlink out), and symbolic link loops; with
+    ``refuse_dotdot`` any ``..`` component at all, before touching the file system. Percent-encoding is
+    never decoded.
     """
     if not relative or "\x00" in relative:
         raise error(f"{relative!r}: invalid path")
     if relative.startswith("/") or "\\" in relative or (len(relative) > 1 and relative[1] == ":"):
-        raise error(f"{relative}: relative paths with / separators only")
-    root = root.resolve()
+        raise error(f"{display_name(relative)}: relative paths with / separators only")
+    shown = display_name(relative)
     if refuse_dotdot and ".." in Path(relative).parts:
-        raise error(f"{relative}: resolves outside the corpus root {root}")
-    path = (root / relative).resolve()
+        raise error(f"{shown}: resolves outside the corpus root {_resolved(root, error)}")
+    root = _resolved(root, error)
+    path = _resolved(root / relative, error, shown)
     if not path.is_relative_to(root):
-        raise error(f"{relative}: resolves outside the corpus root {root}")
+        raise error(f"{shown}: resolves outside the corpus root {root}")
     return path
+
+
+def _resolved(path: Path, error: type[RagEvalError], shown: str | None = None) -> Path:
+    shown = shown if shown is not None else display_name(str(path))
+    # Nothing is raised inside the try: some error classes (ReadError) are OSErrors and would be caught.
+    try:
+        return path.resolve()
+    except RuntimeError:  # Python 3.11's resolve() reports a symlink loop as RuntimeError
+        raise error(f"{shown}: is a symbolic link loop") from None
+    except OSError as exc:
+        raise error(f"{shown}: cannot resolve the path: {exc.strerror or exc}") from None

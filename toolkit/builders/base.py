@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
-from contextlib import contextmanager
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
 
 from ..errors import CorpusError, MissingSourceError
-from ..paths import path_under
+from ..paths import path_under, printable_path
 from ..records import Chunk
 from ..spec import OptionSet, SystemSpec, format_value
+from ..textio import decode_utf8, file_kind, read_bytes
 
 
 @dataclass(frozen=True)
@@ -25,20 +27,16 @@ class SourceFile:
 
     @classmethod
     def read(cls, root: Path, relative: str, *, max_bytes: int, meta: Any = None) -> "SourceFile":
-        """Read ``root/relative`` after checking it stays under ``root`` and is not too large."""
+        """Read ``root/relative`` after checking it stays under ``root`` and is a regular file not too large."""
         path = locate(root, relative, max_bytes=max_bytes)
-        with _file_errors(root, relative):
-            data = path.read_bytes()
-        if len(data) > max_bytes:  # grew since it was located
-            raise CorpusError(f"{relative}: {len(data)} bytes is over the limit of {max_bytes} (option max_bytes)")
+        # Checked again on the open descriptor: the file may have been replaced (by a FIFO, a bigger file)
+        # since it was located.
+        data = read_bytes(path, CorpusError, max_bytes=max_bytes, label=relative)
         return cls(relative, data, hashlib.sha256(data).hexdigest(), meta)
 
     def text(self) -> str:
-        """The bytes as UTF-8; anything else is a CorpusError naming the file."""
-        try:
-            return self.data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise CorpusError(f"{self.path}: not valid UTF-8 at byte {exc.start}") from None
+        """The bytes as UTF-8 with one leading BOM removed (the sha256 stays over the bytes); CorpusError otherwise."""
+        return decode_utf8(self.data, self.path, CorpusError)
 
 
 @dataclass(frozen=True)
@@ -49,24 +47,23 @@ class FileRef:
     meta: Any = None
 
 
-@contextmanager
-def _file_errors(root: Path, relative: str) -> Iterator[None]:
-    """File-system errors as corpus errors naming the file."""
+def locate(root: Path, relative: str, *, max_bytes: int) -> Path:
+    """The file behind ``relative``: a printable UTF-8 name, inside ``root``, a regular file, at most ``max_bytes``.
+
+    Every builder calls this for every source file while planning, before an index is touched.
+    """
+    printable_path(relative, CorpusError)
+    path = resolve_inside(root, relative)
     try:
-        yield
+        info = path.stat()
     except FileNotFoundError:
         raise MissingSourceError(f"{relative}: file not found under {root}") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CorpusError(f"{relative}: is a symbolic link loop") from None
         raise CorpusError(f"{relative}: cannot read: {exc.strerror}") from None
-
-
-def locate(root: Path, relative: str, *, max_bytes: int) -> Path:
-    """The file behind ``relative``: inside ``root``, an existing regular file, at most ``max_bytes``."""
-    path = resolve_inside(root, relative)
-    with _file_errors(root, relative):
-        info = path.stat()
-    if not path.is_file():
-        raise CorpusError(f"{relative}: is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise CorpusError(f"{relative}: {file_kind(info.st_mode)}, not a regular file")
     if info.st_size > max_bytes:
         raise CorpusError(f"{relative}: {info.st_size} bytes is over the limit of {max_bytes} (option max_bytes)")
     return path

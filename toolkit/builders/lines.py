@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import date
 from pathlib import Path
@@ -11,10 +10,15 @@ from typing import Any
 from ..errors import CorpusError, MissingSourceError
 from ..records import Chunk
 from ..spec import Option, OptionSet
+from ..textio import read_json, split_lines
 from .base import Builder, FileRef, QueryDefaults, SourceFile, locate
+
+__all__ = ["LinesBuilder", "MAX_MANIFEST_BYTES", "iso_date", "split_lines"]
 
 _ID = re.compile(r"[a-z0-9-]{1,40}\Z")
 _STATUSES = ("current", "archived")
+#: Largest manifest.json accepted: about 200,000 entries, far more than a hand-kept evidence corpus.
+MAX_MANIFEST_BYTES = 50_000_000
 
 
 def iso_date(value: Any, what: str = "date") -> str:
@@ -27,25 +31,14 @@ def iso_date(value: Any, what: str = "date") -> str:
     raise CorpusError(f"{what} {value!r}: use YYYY-MM-DD")
 
 
-def split_lines(text: str) -> list[str]:
-    """Lines as editors number them: split on ``\\n`` only, one trailing ``\\r`` removed (CRLF files).
-
-    Unlike ``str.splitlines`` this does not break at form feeds, ``\\x1c``-``\\x1e``, NEL or U+2028, so
-    line N here is line N in an editor and in ``grep -n``.
-    """
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
-
-
 class LinesBuilder(Builder):
     """manifest.json lists ``{doc_id, revision, status, expires, path}``; one chunk per non-empty line.
 
     Source ids are ``doc@revision:sha256#Lline``: renaming a file keeps them, editing it changes them.
     Validation is all-or-nothing before anything is written: ids ``[a-z0-9-]{1,40}`` without duplicates,
-    relative ``.txt`` paths that resolve inside the corpus root (no ``..``, no symlink escapes), a size
-    limit, UTF-8 only, status ``current`` or ``archived``, ``expires`` strictly ``YYYY-MM-DD`` or null.
+    relative ``.txt`` paths that resolve inside the corpus root (no ``..``, no symlink escapes), each file
+    named by one entry only (``a.txt`` and ``./a.txt`` are the same file), a size limit, UTF-8 only (one
+    leading BOM ignored), status ``current`` or ``archived``, ``expires`` strictly ``YYYY-MM-DD`` or null.
     """
 
     name = "lines"
@@ -57,17 +50,14 @@ class LinesBuilder(Builder):
         root = source if source.is_dir() else source.parent
         manifest_path = root / "manifest.json"
         try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise MissingSourceError(f"{manifest_path}: no manifest.json in the corpus folder") from None
-        except UnicodeDecodeError as exc:
-            raise CorpusError(f"{manifest_path}: not valid UTF-8 at byte {exc.start}") from None
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"{manifest_path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+            manifest = read_json(manifest_path, CorpusError, max_bytes=MAX_MANIFEST_BYTES)
+        except MissingSourceError:
+            raise MissingSourceError(f"{manifest_path}: file not found (a lines corpus needs a manifest.json)") from None
         if not isinstance(manifest, list):
             raise CorpusError(f"{manifest_path}: the manifest must be a JSON list of documents")
         refs: list[FileRef] = []
         seen: set[str] = set()
+        files: dict[Path, tuple[int, str]] = {}
         for number, item in enumerate(manifest, start=1):
             where = f"{manifest_path.name} entry {number}"
             if not isinstance(item, dict):
@@ -90,9 +80,15 @@ class LinesBuilder(Builder):
                 raise CorpusError(f"{where}: path {relative!r} must be a relative path to a .txt file")
             meta = {"doc": doc, "revision": revision, "status": status, "expires": expires}
             try:
-                locate(root, relative, max_bytes=self.options["max_bytes"])
+                path = locate(root, relative, max_bytes=self.options["max_bytes"])
             except CorpusError as exc:
                 raise type(exc)(f"{where}: {exc}") from None
+            # One file, one document: the index keeps one row per file. Compared after resolving, so
+            # a.txt, ./a.txt and a symlink to a.txt are the same file.
+            if path in files:
+                first, spelling = files[path]
+                raise CorpusError(f"{where}: path {relative!r} names the same file as entry {first} ({spelling!r})")
+            files[path] = (number, relative)
             refs.append(FileRef(relative, meta))
         return root, refs
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import CorpusError
 from ..records import Chunk
 from ..spec import Option, OptionSet
+from ..textio import control_character, parse_jsonl
 from .base import Builder, FileRef, QueryDefaults, SourceFile, locate
 
 
@@ -32,19 +32,18 @@ class PassagesBuilder(Builder):
     def chunks(self, file: SourceFile) -> list[Chunk]:
         chunks = []
         seen: set[str] = set()
-        for number, line in enumerate(file.text().split("\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                passage_id, text = record["_id"], record.get("text", "")
-                title = record.get("title") or ""
-            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-                raise CorpusError(f"{file.path}:{number}: not a BEIR passage ({type(exc).__name__}: {exc})") from None
+        for number, record in parse_jsonl(file.text(), file.path, CorpusError):
+            where = f"{file.path}:{number}"
+            if not isinstance(record, dict):
+                raise CorpusError(f"{where}: not a BEIR passage (expected a JSON object with _id, title, text)")
+            passage_id, text, title = record.get("_id"), record.get("text", ""), record.get("title") or ""
             if not isinstance(passage_id, str) or not passage_id or not isinstance(text, str) or not isinstance(title, str):
-                raise CorpusError(f"{file.path}:{number}: _id, title and text must be strings")
+                raise CorpusError(f"{where}: _id, title and text must be strings")
+            if control_character(passage_id) is not None:
+                # An id is a key in search output, run files and qrels: one line per record.
+                raise CorpusError(f"{where}: _id {passage_id!r} contains a control character")
             if passage_id in seen:
-                raise CorpusError(f"{file.path}:{number}: duplicate _id {passage_id!r}")
+                raise CorpusError(f"{where}: duplicate _id {passage_id!r}")
             seen.add(passage_id)
             chunks.append(Chunk(key=passage_id, text=text, doc=passage_id, title=title, path=file.path, sha256=file.sha256))
         return chunks

@@ -61,7 +61,7 @@ def datasets_export_cmd(dataset_id: str, target: Path) -> None:
     """Write a shipped set to a new folder: corpus/ in its builder's layout plus BEIR files.
 
     Use DIR/corpus with `rag-eval index build` and `rag-eval index verify --root`, and DIR itself as a
-    BEIR folder with other tools. An existing DIR is never overwritten.
+    BEIR folder with other tools. An existing DIR is never overwritten; DIR appears complete or not at all.
     """
     from ..eval.shipped import entry, export_shipped
 
@@ -79,16 +79,10 @@ def datasets_convert_cmd(source_format: str, inputs: tuple[Path, ...], output: P
     """Convert reading-comprehension JSON (SQuAD, CMRC 2018, DRCD, DuReader-robust) to a BEIR retrieval set.
 
     Passages are the distinct paragraphs, queries the distinct questions, and each question's relevant
-    passages the paragraphs it was asked on. Duplicates are merged and counted.
+    passages the paragraphs it was asked on. Duplicates are merged and counted. The output
+    folder must not exist; it appears complete or not at all.
     """
-    from ..errors import DatasetError
-    from ..eval.beir import write_beir
-    from ..eval.squad import convert_squad
+    from ..eval.squad import export_squad
 
-    if output.exists():
-        raise DatasetError(f"{output} already exists; convert writes a new folder and never overwrites")
-    dataset, summary = convert_squad(list(inputs), dataset_id=output.name)
-    write_beir(dataset, output)
+    summary = export_squad(list(inputs), output)
     click.echo(json.dumps(summary.__dict__))
-
-
