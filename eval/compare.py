@@ -8,26 +8,35 @@ import sqlite3
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from .. import __version__
+from ..builders import get_builder
 from ..errors import RagEvalError
+from ..query import MODES
 from ..spec import SystemSpec
+from ..textio import read_text
 from ..tokenizers import TOKENIZERS, get_tokenizer
 from ..tokenizers.base import library_version
-from .metrics import DEFAULT_METRICS, RankedDoc, evaluate, parse_metric
+from .formats import load_dataset
+from .gate import DEFAULT_TOLERANCE, GateResult, check, check_baseline_target, check_tolerance, load_baseline
+from .gate import write_baseline as save_baseline
+from .metrics import DEFAULT_METRICS, RankedDoc, check_qrels, evaluate, judged_queries, parse_metric
 from .records import NO_ANSWER, Dataset
-from .runner import System, SystemRun, latency_summary, run_system
+from .report import check_output, write_outputs
+from .runner import System, SystemRun, check_builder, latency_summary, run_system
 from .trec import read_run
 from .stats import PERMUTATIONS, SEED, holm, randomization_test, win_tie_loss
 
 DEFAULT_REFERENCE = "bigram"
 RECALL_CURVE = (1, 2, 3, 5, 10, 20, 50, 100)
 BOOTSTRAP = 1000
+#: Largest --systems TOML file read, in bytes.
+MAX_SYSTEMS_FILE_BYTES = 1_000_000
 
 Progress = Callable[[str, str, int, int], None]
 
@@ -40,29 +49,41 @@ class OutsideRun:
     path: Path
 
 
-def default_systems(dataset: Dataset, builder: str | None, mode: str | None) -> list[System]:
-    """Every available tokenizer with the dataset's builder and query mode."""
+@dataclass(frozen=True)
+class Skipped:
+    """A tokenizer left out of a default comparison, why, and how to make it available."""
+
+    tokenizer: str
+    reason: str
+    hint: str = ""
+
+    def line(self) -> str:
+        """``pkuseg: skipped, the pkuseg default model is not installed; run: rag-eval models install pkuseg``."""
+        return f"{self.tokenizer}: skipped, {self.reason}" + (f"; {self.hint}" if self.hint else "")
+
+
+def default_systems(dataset: Dataset, builder: str | None, mode: str | None) -> tuple[list[System], list[Skipped]]:
+    """Every available tokenizer with the dataset's builder and query mode, and the ones left out (and why)."""
     chosen_builder = builder or dataset.meta.get("builder") or "passages"
     chosen_mode = mode or dataset.meta.get("mode") or "or"
-    systems = []
+    systems, skipped = [], []
     for name in TOKENIZERS:
         try:
-            cls = TOKENIZERS[name]
-        except RagEvalError:
+            get_tokenizer(name).check_available()
+        except RagEvalError as exc:
+            skipped.append(Skipped(name, str(exc).removeprefix(f"tokenizer {name!r} is unavailable: "), exc.hint or ""))
             continue
-        if cls.availability() is None:
-            systems.append(System(name, chosen_builder, chosen_mode))
-    return systems
+        systems.append(System(name, chosen_builder, chosen_mode))
+    return systems, skipped
 
 
 def load_systems_file(path: Path) -> list[System]:
     """Systems from TOML: ``[[system]]`` tables with ``tokenizer``, optional ``builder`` and ``mode``."""
     import tomllib
 
+    text = read_text(path, RagEvalError, max_bytes=MAX_SYSTEMS_FILE_BYTES)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RagEvalError(f"{path}: file not found") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RagEvalError(f"{path}: invalid TOML: {exc}") from None
     entries = data.get("system")
@@ -75,6 +96,9 @@ def load_systems_file(path: Path) -> list[System]:
         unknown = set(entry) - {"tokenizer", "builder", "mode"}
         if unknown:
             raise RagEvalError(f"{path}: [[system]] number {number} has unknown keys: {', '.join(sorted(unknown))}")
+        for key in ("builder", "mode"):
+            if not isinstance(entry.get(key, ""), str):
+                raise RagEvalError(f"{path}: [[system]] number {number}: {key} must be a string")
         systems.append(System(entry["tokenizer"], entry.get("builder", ""), entry.get("mode", "")))
     return systems
 
@@ -132,19 +156,39 @@ def compare(
     outside: list[OutsideRun] | None = None,
     no_text: bool = False,
     progress: Progress | None = None,
+    skipped: list[Skipped] | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[RankedDoc]]]:
-    """Run every system, score it, test it against the reference; returns the report and the runs."""
-    metrics = list(metrics or DEFAULT_METRICS)
+    """Run every system, score it, test it against the reference; returns the report and the runs.
+
+    Everything that can be refused is refused before the first index is built: metric names, tokenizers,
+    a builder that cannot read the dataset's layout, qrels with invalid grades or no judged query, and
+    unreadable outside runs. A system that returns ids the dataset's corpus does not have (a unit
+    mismatch) is an error rather than a row of zeros.
+    """
+    metrics = list(dict.fromkeys(metrics or DEFAULT_METRICS))
     for name in metrics:
         parse_metric(name)
     if not systems and not outside:
         raise RagEvalError("no systems to compare", hint="name tokenizers with -t SPEC, or install one")
     default_builder = dataset.meta.get("builder") or "passages"
     default_mode = dataset.meta.get("mode") or "or"
-    systems = [System(str(SystemSpec.parse(s.tokenizer)), s.builder or default_builder, s.mode or default_mode) for s in systems]
+    systems = [System(str(SystemSpec.parse(s.tokenizer)), s.builder or default_builder, s.mode or default_mode)
+               for s in systems]
     for system in systems:
         get_tokenizer(system.tokenizer).check_available()
+        check_builder(dataset, get_builder(system.builder))
+        check_mode(system.mode)
+    names = [system.name for system in systems] + [run.name for run in outside or []]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        # Rows, runs and per-query values are keyed by name: a second one would silently replace the first.
+        raise RagEvalError(f"system {repeated[0]!r} is given twice", hint="give each system and --run a distinct name")
     qrels = dataset.qrel_list()
+    if not judged_queries(check_qrels(qrels)):
+        raise RagEvalError(f"dataset {dataset.id!r} has no judged query (no qrel with a positive grade): "
+                           "every metric would be 0", hint="check the dataset's qrels")
+    outside_docs = [(run, read_run(run.path)) for run in outside or []]
+    corpus_ids = set(dataset.corpus)
     curve = [f"R@{k}" for k in RECALL_CURVE]
     runs: dict[str, list[RankedDoc]] = {}
     rows: list[dict[str, Any]] = []
@@ -152,6 +196,7 @@ def compare(
     for number, system in enumerate(systems, start=1):
         callback = (lambda phase, done, total, name=system.name: progress(name, phase, done, total)) if progress else None
         result: SystemRun = run_system(dataset, system, progress=callback)
+        check_units(result.run, corpus_ids, system.name, dataset)
         means, values = evaluate(qrels, result.run, metrics + curve)
         runs[system.name] = result.run
         per_query[system.name] = values
@@ -181,8 +226,8 @@ def compare(
             "no_answer_queries": len(no_answer),
             "no_answer_false_hit_rate": round(false_hit / len(no_answer), 4) if no_answer else None,
         })
-    for run in outside or []:
-        docs = read_run(run.path)
+    for run, docs in outside_docs:
+        check_units(docs, corpus_ids, run.name, dataset)
         means, values = evaluate(qrels, docs, metrics + curve)
         runs[run.name] = docs
         per_query[run.name] = values
@@ -208,10 +253,35 @@ def compare(
         "significance": {"test": "paired randomization (sign flips), two-sided", "permutations": PERMUTATIONS,
                          "seed": SEED, "correction": "Holm over the systems compared with the reference", "alpha": 0.05},
         "judged_queries": len(judged),
+        "skipped": [asdict(item) for item in skipped or []],
         "systems": rows,
         "per_query": per_query,
     }
     return report, runs
+
+
+def check_units(run: list[RankedDoc], corpus_ids: set[str], name: str, dataset: Dataset) -> None:
+    """Refuse a run that returns ids the dataset's corpus does not have.
+
+    Every id a system returns must be a corpus id (the ids qrels use): that is exact, and a system that
+    finds nothing relevant still passes. Ids of another unit (a file path where the qrels name sections,
+    a chunk where they name passages) would otherwise score 0 without a word.
+    """
+    unknown = sorted({doc.doc_id for doc in run} - corpus_ids)
+    if not unknown:
+        return
+    returned = len({doc.doc_id for doc in run})
+    example = next(iter(sorted(corpus_ids)), "")
+    raise RagEvalError(f"{name}: {len(unknown)} of the {returned} ids it returns are not ids of dataset "
+                       f"{dataset.id!r}, e.g. {unknown[0]!r}, where the corpus and qrels use ids like {example!r}",
+                       hint="the system's units do not match the dataset's (another builder, another corpus or "
+                            "another id scheme)")
+
+
+def check_mode(mode: str) -> None:
+    """Refuse a query mode the search does not know, before any index is built."""
+    if mode not in MODES:
+        raise RagEvalError(f"unknown query mode {mode!r}; choose from: {', '.join(MODES)}")
 
 
 def _reference(names: list[str], systems: list[System], reference: str | None) -> str | None:
@@ -273,3 +343,63 @@ def _gains(rows: list[dict[str, Any]], per_query: dict[str, Any], dataset: Datas
             return item
         row["largest_gains"] = [entry(d, q) for d, q in reversed(deltas[-count:]) if d > 0]
         row["largest_losses"] = [entry(d, q) for d, q in deltas[:count] if d < 0]
+
+
+@dataclass
+class CompareResult:
+    """What ``run_compare`` did: the report and runs, where they were written, and the gate's findings."""
+
+    report: dict[str, Any]
+    runs: dict[str, list[RankedDoc]]
+    output: Path
+    baseline_written: Path | None = None
+    gate: GateResult | None = None
+
+
+def run_compare(
+    dataset: str,
+    *,
+    output: str | Path,
+    tokenizers: tuple[str, ...] | list[str] = (),
+    builder: str | None = None,
+    mode: str | None = None,
+    systems_file: Path | None = None,
+    metrics: tuple[str, ...] | list[str] = (),
+    reference: str | None = None,
+    outside: list[OutsideRun] | None = None,
+    no_text: bool = False,
+    against: str | Path | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    write_baseline: str | Path | None = None,
+    progress: Progress | None = None,
+) -> CompareResult:
+    """``rag-eval compare``: check every argument and output path, compare, gate, and write the report folder
+    (and a baseline). A refusal (an output folder rag-eval did not write, a NaN tolerance, an unknown
+    metric, ...) happens before any index is built, so it costs nothing and touches nothing."""
+    tolerance = check_tolerance(tolerance)
+    folder = check_output(output)
+    baseline_path = check_baseline_target(write_baseline) if write_baseline is not None else None
+    if baseline_path is not None and (baseline_path == folder or folder in baseline_path.parents):
+        raise RagEvalError(f"{baseline_path}: the baseline cannot go inside the report folder {folder}, "
+                           "which is replaced whole", hint="write the baseline next to it, e.g. reports/baseline/NAME.json")
+    for name in metrics:
+        parse_metric(name)
+    baseline = load_baseline(against) if against is not None else None
+    data = load_dataset(dataset)
+    skipped: list[Skipped] = []
+    if systems_file is not None:
+        systems = load_systems_file(Path(systems_file))
+    elif tokenizers:
+        systems = [System(spec, builder or "", mode or "") for spec in tokenizers]
+    else:
+        systems, skipped = default_systems(data, builder, mode)
+    report, runs = compare(data, systems, metrics=list(metrics) or None, reference=reference, outside=outside,
+                           no_text=no_text, progress=progress, skipped=skipped)
+    gate = check(report, baseline, tolerance=tolerance) if baseline is not None else None
+    if gate is not None:
+        report["gate"] = {"against": str(against), "tolerance": tolerance, "compared": gate.compared,
+                          "regressions": gate.regressions, "improvements": gate.improvements, "stale": gate.stale,
+                          "unmatched": gate.unmatched}
+    written = write_outputs(report, runs, folder)
+    baseline_written = save_baseline(report, baseline_path) if baseline_path is not None else None
+    return CompareResult(report, runs, written, baseline_written, gate)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import RagEvalError
+from ..outputs import OutputError, checked_target, write_text_atomic
+from ..textio import read_json
 
 DEFAULT_TOLERANCE = 0.005
+BASELINE_WHAT = "baseline file"
 
 
 @dataclass
@@ -37,17 +42,88 @@ class GateResult:
         return out
 
 
+#: Largest baseline or report file read, in bytes (a report with per-query values of a large set is tens of MB).
+MAX_BASELINE_BYTES = 1_000_000_000
+
+
+class GateError(RagEvalError, ValueError):
+    """A baseline that cannot be used, or a tolerance that is not a finite non-negative number."""
+
+
+def check_tolerance(tolerance: object) -> float:
+    """``tolerance`` as a float; NaN, infinite and negative values are refused (NaN would pass every drop)."""
+    if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or not math.isfinite(tolerance) or tolerance < 0:
+        raise GateError(f"tolerance must be a finite number of at least 0, not {tolerance!r}",
+                        hint=f"the default is {DEFAULT_TOLERANCE}")
+    return float(tolerance)
+
+
 def load_baseline(path: str | Path) -> dict[str, Any]:
-    """A report.json (or a baseline written by --write-baseline)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RagEvalError(f"{path}: no such baseline", hint="write one with --write-baseline FILE") from None
-    except json.JSONDecodeError as exc:
-        raise RagEvalError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("systems"), list):
-        raise RagEvalError(f"{path}: not a rag-eval report (no 'systems' list)")
+    """A report.json (or a baseline written by --write-baseline), checked to be one."""
+    if not os.path.lexists(path):
+        raise GateError(f"{path}: no such baseline", hint="write one with --write-baseline FILE")
+    data = read_json(path, GateError, max_bytes=MAX_BASELINE_BYTES)
+    check_baseline(data, str(path))
     return data
+
+
+def check_baseline(data: Any, label: str = "baseline") -> None:
+    """Refuse a baseline whose shape ``check`` cannot rely on: systems with names, specs and finite metrics."""
+    if not isinstance(data, dict) or not isinstance(data.get("systems"), list):
+        raise GateError(f"{label}: not a rag-eval report or baseline (no 'systems' list)")
+    if not isinstance(data.get("schema"), str) or not data["schema"].startswith("rag-eval/"):
+        raise GateError(f"{label}: not a rag-eval report or baseline (schema {data.get('schema')!r})")
+    dataset = data.get("dataset")
+    if not isinstance(dataset, dict) or not isinstance(dataset.get("checksum"), str):
+        raise GateError(f"{label}: no dataset checksum")
+    names: set[str] = set()
+    for number, row in enumerate(data["systems"], start=1):
+        where = f"{label}: system {number}"
+        if not isinstance(row, dict) or not isinstance(row.get("name"), str):
+            raise GateError(f"{where}: needs a name")
+        if row["name"] in names:
+            raise GateError(f"{where}: {row['name']!r} appears twice")
+        names.add(row["name"])
+        for key in ("tokenizer", "builder"):
+            if not isinstance(row.get(key, ""), str):
+                raise GateError(f"{where}: {key} must be text")
+        metrics = row.get("metrics")
+        if not isinstance(metrics, dict):
+            raise GateError(f"{where}: needs a 'metrics' object")
+        for metric, value in metrics.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+                raise GateError(f"{where}: metric {metric} is {value!r}, not a finite number")
+
+
+def baseline_owned(path: Path) -> str | None:
+    """None when ``path`` is a file rag-eval wrote (JSON with a ``rag-eval/`` schema), else why not."""
+    try:
+        data = read_json(path, GateError, max_bytes=MAX_BASELINE_BYTES)
+    except GateError as exc:
+        return f"it is not a rag-eval file ({exc})"
+    if not isinstance(data, dict) or not isinstance(data.get("schema"), str) or not data["schema"].startswith("rag-eval/"):
+        return "it is not a rag-eval baseline or report (no rag-eval schema)"
+    return None
+
+
+def check_baseline_target(path: str | Path) -> Path:
+    """Refuse now a ``--write-baseline`` target that ``write_baseline`` would refuse later."""
+    target = checked_target(path, what=BASELINE_WHAT)
+    if target.exists() or target.is_symlink():
+        if target.is_symlink() or not target.is_file():
+            raise OutputError(f"{target}: refusing to replace it: it is not a regular file; rag-eval only replaces a "
+                              f"{BASELINE_WHAT} it wrote", hint="choose a new path, or move the existing one away")
+        reason = baseline_owned(target)
+        if reason is not None:
+            raise OutputError(f"{target}: refusing to replace it: {reason}; rag-eval only replaces a {BASELINE_WHAT} "
+                              "it wrote", hint="choose a new path, or move the existing one away")
+    return target
+
+
+def write_baseline(report: dict[str, Any], path: str | Path) -> Path:
+    """Write ``baseline_of(report)`` atomically; an existing file is replaced only when rag-eval wrote it."""
+    text = json.dumps(baseline_of(report), ensure_ascii=False, indent=2) + "\n"
+    return write_text_atomic(path, text, owned=baseline_owned, what=BASELINE_WHAT)
 
 
 def check(report: dict[str, Any], baseline: dict[str, Any], *, tolerance: float = DEFAULT_TOLERANCE) -> GateResult:
@@ -58,6 +134,8 @@ def check(report: dict[str, Any], baseline: dict[str, Any], *, tolerance: float 
     differing fields are listed. A metric lower by more than ``tolerance`` is a regression; higher by
     more is an improvement.
     """
+    tolerance = check_tolerance(tolerance)
+    check_baseline(baseline)
     result = GateResult()
     old_systems = {row["name"]: row for row in baseline["systems"]}
     dataset_changed = report["dataset"]["checksum"] != baseline.get("dataset", {}).get("checksum")

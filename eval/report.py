@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..outputs import OutputError, checked_target, only_names, publish_folder
+from ..textio import read_json
+from .gate import MAX_BASELINE_BYTES
 from .metrics import RankedDoc
 from .runner import write_trec_run
+
+#: What compare writes into its output folder (besides runs/*.run); nothing else may be in a folder it replaces.
+REPORT_FILES = ("report.json", "report.md", "report.html", "per_query.tsv")
+REPORT_SCHEMA_PREFIX = "rag-eval/compare/"
+REPORT_WHAT = "report folder"
 
 
 def safe_name(name: str) -> str:
@@ -19,32 +26,75 @@ def safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", name).strip("_")[:120] or "system"
 
 
-def write_outputs(report: dict[str, Any], runs: dict[str, list[RankedDoc]], output: Path) -> Path:
-    """Write everything into a fresh folder and move it into place at the end, so an interruption
-    (Ctrl-C) never leaves a half-written report; an earlier report in ``output`` is replaced whole."""
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
-    try:
+def run_file_names(names: list[str]) -> dict[str, str]:
+    """A distinct file name (without ``.run``) per system: ``safe_name``, numbered when two names collide."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for name in names:
+        base = candidate = safe_name(name)
+        number = 2
+        while candidate in taken:
+            candidate = f"{base}-{number}"
+            number += 1
+        taken.add(candidate)
+        out[name] = candidate
+    return out
+
+
+def write_outputs(report: dict[str, Any], runs: dict[str, list[RankedDoc]], output: str | Path) -> Path:
+    """Write everything into a staging folder and move it into place at the end, so an interruption
+    (Ctrl-C) never leaves a half-written report. An existing ``output`` is replaced only when it is a
+    report rag-eval wrote (see :func:`report_owned`); anything else is an OutputError and is left as it was."""
+    with publish_folder(output, owned=report_owned, what=REPORT_WHAT) as staging:
         (staging / "runs").mkdir()
-        for name, docs in runs.items():
-            write_trec_run(docs, staging / "runs" / f"{safe_name(name)}.run", safe_name(name))
+        for name, file_name in run_file_names(list(runs)).items():
+            write_trec_run(runs[name], staging / "runs" / f"{file_name}.run", file_name)
         (staging / "report.json").write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
         (staging / "report.md").write_text(render_markdown(report), encoding="utf-8")
         (staging / "report.html").write_text(render_html(report), encoding="utf-8")
         (staging / "per_query.tsv").write_text(render_per_query(report), encoding="utf-8")
-        previous = None
-        if output.exists():
-            previous = output.with_name(f".{output.name}.previous")
-            shutil.rmtree(previous, ignore_errors=True)
-            output.rename(previous)
-        staging.rename(output)
-        if previous is not None:
-            shutil.rmtree(previous, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return output
+    return checked_target(output, what=REPORT_WHAT)
+
+
+def _compare_wrote(relative: Path) -> bool:
+    parts = relative.parts
+    if len(parts) == 1:
+        return parts[0] in REPORT_FILES or parts[0] == "runs"
+    return len(parts) == 2 and parts[0] == "runs" and parts[1].endswith(".run")
+
+
+def report_owned(path: Path) -> str | None:
+    """None when folder ``path`` may be replaced: empty, or a report of ``rag-eval compare`` (its report.json
+    has rag-eval's compare schema and the folder holds nothing compare does not write); else why not."""
+    if not any(path.iterdir()):
+        return None
+    try:
+        data = read_json(path / "report.json", OutputError, max_bytes=MAX_BASELINE_BYTES, label="report.json")
+    except OutputError as exc:
+        return f"it is not a rag-eval report ({exc})"
+    if not isinstance(data, dict) or not str(data.get("schema", "")).startswith(REPORT_SCHEMA_PREFIX):
+        return "its report.json is not a rag-eval compare report"
+    return only_names(path, _compare_wrote)
+
+
+def check_output(output: str | Path) -> Path:
+    """Refuse now, before a comparison that may take minutes, an output folder ``write_outputs`` would refuse."""
+    path = checked_target(output, what=REPORT_WHAT)
+    if path.is_symlink() or path.exists():
+        reason = ("it is a symbolic link" if path.is_symlink() else
+                  "it is not a folder" if not path.is_dir() else report_owned(path))
+        if reason is not None:
+            raise OutputError(f"{path}: refusing to replace it: {reason}; rag-eval only replaces a {REPORT_WHAT} it wrote",
+                              hint="choose a new path, or move the existing one away")
+    else:
+        parent = path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            raise OutputError(f"{path}: cannot create it: {parent} is not a folder")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise OutputError(f"{path}: cannot create it: {parent} is not writable")
+    return path
 
 
 def render_per_query(report: dict[str, Any]) -> str:
@@ -71,10 +121,7 @@ def _cell(report: dict[str, Any], row: dict[str, Any], metric: str) -> str:
     text = f"{value:.4f}"
     if value == _best(report, metric):
         text = f"**{text}**"
-    sig = row.get("significance", {}).get(metric)
-    if sig and sig["significant"]:
-        text += "↑" if sig["delta"] > 0 else "↓"
-    return text
+    return text + arrow(row, metric)
 
 
 def _workers(build: dict[str, Any]) -> str:
@@ -97,6 +144,8 @@ def render_markdown(report: dict[str, Any]) -> str:
                f"{report['significance']['seed']}, Holm-corrected, α = 0.05).")
     out.append(f"rag-eval {env['rag_eval']}, Python {env['python']}, SQLite {env['sqlite']}, commit `{env['commit'][:12]}`, "
                f"{env['created_utc']}.")
+    for item in report.get("skipped", []):
+        out.append(f"Not compared: `{item['tokenizer']}`, {item['reason']}" + (f" ({item['hint']})" if item.get("hint") else "") + ".")
     out += ["", "## Quality", "", "| system | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
     for row in report["systems"]:
         out.append(f"| {_name(row)} | " + " | ".join(_cell(report, row, m) for m in metrics) + " |")
@@ -251,3 +300,40 @@ def _wrap_tables(lines: list[str]) -> list[str]:
     if inside:
         out.append("</table>")
     return out
+
+
+def arrow(row: dict[str, Any], metric: str) -> str:
+    """``↑``/``↓`` when a system is significantly better/worse than the reference on ``metric``, else ``""``."""
+    sig = row.get("significance", {}).get(metric)
+    if not sig or not sig["significant"]:
+        return ""
+    return "↑" if sig["delta"] > 0 else "↓"
+
+
+def summary(report: dict[str, Any], output: Path, baseline: Path | None = None) -> dict[str, Any]:
+    """What ``compare --json`` prints: per system its identity, metrics, arrows and search latency, the
+    systems skipped, the gate's counts and every path written."""
+    systems = []
+    for row in report["systems"]:
+        search = row.get("latency_ms", {}).get("search", {})
+        systems.append({
+            "name": row["name"], "tokenizer": row["tokenizer"], "builder": row["builder"], "mode": row["mode"],
+            "metrics": row["metrics"], "significance": {m: arrow(row, m) for m in report["metrics"]},
+            "search_ms": {"p50": search.get("median"), "p95": search.get("p95")},
+        })
+    gate = report.get("gate")
+    return {
+        "schema": "rag-eval/compare-summary/1",
+        "dataset": {"id": report["dataset"]["id"], "checksum": report["dataset"]["checksum"],
+                    "judged_queries": report["judged_queries"]},
+        "metrics": report["metrics"],
+        "reference": report["reference"],
+        "systems": systems,
+        "skipped": report.get("skipped", []),
+        "gate": None if gate is None else {k: gate[k] if k in ("against", "tolerance", "compared") else len(gate[k])
+                                           for k in ("against", "tolerance", "compared", "regressions", "improvements",
+                                                     "stale")},
+        "outputs": {"folder": str(output), **{name.replace(".", "_"): str(output / name) for name in REPORT_FILES},
+                    "runs": sorted(str(p) for p in (output / "runs").glob("*.run")),
+                    "baseline": None if baseline is None else str(baseline)},
+    }

@@ -4,23 +4,34 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import quote
 
-from ..builders import get_builder
+from .. import __version__
+from ..builders import Builder, get_builder
+from ..builders.base import resolve_inside
 from ..cache import cache_dir
+from ..errors import CorpusError, IndexFileError, RagEvalError
+from ..outputs import write_text_atomic
 from ..search import search
-from ..store import Index
-from ..writer import BuildReport, build
-from ..tokenizers import get_tokenizer
+from ..store import SCHEMA_VERSION, Index, read_meta
+from ..textio import open_regular, read_json
+from ..tokenizers import Tokenizer, get_tokenizer
+from ..writer import BuildReport, build, corpus_checksum
 from .metrics import RankedDoc
 from .records import Dataset
 
 #: Every query retrieves at least this many results, so R@100 and MAP@100 are defined.
 DEPTH = 100
 WARMUP = 5
+#: Version of the cache key's recipe: a change here must never reuse an index keyed the old way.
+CACHE_FORMAT = 2
+#: Largest cached build report read back (a few hundred bytes in practice).
+MAX_BUILD_REPORT_BYTES = 1_000_000
 
 Progress = Callable[[str, int, int], None]
 
@@ -62,10 +73,103 @@ def corpus_source(dataset: Dataset) -> tuple[Path, str]:
     return Path(dataset.meta["path"]), "passages"
 
 
-def index_path(dataset: Dataset, tokenizer_spec: str, builder_spec: str) -> Path:
-    """Cache location keyed by the corpus checksum and the full system spec."""
-    key = hashlib.sha256(f"{dataset.checksum()}\n{tokenizer_spec}\n{builder_spec}".encode()).hexdigest()[:24]
-    return cache_dir() / "indexes" / dataset.checksum()[:16] / f"{key}.sqlite"
+def check_builder(dataset: Dataset, builder: Builder) -> None:
+    """Refuse a builder that cannot read the dataset's layout (options of the right builder are fine).
+
+    A BEIR folder is read by ``passages``, a shipped set by its own builder; any other builder would index
+    whatever files it finds there (a README, a copy of the corpus) under ids the qrels never use.
+    """
+    source, implied = corpus_source(dataset)
+    expected = get_builder(implied).name
+    if builder.name != expected:
+        layout = "a BEIR folder (corpus.jsonl)" if not dataset.meta.get("corpus_dir") else f"a {expected} corpus"
+        raise RagEvalError(f"builder {builder.name!r} cannot read dataset {dataset.id!r}: {source} is {layout}, "
+                           f"which only the {expected} builder reads",
+                           hint=f"drop --builder, or give {expected} options: -b {expected}:KEY=VALUE")
+
+
+def source_checksum(source: Path, builder: Builder) -> tuple[str, str]:
+    """The sha256 of the files ``builder`` reads from ``source`` (as the index records it, ``corpus_sha256``)
+    and a digest of the source's layout (file names and what a manifest says about each)."""
+    root, refs = builder.plan(source)
+    files = []
+    for ref in refs:
+        with open_regular(resolve_inside(root, ref.path), CorpusError, label=ref.path) as handle:
+            files.append((ref.path, hashlib.file_digest(handle, "sha256").hexdigest()))
+    layout = json.dumps([[ref.path, ref.meta] for ref in refs], ensure_ascii=False, sort_keys=True, default=str)
+    return corpus_checksum(files), hashlib.sha256(layout.encode()).hexdigest()
+
+
+def index_path(source: Path, builder: Builder, tokenizer_spec: str) -> tuple[Path, str]:
+    """The cached index for a source, builder and tokenizer, and the source's ``corpus_sha256``.
+
+    The key is content-addressed over everything that decides the index: the bytes of every source file
+    the builder reads, the source layout, the builder spec, the tokenizer spec (options, model and
+    dictionary checksums, library versions) and the index schema; so a cache hit can never change a
+    number, whatever the dataset is called or where it lives.
+    """
+    corpus, layout = source_checksum(source, builder)
+    identity = {"cache": CACHE_FORMAT, "schema": SCHEMA_VERSION, "rag_eval": __version__, "corpus": corpus,
+                "layout": layout, "builder": builder.system, "tokenizer": tokenizer_spec}
+    key = hashlib.sha256(json.dumps(identity, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
+    return cache_dir() / "indexes" / corpus[:16] / f"{key}.sqlite", corpus
+
+
+def _recorded_meta(path: Path) -> dict[str, str]:
+    try:
+        db = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return {}
+    try:
+        return read_meta(db)
+    except sqlite3.Error:
+        return {}
+    finally:
+        db.close()
+
+
+def _cached_report(path: Path, expected: dict[str, str]) -> dict[str, Any] | None:
+    """The build report of a cached index whose recorded meta matches ``expected``, else None."""
+    report_path = path.with_suffix(".build.json")
+    if not path.is_file() or not report_path.is_file():
+        return None
+    meta = _recorded_meta(path)
+    if any(meta.get(key) != value for key, value in expected.items()):
+        return None
+    try:
+        report = read_json(report_path, IndexFileError, max_bytes=MAX_BUILD_REPORT_BYTES)
+    except RagEvalError:
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def _discard(path: Path) -> None:
+    """Remove a cached index (and its SQLite side files and build report) that cannot be trusted."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    path.with_suffix(".build.json").unlink(missing_ok=True)
+
+
+def cached_build(source: Path, builder: Builder, tokenizer: Tokenizer, *, progress: Progress | None = None
+                 ) -> tuple[Path, dict[str, Any]]:
+    """The index of ``source`` for this builder and tokenizer: reused from the cache when its recorded
+    tokenizer spec, builder spec and corpus checksum match, else built; and its build report."""
+    path, corpus = index_path(source, builder, tokenizer.spec)
+    expected = {"tokenizer_spec": tokenizer.spec, "builder": builder.system, "corpus_sha256": corpus}
+    cached = _cached_report(path, expected)
+    if cached is not None:
+        return path, cached | {"cached": True}
+    _discard(path)
+    built: BuildReport = build(source, path, builder=builder, tokenizer=tokenizer,
+                               progress=(lambda phase, done, total: progress(f"build {phase}", done, total)) if progress else None)
+    recorded = _recorded_meta(path)
+    if recorded.get("corpus_sha256") != corpus:
+        _discard(path)
+        raise CorpusError(f"{source}: the source files changed while the index was built; run again")
+    report = dict(built.__dict__)
+    write_text_atomic(path.with_suffix(".build.json"), json.dumps(report), owned=lambda _path: None,
+                      what="index build report")
+    return path, report | {"cached": False}
 
 
 def unit_of(key: str) -> str:
@@ -79,17 +183,8 @@ def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress
     tokenizer = get_tokenizer(system.tokenizer)
     source, default_builder = corpus_source(dataset)
     builder = get_builder(system.builder or default_builder)
-    path = index_path(dataset, tokenizer.spec, builder.system)
-    report_path = path.with_suffix(".build.json")
-    report: dict[str, Any]
-    if path.is_file() and report_path.is_file():
-        report = json.loads(report_path.read_text(encoding="utf-8")) | {"cached": True}
-    else:
-        built: BuildReport = build(source, path, builder=builder, tokenizer=tokenizer,
-                                   progress=(lambda phase, done, total: progress(f"build {phase}", done, total)) if progress else None)
-        report = dict(built.__dict__)
-        report_path.write_text(json.dumps(report), encoding="utf-8")
-        report["cached"] = False
+    check_builder(dataset, builder)
+    path, report = cached_build(source, builder, tokenizer, progress=progress)
     to_unit = unit_of if builder.name == "sections" else _same
     as_of = dataset.meta.get("as_of")
     queries = list(dataset.queries.values())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,43 @@ def test_committed_baselines_match_the_shipped_data(dataset: str) -> None:
     assert baseline["dataset"]["checksum"] == load_dataset(dataset).checksum()
     assert [row["name"].split(" | ")[0] for row in baseline["systems"]] == [
         "unicode61", "trigram", "jieba", "pkuseg:model=mini", "bigram", "unigram"]
+
+
+@pytest.mark.parametrize("tolerance", [math.nan, math.inf, -math.inf, -0.001])
+def test_a_tolerance_that_is_not_a_finite_non_negative_number_is_refused(tolerance: float) -> None:
+    from rag_eval.errors import RagEvalError
+    from rag_eval.eval.gate import check
+
+    report = {"dataset": {"checksum": "c"}, "systems": [{"name": "s", "tokenizer": "t", "builder": "b",
+                                                         "metrics": {"P@1": 0.1}}]}
+    baseline = {"schema": "rag-eval/baseline/1", "dataset": {"checksum": "c"},
+                "systems": [{"name": "s", "tokenizer": "t", "builder": "b", "metrics": {"P@1": 0.9}}]}
+    with pytest.raises(RagEvalError, match="tolerance must be a finite number of at least 0"):
+        check(report, baseline, tolerance=tolerance)
+    assert len(check(report, baseline, tolerance=0.0).regressions) == 1
+
+
+@pytest.mark.parametrize("tolerance", ["nan", "inf", "-inf", "-1", "1e999"])
+def test_the_cli_refuses_such_a_tolerance_before_running(tolerance: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import rag_eval.eval.compare as module
+
+    monkeypatch.setattr(module, "run_system", lambda *a, **k: pytest.fail("ran before checking the tolerance"))
+    outcome = run("compare", "evidence-mini", "-t", "bigram", "--tolerance", tolerance, "-o", str(tmp_path / "x"))
+    assert outcome.exit_code == 1 and outcome.stderr.startswith("error: tolerance must be a finite number"), outcome.stderr
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("content", ['{"schema": "rag-eval/baseline/1", "dataset": {"checksum": "c"}, '
+                                     '"systems": [{"name": "s", "metrics": {"P@1": "0.5"}}]}',
+                                     '{"schema": "rag-eval/baseline/1", "dataset": {"checksum": "c"}, '
+                                     '"systems": [{"name": "s", "metrics": {"P@1": 1e999}}]}',
+                                     '{"schema": "rag-eval/baseline/1", "dataset": {"checksum": "c"}, "systems": [7]}',
+                                     '{"schema": "rag-eval/baseline/1", "systems": []}',
+                                     '{"systems": []}', "[" * 100_000, "\ud800".encode("utf-8", "surrogatepass").decode("latin-1")])
+def test_a_baseline_the_gate_cannot_rely_on_is_one_error_line(content: str, tmp_path: Path) -> None:
+    baseline = tmp_path / "b.json"
+    baseline.write_text(content, encoding="utf-8")
+    outcome = run("compare", "evidence-mini", "-t", "bigram", "--against", str(baseline), "-o", str(tmp_path / "x"))
+    assert outcome.exit_code == 1 and outcome.stderr.startswith(f"error: {baseline}"), outcome.stderr
+    assert "Traceback" not in outcome.stderr and not (tmp_path / "x").exists()

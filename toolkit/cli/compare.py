@@ -5,21 +5,31 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
+from ..errors import RagEvalError
+from ..eval.gate import DEFAULT_TOLERANCE
+from ..query import MODES
 from . import cli
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 
 @cli.command("compare")
 @click.argument("dataset", metavar="DATASET")
 @click.option("-t", "--tokenizer", "tokenizers", multiple=True, metavar="SPEC",
               help="A tokenizer to compare (repeat). Default: every available strategy.")
-@click.option("--builder", "builder_spec", metavar="SPEC", help="Builder spec (default: the dataset's; BEIR folders use passages).")
-@click.option("--mode", type=click.Choice(["and", "or", "phrase"]), help="Query mode (default: the dataset's).")
+@click.option("-b", "--builder", "builder_spec", metavar="SPEC",
+              help="Builder spec (default: the dataset's; BEIR folders use passages). Options only: the builder "
+                   "must be the one that reads the dataset's layout.")
+@click.option("--mode", type=click.Choice(MODES), help="Query mode (default: the dataset's).")
 @click.option("--metric", "metrics", multiple=True, metavar="NAME",
-              help="ir-measures name, e.g. nDCG@10, R@100, RR@10, P@1, MAP@100 (repeat). Default: those six.")
+              help="A trec_eval measure in ir-measures notation, e.g. nDCG@10, R@100, RR@10, P@1, MAP@100, "
+                   "P(rel=2)@5 (repeat; cutoffs 1 to 10000). Default: those six.")
 @click.option("--reference-system", "reference", metavar="SPEC", help="System to test the others against (default: bigram).")
 @click.option("--systems", "systems_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="TOML file of [[system]] tables (tokenizer, builder, mode), instead of -t.")
@@ -29,38 +39,33 @@ from . import cli
 @click.option("--against", "baseline_file", type=click.Path(dir_okay=False, path_type=Path),
               help="A previous report.json or baseline: print regressions, improvements and stale systems.")
 @click.option("--fail-on-regression", is_flag=True, help="With --against: exit 1 when any metric drops by more than the tolerance.")
-@click.option("--tolerance", type=float, default=0.005, show_default=True, help="Largest drop that is not a regression.")
-@click.option("--write-baseline", "write_baseline", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write this run as a baseline file (identities and mean metrics) for later --against.")
-@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder for report.json, report.md, report.html, runs/ and per_query.tsv.")
+@click.option("--tolerance", type=float, default=DEFAULT_TOLERANCE, show_default=True,
+              help="Largest drop that is not a regression (a finite number, at least 0).")
+# Output paths are checked by the library (one error line): click's exists/file checks would say less.
+@click.option("--write-baseline", "write_baseline", type=click.Path(path_type=Path),
+              help="Also write this run as a baseline file (identities and mean metrics) for later --against; "
+                   "replaces only a file rag-eval wrote.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON summary (systems, metrics, arrows, latency, skipped systems, paths) instead of the table.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="Folder for report.json, report.md, report.html, runs/ and per_query.tsv; replaces only a "
+                   "report folder rag-eval wrote.")
 def compare_cmd(dataset: str, tokenizers: tuple[str, ...], builder_spec: str | None, mode: str | None,
                 metrics: tuple[str, ...], reference: str | None, systems_file: Path | None,
                 outside_runs: tuple[str, ...], no_text: bool, baseline_file: Path | None, fail_on_regression: bool,
-                tolerance: float, write_baseline: Path | None, output: Path) -> None:
+                tolerance: float, write_baseline: Path | None, as_json: bool, output: Path) -> None:
     """Build one index per system, run every labelled query, and compare quality, latency and cost.
 
     DATASET is a shipped id (rag-eval datasets list) or a BEIR folder. A system is a tokenizer spec with
-    a builder and a query mode; indexes are cached by corpus checksum and system spec, so adding one
-    more system only builds that one. Significance is a paired randomization test against the
-    reference system, Holm-corrected.
+    a builder and a query mode; indexes are cached by the content of the source files and the system
+    spec, so adding one more system only builds that one. Significance is a paired randomization test
+    against the reference system, Holm-corrected.
     """
-    from ..eval.compare import OutsideRun, compare, default_systems, load_systems_file
-    from ..eval.formats import load_dataset
-    from ..eval.gate import baseline_of, check, load_baseline
-    from ..eval.report import write_outputs
-    from ..eval.runner import System
+    from ..eval.compare import OutsideRun, run_compare
+    from ..eval.report import summary
 
     if fail_on_regression and baseline_file is None:
         raise click.UsageError("--fail-on-regression needs --against FILE")
-    baseline = load_baseline(baseline_file) if baseline_file is not None else None
-    data = load_dataset(dataset)
-    if systems_file is not None:
-        systems = load_systems_file(systems_file)
-    elif tokenizers:
-        systems = [System(spec, builder_spec or "", mode or "") for spec in tokenizers]
-    else:
-        systems = default_systems(data, builder_spec, mode)
     outside = []
     for item in outside_runs:
         name, eq, file = item.partition("=")
@@ -68,30 +73,27 @@ def compare_cmd(dataset: str, tokenizers: tuple[str, ...], builder_spec: str | N
             raise click.BadParameter(f"expected NAME=FILE, got {item!r}", param_hint="--run")
         outside.append(OutsideRun(name, Path(file)))
     with _compare_progress() as progress:
-        report, runs = compare(data, systems, metrics=list(metrics) or None, reference=reference, outside=outside,
-                               no_text=no_text, progress=progress)
-    gate = check(report, baseline, tolerance=tolerance) if baseline is not None else None
-    if gate is not None:
-        report["gate"] = {"against": str(baseline_file), "tolerance": tolerance, "compared": gate.compared,
-                          "regressions": gate.regressions, "improvements": gate.improvements, "stale": gate.stale,
-                          "unmatched": gate.unmatched}
-    write_outputs(report, runs, output)
-    _print_comparison(report)
-    click.echo(f"wrote {output}/report.json, report.md, report.html, per_query.tsv and {len(runs)} run files", err=True)
-    if write_baseline is not None:
-        write_baseline.parent.mkdir(parents=True, exist_ok=True)
-        write_baseline.write_text(json.dumps(baseline_of(report), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        click.echo(f"wrote baseline {write_baseline}", err=True)
+        result = run_compare(dataset, output=output, tokenizers=tokenizers, builder=builder_spec, mode=mode,
+                             systems_file=systems_file, metrics=metrics, reference=reference, outside=outside,
+                             no_text=no_text, against=baseline_file, tolerance=tolerance, write_baseline=write_baseline,
+                             progress=progress)
+    report, gate = result.report, result.gate
+    if as_json:
+        click.echo(json.dumps(summary(report, result.output, result.baseline_written), ensure_ascii=False, indent=2))
+    else:
+        print_comparison(report, _console())
+    click.echo(f"wrote {result.output}/report.json, report.md, report.html, per_query.tsv and {len(result.runs)} run files",
+               err=True)
+    if result.baseline_written is not None:
+        click.echo(f"wrote baseline {result.baseline_written}", err=True)
     if gate is not None:
         for line in gate.lines():
             click.echo(line, err=True)
         click.echo(f"gate: {gate.compared} systems compared with {baseline_file}: {len(gate.regressions)} regressions, "
                    f"{len(gate.improvements)} improvements, {len(gate.stale)} stale", err=True)
         if fail_on_regression and gate.regressions:
-            from ..errors import RagEvalError
-
             raise RagEvalError(f"{len(gate.regressions)} metric regressions against {baseline_file} "
-                               f"(tolerance {tolerance}); see the REGRESSION lines above")
+                               f"(tolerance {report['gate']['tolerance']}); see the REGRESSION lines above")
 
 
 class _compare_progress:
@@ -121,9 +123,20 @@ class _compare_progress:
             self._bar.stop()
 
 
-def _print_comparison(report: dict[str, Any]) -> None:
+def _console() -> Console:
     from rich.console import Console
-    from rich.table import Table
+
+    # Logs and pipes get the whole table at 160 columns; a terminal gets its own width.
+    return Console(width=None if sys.stdout.isatty() else 160)
+
+
+def print_comparison(report: dict[str, Any], console: Console) -> None:
+    """The quality table, fitted to the console's width without losing a value or an arrow.
+
+    Columns that do not fit are moved to a further table with the system names repeated, rather than
+    cut (rich would end a squeezed ``0.3930↓`` as ``0.39…``); the systems left out follow the table.
+    """
+    from ..eval.report import arrow
 
     metrics = report["metrics"]
     rows = report["systems"]
@@ -131,29 +144,60 @@ def _print_comparison(report: dict[str, Any]) -> None:
     # With one builder and mode for every system, the tokenizer alone names a row.
     label = (lambda row: row["name"].split(" | ")[0]) if len(shared) == 1 else (lambda row: row["name"])
     setting = f"builder {next(iter(shared))[0]}, mode {next(iter(shared))[1]}; " if len(shared) == 1 else ""
-    table = Table(title=f"{report['dataset']['id']}: {report['judged_queries']} judged queries; {setting}reference "
-                        f"{label({'name': report['reference'] or ''})} (↑/↓ significant, Holm p < 0.05)")
-    table.add_column("system")
+    console.print(f"{report['dataset']['id']}: {report['judged_queries']} judged queries; {setting}reference "
+                  f"{label({'name': report['reference'] or ''})}; bold = best, ↑/↓ = significantly better/worse "
+                  "(Holm p < 0.05)", highlight=False)
+    best = {m: max(row["metrics"][m] for row in rows) for m in metrics}
+    columns: list[tuple[str, list[str]]] = []
     for metric in metrics:
-        table.add_column(metric, justify="right")
-    table.add_column("search p50 ms", justify="right")
-    table.add_column("no-answer false hits", justify="right")
-    best = {m: max(row["metrics"][m] for row in report["systems"]) for m in metrics}
-    for row in rows:
         cells = []
-        for metric in metrics:
-            value = row["metrics"][metric]
-            text = f"{value:.4f}"
-            sig = row.get("significance", {}).get(metric)
-            if sig and sig["significant"]:
-                text += "↑" if sig["delta"] > 0 else "↓"
-            cells.append(f"[bold green]{text}[/]" if value == best[metric] else text)
-        latency = row.get("latency_ms", {}).get("search", {}).get("median")
-        false_hits = row.get("no_answer_false_hit_rate")
-        table.add_row(label(row), *cells, "-" if latency is None else f"{latency:.3f}",
-                      "-" if false_hits is None else f"{false_hits:.2f}")
-    # Logs and pipes get the whole table rather than an 80-column squeeze.
-    Console(width=None if sys.stdout.isatty() else 160).print(table)
+        for row in rows:
+            text = f"{row['metrics'][metric]:.4f}{arrow(row, metric)}"
+            cells.append(f"[bold green]{text}[/]" if row["metrics"][metric] == best[metric] else text)
+        columns.append((metric, cells))
+    latency = [row.get("latency_ms", {}).get("search", {}).get("median") for row in rows]
+    if any(value is not None for value in latency):
+        columns.append(("p50 ms", ["-" if value is None else f"{value:.3f}" for value in latency]))
+    false_hits = [row.get("no_answer_false_hit_rate") for row in rows]
+    if any(value is not None for value in false_hits):
+        columns.append(("false hits", ["-" if value is None else f"{value:.2f}" for value in false_hits]))
+    names = [label(row) for row in rows]
+    for group in _fit(names, columns, console):
+        console.print(group)
+    for item in report.get("skipped", []):
+        console.print(f"{item['tokenizer']}: skipped, {item['reason']}" + (f"; {item['hint']}" if item.get("hint") else ""),
+                      highlight=False, markup=False)
+
+
+def _table(names: list[str], columns: list[tuple[str, list[str]]]) -> Table:
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("system", overflow="fold")
+    for header, _cells in columns:
+        table.add_column(header, justify="right", no_wrap=True)
+    for number, name in enumerate(names):
+        table.add_row(escape(name), *(cells[number] for _header, cells in columns))
+    return table
+
+
+def _fit(names: list[str], columns: list[tuple[str, list[str]]], console: Console) -> list[Table]:
+    """Tables of the system names plus as many value columns as fit the console's width."""
+    from rich.measure import Measurement
+
+    unbounded = console.options.update(max_width=1_000_000)  # the width the table wants, not the one it gets
+    tables: list[Table] = []
+    group: list[tuple[str, list[str]]] = []
+    for column in columns:
+        wider = _table(names, [*group, column])
+        if group and Measurement.get(console, unbounded, wider).maximum > console.width:
+            tables.append(_table(names, group))
+            group = []
+        group.append(column)
+    tables.append(_table(names, group))
+    return tables
 
 
 @cli.command("evaluate")
