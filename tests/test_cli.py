@@ -83,7 +83,7 @@ def test_tokenize_json_from_stdin(runner: CliRunner) -> None:
         (["tokenize", "-t", "bigram:x=1", "x"], None, "error: unknown option 'x' for bigram; valid options: t2s"),
         (["tokenize", "-t", "unicode61:t2s=true", "x"], None, "error: unicode61 is FTS5's native tokenizer"),
         (["tokenize", "-t", "bigram", "-"], b"ok \xff\xfe", "error: standard input is not valid UTF-8 at byte 3"),
-        (["tokenize", "-t", "bigram", "a\ud800"], None, "error: text is not valid Unicode: lone surrogate U+D800"),
+        (["tokenize", "-t", "bigram", "a\ud800"], None, "error: TEXT: text is not valid Unicode: lone surrogate U+D800 at character 1"),
         (["models", "install", "pkuseg", "--sdist", "{file}"], None, "error: {file} has sha256"),
         (["models", "install", "pkuseg", "--sdist", "{file}.missing"], None, "Usage:"),
     ],

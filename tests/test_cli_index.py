@@ -59,11 +59,14 @@ def test_info_list_read(built) -> None:
 def test_verify_exit_codes(built) -> None:
     runner, root, index = built
     ok = runner.invoke(cli, ["index", "verify", str(index), "--root", str(root)])
-    assert ok.exit_code == 0 and "# 12 ok, 0 stale, 0 missing" in ok.stderr
+    assert ok.exit_code == 0 and "# files: 6 ok, 0 stale, 0 missing, 0 new" in ok.stderr
     (root / "garden.txt").write_text("变了\n", encoding="utf-8")
     stale = runner.invoke(cli, ["index", "verify", str(index)])
-    assert stale.exit_code == 1 and "# 10 ok, 2 stale, 0 missing" in stale.stderr
-    assert "stale\tgarden@r1:" in stale.output
+    assert stale.exit_code == 1 and "# files: 5 ok, 1 stale, 0 missing, 0 new" in stale.stderr
+    assert "stale\tgarden.txt\t2\tthe file changed since the build" in stale.output
+    chunks = runner.invoke(cli, ["index", "verify", str(index), "--chunks", "--problems"])
+    assert chunks.exit_code == 1 and "# chunks: 10 ok, 2 stale, 0 missing, 0 new" in chunks.stderr
+    assert [line.split("\t")[1].split(":")[0] for line in chunks.stdout.splitlines()] == ["garden@r1", "garden@r1"]
 
 
 @pytest.mark.parametrize(

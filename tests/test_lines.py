@@ -101,7 +101,8 @@ def test_line_numbers_match_an_editor(tmp_path: Path) -> None:
         hit = search(index, "导出", as_of="2026-01-01").hits[0]
         assert hit.chunk.line == 4 and hit.chunk.key.endswith("#L4")
         assert verify_source(root, hit.as_dict())
-        assert [s.status for s in verify_index(index)] == ["ok", "ok", "ok"]
+        assert [s.status for s in verify_index(index, per_chunk=True)] == ["ok", "ok", "ok"]
+        assert [(s.path, s.status, s.chunks) for s in verify_index(index)] == [("doc.txt", "ok", 3)]
 
 
 def test_verify_reports_stale_and_missing(corpus: Path, tmp_path: Path) -> None:

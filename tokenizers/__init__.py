@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from ..errors import RagEvalError, RegistryError
 from ..registry import Registry
@@ -37,26 +37,32 @@ class TokenizeResult(NamedTuple):
     error: str | None = None
 
 
-def tokenize_many(specs: list[str], text: str) -> list[TokenizeResult]:
+def tokenize_many(specs: list[str], text: str, *,
+                  progress: Callable[[str, int, int], None] | None = None) -> list[TokenizeResult]:
     """Tokenize ``text`` with each spec; no specs means every registered strategy.
 
     Named specs must work (their errors propagate). When comparing every strategy, one that is
     unavailable (a missing model) is reported in its row instead of stopping the others.
+    ``progress(phase, done, total)`` hears of each strategy as it loads and runs (pkuseg's model takes seconds).
     """
     from .normalise import check_text
 
     check_text(text)
-    if specs:
-        tokenizers = [get_tokenizer(spec) for spec in specs]
-        return [TokenizeResult(t.system, t.spec, t.tokenize(text)) for t in tokenizers]
+    names = list(specs) or list(TOKENIZERS)
     results = []
-    for name in TOKENIZERS:
+    for number, name in enumerate(names):
+        if progress is not None:
+            progress(f"tokenizing with {name}", number, len(names))
         try:
             tokenizer = get_tokenizer(name)
             results.append(TokenizeResult(tokenizer.system, tokenizer.spec, tokenizer.tokenize(text)))
         except RagEvalError as exc:
+            if specs:
+                raise
             reason = f"{exc} ({exc.hint})" if exc.hint else str(exc)
             results.append(TokenizeResult(name, name, [], reason))
+    if progress is not None:
+        progress(f"tokenizing with {names[-1]}" if names else "tokenizing", len(names), len(names))
     return results
 
 

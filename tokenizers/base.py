@@ -43,6 +43,9 @@ class Tokenizer:
     summary: ClassVar[str] = ""
     #: True when FTS5 tokenizes natively (the index declares ``fts5_clause`` and stores raw text).
     native: ClassVar[bool] = False
+    #: True when tokens overlap (trigram): FTS5's own snippet() repeats the overlapping text for such
+    #: tokens (SQLite 3.40), so their FTS5-style snippets are made from the Python mirror's tokens instead.
+    overlapping_tokens: ClassVar[bool] = False
     option_set: ClassVar[OptionSet] = OptionSet()
     #: Distributions whose versions belong in the spec and in ``rag-eval --version``.
     libraries: ClassVar[tuple[str, ...]] = ()

@@ -19,6 +19,7 @@ from typing import Callable
 
 from .cache import cache_dir
 from .errors import ModelError, UnavailableError
+from .outputs import only_names, publish_folder
 
 #: Environment variable naming the pkuseg model (a model name or a directory).
 PKUSEG_MODEL_ENV = "RAG_EVAL_PKUSEG_MODEL"
@@ -229,6 +230,10 @@ def _smoke_test(model_dir: Path) -> None:
         raise ModelError(f"spacy-pkuseg could not load the converted model cleanly: {detail}")
 
 
+def _holds_only_a_model(folder: Path) -> str | None:
+    return only_names(folder, lambda name: len(name.parts) == 1 and name.name in MODEL_FILES)
+
+
 def train_pkuseg_model(training_text: Path, output: Path, *, iterations: int = 20) -> Path:
     """Train a small pkuseg model from segmented text (words separated by spaces, one sentence a line).
 
@@ -245,6 +250,8 @@ def train_pkuseg_model(training_text: Path, output: Path, *, iterations: int = 2
         raise ModelError(f"{training_text}: no segmented text (expected words separated by spaces, one sentence a line)")
     import spacy_pkuseg
 
-    output.mkdir(parents=True, exist_ok=True)
-    spacy_pkuseg.train(str(training_text), str(training_text), str(output), train_iter=iterations)
+    # Trained next to the target and moved into place at the end: an existing folder is replaced only when
+    # it holds nothing but a model (what this command writes), and a failed training leaves it untouched.
+    with publish_folder(output, owned=_holds_only_a_model, what="model folder") as staging:
+        spacy_pkuseg.train(str(training_text), str(training_text), str(staging), train_iter=iterations)
     return output

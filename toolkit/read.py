@@ -1,4 +1,4 @@
-"""Reading sections and files back, and verifying line evidence against the sources."""
+"""Reading sections and files back, and verifying an index against its sources."""
 
 from __future__ import annotations
 
@@ -7,10 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .builders.lines import split_lines
-from .errors import ReadError
+from .builders.base import SourceFile
+from .errors import CorpusError, InvalidTextError, RagEvalError, ReadError
+from .keys import split_target
 from .paths import path_under
 from .store import Index
+from .textio import decode_utf8, display_name, read_bytes, split_lines
+from .tokenizers.normalise import check_text
+from .tokenize_pool import tokenize_chunks
 
 
 def safe_path(root: Path, path: str) -> Path:
@@ -18,23 +22,56 @@ def safe_path(root: Path, path: str) -> Path:
     return path_under(root, path, ReadError, refuse_dotdot=True)
 
 
-def read(index: Index, target: str, *, root: str | Path | None = None) -> str:
-    """``path#anchor``: the stored section (no file access). ``path``: the whole file under the root."""
-    path, _, anchor = target.partition("#")
-    if anchor:
-        row = index.db.execute("SELECT text FROM chunks WHERE path = ? AND anchor = ?", (path, anchor)).fetchone()
-        if row is None:
-            known = [r[0] for r in index.db.execute("SELECT anchor FROM chunks WHERE path = ? ORDER BY id LIMIT 8", (path,))]
-            hint = f"anchors in {path}: {', '.join(known)}" if known else "list sections with: rag-eval index list INDEX"
-            raise ReadError(f"no section {target!r} in this index", hint=hint)
-        return str(row[0])
-    candidate = safe_path(Path(root) if root is not None else index.source_root, path)
+def _checked(value: object, what: str) -> str:
+    """A string argument that can be stored and printed: no NUL, no lone surrogate (undecodable bytes)."""
+    if not isinstance(value, str):
+        raise ReadError(f"{what} must be a string, not {type(value).__name__}")
+    if "\x00" in value:
+        raise ReadError(f"{what} {display_name(value)} contains a NUL character")
     try:
-        return candidate.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ReadError(f"no file {path!r} under the corpus root") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReadError(f"cannot read {path!r}: {exc}") from None
+        check_text(value)
+    except InvalidTextError:
+        raise ReadError(f"{what} {display_name(value)} is not valid UTF-8 text") from None
+    return value
+
+
+def read(index: Index, target: str, *, root: str | Path | None = None) -> str:
+    """``path#anchor``: the stored section (no file access). ``path`` or ``path#``: the whole file under the root.
+
+    The target splits at its last ``#`` (see :mod:`rag_eval.keys`), so file names may contain ``#``.
+    """
+    return read_entry(index, target, root=root)["text"]
+
+
+def read_entry(index: Index, target: str, *, root: str | Path | None = None) -> dict[str, Any]:
+    """What ``read`` returns, with its provenance: key, path, anchor, title, heading path, category, sha256."""
+    _checked(target, "target")
+    path, anchor = split_target(target)
+    if anchor:
+        with index.reading():
+            row = index.db.execute("SELECT key, path, anchor, title, heading_path, category, sha256, text FROM chunks "
+                                   "WHERE path = ? AND anchor = ?", (path, anchor)).fetchone()
+            if row is None:
+                known = [r[0] for r in index.db.execute("SELECT anchor FROM chunks WHERE path = ? ORDER BY id LIMIT 8",
+                                                        (path,))]
+        if row is None:
+            hint = f"anchors in {path}: {', '.join(known)}" if known else "list sections with: rag-eval index list INDEX"
+            if "#" in target and not known:
+                hint += f"; to read the whole file {target}, add a trailing '#'"
+            raise ReadError(f"no section {target!r} in this index", hint=hint)
+        return dict(row)
+    base = Path(root) if root is not None else index.source_root
+    candidate = safe_path(base, path)
+    label = display_name(path)
+    try:
+        data = read_bytes(candidate, ReadError, label=label)
+    except ReadError as exc:
+        if "file not found" in str(exc):
+            raise ReadError(f"no file {label!r} under the corpus root") from None
+        raise
+    text = decode_utf8(data, label, ReadError)
+    return {"key": path, "path": path, "anchor": "", "title": "", "heading_path": "", "category": "",
+            "sha256": hashlib.sha256(data).hexdigest(), "text": text}
 
 
 def verify_source(root: str | Path, hit: Mapping[str, Any]) -> bool:
@@ -44,55 +81,104 @@ def verify_source(root: str | Path, hit: Mapping[str, Any]) -> bool:
     """
     try:
         path = safe_path(Path(root), str(hit["path"]))
-        raw = path.read_bytes()
-        lines = split_lines(raw.decode("utf-8"))
+        raw = read_bytes(path, ReadError)
+        lines = split_lines(decode_utf8(raw, str(hit["path"]), ReadError))
         line = hit["line"]
         return (hashlib.sha256(raw).hexdigest() == hit["sha256"] and type(line) is int
                 and 1 <= line <= len(lines) and lines[line - 1] == hit["text"])
-    except (OSError, UnicodeError, KeyError, TypeError, ValueError):
+    except (OSError, RagEvalError, KeyError, TypeError, ValueError):
         return False
+
+
+#: Source states ``index verify`` reports.
+STATES = ("ok", "stale", "missing", "new")
 
 
 @dataclass(frozen=True)
 class SourceStatus:
-    """One source id's state against the files on disk."""
+    """One source file (or, per chunk, one chunk) against the files on disk."""
 
-    key: str
     path: str
-    status: str  # ok | stale | missing
+    status: str  # ok | stale | missing | new
+    chunks: int = 0
+    detail: str = ""
+    key: str = ""
 
 
-def verify_index(index: Index, root: str | Path | None = None) -> list[SourceStatus]:
-    """Check every chunk's file against the sources: ok, stale (the file changed) or missing."""
+def verify_index(index: Index, root: str | Path | None = None, *, per_chunk: bool = False) -> list[SourceStatus]:
+    """Check the index against its sources, one status per source file (``per_chunk``: per chunk).
+
+    - ``missing``: the file is gone or unreadable; ``stale``: its bytes changed since the build, or the
+      chunks or tokens stored for it are not what the recorded builder and tokenizer make of it now
+      (a build with other options, a damaged or tampered index); ``new``: the source has a file the
+      index does not hold; ``ok`` otherwise.
+
+    The recorded builder re-reads the source listing (new files) and re-chunks every unchanged file;
+    Python strategies re-tokenize its chunks, so this costs about as much as a build's tokenization.
+    """
     base = Path(root) if root is not None else index.source_root
-    digests: dict[str, str | None] = {}
-    statuses = []
-    for row in index.db.execute("SELECT key, path, sha256, line, text FROM chunks ORDER BY id"):
-        path = row["path"]
-        if path not in digests:
-            try:
-                digests[path] = hashlib.sha256(safe_path(base, path).read_bytes()).hexdigest()
-            except (OSError, ReadError):
-                digests[path] = None
-        digest = digests[path]
-        if digest is None:
-            state = "missing"
-        elif digest != row["sha256"]:
-            state = "stale"
-        elif row["line"] is not None and not verify_source(base, dict(row)):
-            state = "stale"
+    builder = index.builder
+    with index.reading():
+        files = [tuple(row) for row in index.db.execute("SELECT path, sha256, chunks FROM files ORDER BY rowid")]
+        stored = {path: [] for path, _, _ in files}
+        for row in index.db.execute("SELECT key, path, title, text, fts_title, fts_body FROM chunks ORDER BY id"):
+            stored.setdefault(row["path"], []).append(tuple(row))
+    try:
+        _root, refs = builder.plan(base)
+        listed: dict[str, Any] | None = {ref.path: ref for ref in refs}
+        plan_error = ""
+    except RagEvalError as exc:
+        listed, plan_error = None, str(exc)
+    statuses: list[SourceStatus] = []
+    for path, sha, count in files:
+        status, detail = _check_file(index, base, path, sha, stored[path], listed, plan_error)
+        if per_chunk:
+            statuses += [SourceStatus(path, status, 1, detail, row[0]) for row in stored[path]]
         else:
-            state = "ok"
-        statuses.append(SourceStatus(row["key"], path, state))
+            statuses.append(SourceStatus(path, status, count, detail))
+    for path in sorted(set(listed or {}) - set(stored)):
+        statuses.append(SourceStatus(path, "new", 0, "in the source but not in the index; rebuild to add it"))
     return statuses
+
+
+def _check_file(index: Index, base: Path, path: str, sha: str, rows: list[tuple], listed: dict[str, Any] | None,
+                plan_error: str) -> tuple[str, str]:
+    try:
+        data = read_bytes(safe_path(base, path), ReadError, label=path)
+    except RagEvalError as exc:
+        return "missing", str(exc)
+    if hashlib.sha256(data).hexdigest() != sha:
+        return "stale", "the file changed since the build"
+    if listed is None:  # e.g. another file of the manifest is missing: that one is reported as such
+        return "ok", f"unchanged; its chunks were not re-checked because the source cannot be listed now: {plan_error}"
+    if path not in listed:
+        return "stale", "the source no longer lists this file"
+    builder = index.builder
+    try:
+        chunks = builder.chunks(SourceFile(path, data, sha, listed[path].meta))
+    except CorpusError as exc:
+        return "stale", f"the builder cannot read it now: {exc}"
+    made = [(c.key, c.title, c.text) for c in chunks]
+    if made != [(key, title, text) for key, _path, title, text, _t, _b in rows]:
+        return "stale", f"its chunks differ from what {builder.system} makes of it now; rebuild the index"
+    tokenizer = index.tokenizer
+    if not tokenizer.native:
+        titles = [title if builder.index_title else "" for _key, title, _text in made]
+        fresh, _report = tokenize_chunks(tokenizer, list(zip(titles, [text for _k, _t, text in made])), keep_offsets=False)
+        if [(t, b) for t, b, _o in fresh] != [(fts_title, fts_body) for *_rest, fts_title, fts_body in rows]:
+            return "stale", f"its stored tokens differ from what {tokenizer.system} makes of its text; rebuild the index"
+    return "ok", ""
 
 
 def list_entries(index: Index, *, category: str | None = None) -> list[dict[str, Any]]:
     """Documents (lines indexes) or sections (other builders), in index order, optionally one category."""
+    if category is not None:
+        _checked(category, "category")
     where, params = ("WHERE category = ?", [category]) if category is not None else ("", [])
-    if index.builder.name == "lines":
-        sql = (f"SELECT doc, revision, status, expires, path, category, title, count(*) AS lines, min(id) AS first "
-               f"FROM chunks {where} GROUP BY doc ORDER BY first")
-        return [{k: row[k] for k in row.keys() if k != "first"} for row in index.db.execute(sql, params)]
-    sql = f"SELECT path, anchor, title, heading_path, category, length(text) AS chars FROM chunks {where} ORDER BY id"
-    return [dict(row) for row in index.db.execute(sql, params)]
+    with index.reading():
+        if index.builder.name == "lines":
+            sql = (f"SELECT doc, revision, status, expires, path, category, title, count(*) AS lines, min(id) AS first "
+                   f"FROM chunks {where} GROUP BY doc ORDER BY first")
+            return [{k: row[k] for k in row.keys() if k != "first"} for row in index.db.execute(sql, params)]
+        sql = f"SELECT key, path, anchor, title, heading_path, category, length(text) AS chars FROM chunks {where} ORDER BY id"
+        return [dict(row) for row in index.db.execute(sql, params)]

@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .builders.lines import iso_date
-from .errors import CorpusError, QueryError
+from .errors import CorpusError, IndexFileError, InvalidTextError, QueryError
 from .query import CompiledQuery, compile_query, quote
 from .offsets import decode as decode_offsets
 from .records import Chunk, Hit
 from .snippets import token_snippet, window_snippet
 from .store import Index
 from .tokenizers import Token, normalise
+from .tokenizers.normalise import check_text
 
 
 @dataclass
@@ -31,6 +32,11 @@ def _check_limit(limit: object, maximum: int) -> int:
     if type(limit) is not int or not 1 <= limit <= maximum:
         raise QueryError(f"limit must be an integer from 1 to {maximum}, not {limit!r}")
     return limit
+
+
+#: A search is retried when the index was rebuilt with other settings while it ran; more than this many
+#: rebuilds during one search is reported rather than retried forever.
+_ATTEMPTS = 5
 
 
 def search(
@@ -53,36 +59,93 @@ def search(
     ``limit``. Ranking is bm25 with the recorded column weights; ties are broken by chunk id ascending,
     so every consumer sees one strict order. ``as_of`` keeps only current chunks whose expiry date is
     strictly after it.
+
+    One search reads one snapshot of the index: hits, snippets and the explanation come from the same
+    build even while the file is rebuilt, and a rebuild with another tokenizer or other defaults since
+    the last search is picked up before the query is compiled (never answered with the old tokenizer).
     """
-    defaults = index.defaults
-    mode = mode or defaults.mode
-    limit = _check_limit(defaults.default_limit if limit is None else limit, 10**9 if deep else defaults.max_results)
+    for value, name in ((category, "category"), (path_prefix, "path_prefix")):
+        if value is not None:
+            _check_filter(value, name)
     if as_of is not None:
         try:
             iso_date(as_of, "as_of")
         except CorpusError as exc:
             raise QueryError(str(exc)) from None
-    started = time.perf_counter()
-    compiled = compile_query(
-        index.tokenizer, query, mode,
-        max_chars=None if deep else defaults.max_query_chars,
-        max_terms=None if deep else defaults.max_terms,
-    )
-    tokenized = time.perf_counter()
-    hits: list[Hit] = []
-    info: dict[str, Any] = {}
-    if compiled.expression is not None:
-        hits = _ranked(index, compiled, limit, as_of, category, path_prefix)
-        if snippets:
+    for _ in range(_ATTEMPTS):
+        result = _search_once(index, query, mode, limit, as_of, category, path_prefix, snippets, deep, explain)
+        if result is not None:
+            return result
+    raise IndexFileError(f"{index.path}: the index was rebuilt {_ATTEMPTS} times during one search; try again")
+
+
+def _check_filter(value: object, name: str) -> None:
+    if not isinstance(value, str):
+        raise QueryError(f"{name} must be a string, not {type(value).__name__}")
+    if "\x00" in value:
+        raise QueryError(f"{name} contains a NUL character")
+    try:
+        check_text(value)
+    except InvalidTextError as exc:
+        raise QueryError(f"{name}: {exc}") from None
+
+
+def _search_once(index: Index, query: str, mode: str | None, limit: int | None, as_of: str | None,
+                 category: str | None, path_prefix: str | None, snippets: bool, deep: bool,
+                 explain: bool) -> SearchResult | None:
+    """One attempt; None when the index turned out to be rebuilt with other settings (retry)."""
+    defaults = index.defaults
+    # A single statement reads one snapshot by itself and returns the build generation with its rows;
+    # anything that issues more statements runs inside one read transaction instead.
+    several = (explain or (snippets and defaults.snippet == "fts5") or (mode or defaults.mode) == "phrase"
+               or index.generation is None)
+    with index.reading() if several else index.errors():
+        defaults = index.defaults
+        mode = mode or defaults.mode
+        checked = _check_limit(defaults.default_limit if limit is None else limit,
+                               10**9 if deep else defaults.max_results)
+        started = time.perf_counter()
+        compiled = compile_query(
+            index.tokenizer, query, mode,
+            max_chars=None if deep else defaults.max_query_chars,
+            max_terms=None if deep else defaults.max_terms,
+        )
+        tokenized = time.perf_counter()
+        hits: list[Hit] = []
+        info: dict[str, Any] = {}
+        generation = index.generation
+        if compiled.expression is not None:
+            hits, generation = _ranked(index, compiled, checked, as_of, category, path_prefix)
+        if not several:
+            seen = generation if compiled.expression is not None else _generation(index)
+            if seen != index.generation:
+                changed = index.refresh()
+                # Rows read from the build now recorded, compiled with unchanged settings, stand; anything
+                # else (other settings, or no row to tell which build answered) is asked again.
+                if changed or not hits or seen != index.generation:
+                    return None
+        if snippets and hits:
             _add_snippets(index, compiled, hits)
-    done = time.perf_counter()
-    if explain:
-        info = _explain(index, compiled)
+        done = time.perf_counter()
+        if explain:
+            info = _explain(index, compiled)
     return SearchResult(compiled, hits, tokenized - started, done - tokenized, info)
 
 
+#: What a search with no hit reads after its statement: which build answered (the statement returned no
+#: row to carry it). Benchmarks count it as part of the SQL a search issues.
+GENERATION_SQL = "SELECT value FROM meta WHERE key = 'generation'"
+
+
+def _generation(index: Index) -> str | None:
+    row = index.db.execute(GENERATION_SQL).fetchone()
+    return None if row is None else row[0]
+
+
 def _ranked(index: Index, compiled: CompiledQuery, limit: int, as_of: str | None, category: str | None,
-            path_prefix: str | None) -> list[Hit]:
+            path_prefix: str | None) -> tuple[list[Hit], str | None]:
+    """The hits and the build generation they were read from: returned by the statement itself, or read
+    right after it when it found nothing (None for a phrase-filtered search, which runs in a transaction)."""
     params: list[Any] = [compiled.expression]
     if as_of is not None:
         params.append(as_of)
@@ -95,8 +158,12 @@ def _ranked(index: Index, compiled: CompiledQuery, limit: int, as_of: str | None
     cursor.row_factory = None
     if compiled.phrase_filter is None:
         rows = cursor.execute(top_statement(index, ranking), [*params, limit]).fetchall()
-        return [Hit(row[0], rank, row[1], "", Chunk(*row[2:])) for rank, row in enumerate(rows, 1)]
-    hits: list[Hit] = []
+        if not rows:
+            found = cursor.execute(GENERATION_SQL).fetchone()
+            return [], None if found is None else found[0]
+        hits = [Hit(row[0], rank, row[1], "", Chunk(*row[2:-1])) for rank, row in enumerate(rows, 1)]
+        return hits, rows[0][-1]
+    hits = []
     t2s = bool(index.tokenizer.options.get("t2s"))
     needle = "".join(compiled.phrase_filter.split())
     reader = index.db.cursor()
@@ -109,7 +176,7 @@ def _ranked(index: Index, compiled: CompiledQuery, limit: int, as_of: str | None
             if len(hits) == limit:
                 break
     cursor.close()
-    return hits
+    return hits, None
 
 
 def _ranking_sql(index: Index, as_of: bool, category: bool, path_prefix: bool) -> str:
@@ -135,12 +202,15 @@ def _ranking_sql(index: Index, as_of: bool, category: bool, path_prefix: bool) -
 
 def top_statement(index: Index, ranking: str | None = None) -> str:
     """The one statement a search without a phrase filter issues: rank and cut in FTS5, then read only
-    the top rows of the chunks table. Parameters: the MATCH expression, any filter values, the limit.
-    Benchmarks time it bare to measure rag-eval's own overhead."""
+    the top rows of the chunks table (plus the build generation). Parameters: the MATCH expression, any
+    filter values, the limit. Benchmarks time it bare to measure rag-eval's own overhead."""
     ranking = ranking or _ranking_sql(index, False, False, False)
     cached = index.statements.get(ranking)
     if cached is None:
-        cached = index.statements[ranking] = (f"SELECT r.id, r.score, {CHUNK_FIELDS} FROM ({ranking} LIMIT ?) AS r "
+        # The last column is the build generation, read in the same statement (the same snapshot) as the rows.
+        cached = index.statements[ranking] = (f"SELECT r.id, r.score, {CHUNK_FIELDS}, "
+                                              f"(SELECT value FROM meta WHERE key = 'generation') "
+                                              f"FROM ({ranking} LIMIT ?) AS r "
                                               f"JOIN chunks c ON c.id = r.id ORDER BY r.score, r.id")
     return cached
 
@@ -152,7 +222,7 @@ CHUNK_FIELDS = ", ".join(f"c.{name}" for name in Chunk._fields)
 def _add_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> None:
     defaults = index.defaults
     tokenizer = index.tokenizer
-    if defaults.snippet == "fts5" and tokenizer.native and compiled.expression is not None and hits:
+    if defaults.snippet == "fts5" and tokenizer.native and not tokenizer.overlapping_tokens and hits:
         ids = [hit.id for hit in hits]
         sql = (f"SELECT rowid, snippet(search, 1, ?, ?, ?, ?) FROM search WHERE search MATCH ? "
                f"AND rowid IN ({','.join('?' * len(ids))})")
@@ -201,13 +271,15 @@ def _explain(index: Index, compiled: CompiledQuery) -> dict[str, Any]:
     }
 
 
-def search_tool(index: Index, query: str, *, as_of: str, limit: int | None = None) -> dict[str, Any]:
+def search_tool(index: Index, query: str, *, as_of: str | None, limit: int | None = None,
+                **options: Any) -> dict[str, Any]:
     """Seed 000's agent tool result: evidence with full provenance, never an answer or authority.
 
     ``as_of`` is a host policy value (configuration or an option), not a date taken from the query.
+    ``options`` are passed to :func:`search` (mode, category, path_prefix, explain).
     """
-    result = search(index, query, as_of=as_of, limit=limit)
-    return {
+    result = search(index, query, as_of=as_of, limit=limit, **options)
+    payload: dict[str, Any] = {
         "kind": "document_evidence",
         "query": query,
         "as_of": as_of,
@@ -215,3 +287,6 @@ def search_tool(index: Index, query: str, *, as_of: str, limit: int | None = Non
         "hits": [hit.as_dict() for hit in result.hits],
         "action_authority": False,
     }
+    if result.explain:
+        payload["explain"] = result.explain
+    return payload

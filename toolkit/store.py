@@ -2,31 +2,22 @@
 
 from __future__ import annotations
 
-import fcntl
-import json
+import os
 import sqlite3
-import warnings
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import quote
 
-from .builders import Builder, QueryDefaults, get_builder
+from .builders import Builder, get_builder
 from .errors import IndexFileError
-from .records import Chunk
-from .tokenizers import Tokenizer, get_tokenizer
-from .tokenizers.fts5_rules import check_fts5
+from .locks import build_lock
+from .indexmeta import SCHEMA_VERSION, RagEvalWarning, load_meta, parse_defaults, read_meta
+from .tokenizers import Tokenizer
 
-SCHEMA_VERSION = 1
+__all__ = ["Index", "RagEvalWarning", "SCHEMA_VERSION", "build_lock", "connect", "foreign_reason", "index_size", "read_meta"]
+
 BUSY_TIMEOUT_MS = 10_000
-#: Fingerprint keys that only record library versions: drift is a warning, not an error.
-VERSION_KEYS = {"jieba", "spacy-pkuseg", "opencc", "unicode", "sqlite"}
-
-class RagEvalWarning(UserWarning):
-    """Something works but deserves attention (for example library versions drifted since a build)."""
-
-
-_CHUNK_COLUMNS = ("id", "key", "path", "doc", "title", "anchor", "heading_path", "category", "line", "revision",
-                  "sha256", "status", "expires", "text")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -52,28 +43,130 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, chunks INTEGER NOT NULL);
 """
+#: Every table an index holds (FTS5's shadow tables of ``search`` included; ``*_old`` only inside a build).
+OWN_TABLES = frozenset({"meta", "chunks", "files", "chunks_old", "files_old", "search", "search_data", "search_idx",
+                        "search_docsize", "search_config", "search_content"})
+_SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def connect(path: str | Path, *, check_same_thread: bool = True) -> sqlite3.Connection:
-    """A connection with WAL (files only), a busy timeout and Row results."""
-    db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=check_same_thread,
+def create_schema(db: sqlite3.Connection) -> None:
+    """Create the chunks, files and meta tables (the FTS5 table comes from the writer, per tokenizer)."""
+    for statement in _SCHEMA.strip().split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def foreign_reason(path: str | Path) -> str | None:
+    """None when ``path`` may be (re)built by rag-eval: missing, empty, an empty SQLite database, or a
+    rag-eval index; otherwise what was found there, for the refusal message. Never writes."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return None
+    if path.is_symlink():
+        return "it is a symbolic link"
+    if not path.is_file():
+        return "it is not a regular file"
+    size = path.stat().st_size
+    if size == 0:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(len(_SQLITE_HEADER))
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror})"
+    if header != _SQLITE_HEADER:
+        return f"it is not a SQLite database ({size} bytes of something else)"
+    try:
+        # Looking must leave no trace: without a WAL file the main file holds everything, and reading it
+        # immutable creates no -wal/-shm files next to someone else's database.
+        if Path(f"{path}-wal").exists():
+            db = _open_readonly(str(path))
+        else:
+            db = sqlite3.connect("file:" + quote(os.path.abspath(path)) + "?immutable=1", uri=True)
+    except sqlite3.Error as exc:
+        return f"it cannot be read as a SQLite database ({exc})"
+    try:
+        tables = sorted(row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                        if not row[0].startswith("sqlite_"))
+        if not tables:
+            return None
+        meta = read_meta(db) if "meta" in tables else {}
+    except sqlite3.Error as exc:
+        return f"it cannot be read as a SQLite database ({exc})"
+    finally:
+        db.close()
+    others = [name for name in tables if name not in OWN_TABLES]
+    if others or not all(key in meta for key in ("schema_version", "builder", "tokenizer")):
+        shown = ", ".join(others or tables)
+        return f"it is a SQLite database that is not a rag-eval index (tables: {shown})"
+    return None
+
+
+def _open_readonly(path: str, *, check_same_thread: bool = True) -> sqlite3.Connection:
+    """A read-only connection. In a folder we cannot write, SQLite cannot create the WAL index, so the file
+    is opened immutable there (nobody can rebuild an index in such a folder either)."""
+    uri = "file:" + quote(os.path.abspath(path))
+    modes = ["mode=ro"]
+    if not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK):
+        modes.append("immutable=1")
+    for number, mode in enumerate(modes, start=1):
+        db = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                             check_same_thread=check_same_thread, isolation_level=None)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            db.close()
+            if number == len(modes):
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def connect(path: str | Path, *, check_same_thread: bool = True, write: bool = True) -> sqlite3.Connection:
+    """A connection in autocommit mode with a busy timeout and Row results.
+
+    ``write=True`` (builds) switches the file to WAL. Readers (``write=False``) need no write access: when
+    the file cannot be opened for writing they fall back to a read-only connection.
+    """
+    path = str(path)
+    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=check_same_thread,
                          isolation_level=None)
+    if not write and path != ":memory:":
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            db.close()
+            db = _open_readonly(path, check_same_thread=check_same_thread)
     db.row_factory = sqlite3.Row
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    if str(path) != ":memory:":
+    if write and path != ":memory:":
         db.execute("PRAGMA journal_mode = WAL")
     return db
 
 
 class Index:
-    """An open index: its connection, tokenizer, builder and recorded query defaults."""
+    """An open index: its connection, tokenizer, builder and recorded query defaults.
 
-    def __init__(self, db: sqlite3.Connection, path: str, meta: dict[str, str], tokenizer: Tokenizer) -> None:
+    Every read goes through :meth:`reading` (one read transaction, so results come from one snapshot even
+    while the file is rebuilt) or checks the build ``generation`` its statement returned; either way a
+    rebuild committed by another connection since the last read is noticed, and the index's meta,
+    tokenizer and query defaults are re-read before anything is answered with stale ones.
+    """
+
+    def __init__(self, db: sqlite3.Connection, path: str, meta: dict[str, str], tokenizer: Tokenizer,
+                 *, expected: str | None = None, version: int = 0) -> None:
         self.db = db
         self.path = path
+        self.expected = expected
+        self._version = version
+        self._apply(meta, tokenizer)
+
+    def _apply(self, meta: dict[str, str], tokenizer: Tokenizer) -> None:
         self.meta = meta
         self.tokenizer = tokenizer
-        self.defaults = QueryDefaults(**json.loads(meta["query_defaults"]))
+        self.defaults = parse_defaults(self.path, meta)
+        #: The build that wrote the meta in use (None for indexes written before generations were recorded).
+        self.generation: str | None = meta.get("generation")
         #: SQL statements built once per index by the search module.
         self.statements: dict[Any, str] = {}
 
@@ -85,35 +178,55 @@ class Index:
         if path != ":memory:" and not Path(path).is_file():
             raise IndexFileError(f"{path}: no such index", hint="build one with: rag-eval index build")
         try:
-            db = connect(path, check_same_thread=check_same_thread)
+            db = connect(path, check_same_thread=check_same_thread, write=False)
         except sqlite3.DatabaseError as exc:
             raise IndexFileError(f"{path}: not a rag-eval index ({exc})") from None
         try:
             return cls.from_connection(db, path, tokenizer=tokenizer)
-        except BaseException as exc:
+        except BaseException:
             db.close()
-            if isinstance(exc, sqlite3.DatabaseError):
-                raise IndexFileError(f"{path}: not a rag-eval index ({exc})") from None
             raise
 
     @classmethod
     def from_connection(cls, db: sqlite3.Connection, path: str = "", *, tokenizer: str | None = None) -> "Index":
         """Wrap an open connection to an index (``tokenizer``: the spec the caller expects, if any)."""
-        meta = read_meta(db)
-        if not meta:
-            raise IndexFileError(f"{path or 'database'}: not a rag-eval index (no meta table)",
-                                 hint="build one with: rag-eval index build")
-        if int(meta.get("schema_version", 0)) != SCHEMA_VERSION:
-            raise IndexFileError(f"{path}: index schema {meta.get('schema_version')} is not {SCHEMA_VERSION}; rebuild it")
-        recorded = get_tokenizer(meta["tokenizer"])
-        if tokenizer is not None and get_tokenizer(tokenizer).system != recorded.system:
-            raise IndexFileError(
-                f"{path}: this index was built with tokenizer {recorded.system}, not {get_tokenizer(tokenizer).system}",
-                hint="search it without naming a tokenizer, or rebuild it with: rag-eval index build -t SPEC",
-            )
-        check_fts5(recorded.name if recorded.native else "ascii")
-        check_fingerprint(path, json.loads(meta["tokenizer_fingerprint"]), recorded)
-        return cls(db, path, meta, recorded)
+        with _mapped_errors(path, opening=True), _transaction(db):
+            meta, recorded = load_meta(db, path, expected=tokenizer)
+            version = _data_version(db)
+        return cls(db, path, meta, recorded, expected=tokenizer, version=version)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """One read transaction (unless the caller holds one), meta reloaded first if the file was rebuilt;
+        SQLite errors (a damaged file) become one IndexFileError."""
+        with _mapped_errors(self.path), _transaction(self.db):
+            version = _data_version(self.db)
+            if version != self._version:
+                self._reload()
+                self._version = version
+            yield
+
+    def errors(self) -> AbstractContextManager[None]:
+        """SQLite errors (a damaged or foreign file) as one IndexFileError naming the index."""
+        return _mapped_errors(self.path)
+
+    def refresh(self) -> bool:
+        """Re-read the meta now (after a statement saw another generation); True when search settings changed."""
+        with _mapped_errors(self.path), _transaction(self.db):
+            before = (self.tokenizer.spec, self.meta.get("query_defaults"))
+            self._reload()
+            self._version = _data_version(self.db)
+            return before != (self.tokenizer.spec, self.meta.get("query_defaults"))
+
+    def _reload(self) -> None:
+        meta = read_meta(self.db)
+        if meta == self.meta:
+            return
+        if meta.get("tokenizer_spec") == self.meta.get("tokenizer_spec") and meta.get("tokenizer") == self.meta.get("tokenizer"):
+            _meta, tokenizer = load_meta(self.db, self.path, expected=self.expected, tokenizer=self.tokenizer)
+        else:
+            _meta, tokenizer = load_meta(self.db, self.path, expected=self.expected)
+        self._apply(meta, tokenizer)
 
     @property
     def builder(self) -> Builder:
@@ -125,13 +238,10 @@ class Index:
         """The corpus root recorded at build time."""
         return Path(self.meta["source_root"])
 
-    def chunk(self, row: sqlite3.Row) -> Chunk:
-        """A Chunk from a row of the chunks table."""
-        return Chunk(**{name: row[name] for name in _CHUNK_COLUMNS if name != "id"})
-
     def count(self) -> int:
         """Number of chunks."""
-        return int(self.db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        with self.reading():
+            return int(self.db.execute("SELECT count(*) FROM chunks").fetchone()[0])
 
     def close(self) -> None:
         """Close the connection."""
@@ -144,57 +254,34 @@ class Index:
         self.close()
 
 
-def read_meta(db: sqlite3.Connection) -> dict[str, str]:
-    """The meta table as a dict (empty when there is none)."""
-    try:
-        return {row[0]: row[1] for row in db.execute("SELECT key, value FROM meta")}
-    except sqlite3.OperationalError:
-        return {}
-
-
-def check_fingerprint(path: str, recorded: dict[str, str], tokenizer: Tokenizer) -> None:
-    """Error when a model or dictionary changed; warn when only library versions drifted."""
-    current = tokenizer.fingerprint()
-    changed = {k for k in set(recorded) | set(current) if recorded.get(k) != current.get(k)}
-    hard = sorted(k for k in changed if k not in VERSION_KEYS)
-    if hard:
-        details = "; ".join(f"{k}: built with {recorded.get(k)}, now {current.get(k)}" for k in hard)
-        raise IndexFileError(f"{path}: the tokenizer changed since this index was built ({details})",
-                             hint="rebuild it with: rag-eval index build")
-    if changed:
-        details = ", ".join(f"{k} {recorded.get(k)} -> {current.get(k)}" for k in sorted(changed))
-        warnings.warn(f"{path}: library versions changed since the build ({details}); rebuild to be sure "
-                      "results match", RagEvalWarning, stacklevel=3)
+def _data_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA data_version").fetchone()[0])
 
 
 @contextmanager
-def build_lock(path: str, *, remove_on_error: bool = False) -> Iterator[None]:
-    """Refuse a second builder on the same index: an exclusive ``flock`` on the index file itself.
-
-    SQLite's own locks are POSIX record locks, which ``flock`` does not interact with on Linux, so
-    readers are unaffected. A new index file that fails to build is removed (nothing existed before).
-    """
-    if path == ":memory:":
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """A read transaction around the block, unless the caller already holds one."""
+    if db.in_transaction:
         yield
         return
+    db.execute("BEGIN")
     try:
-        handle = open(path, "rb")
-    except OSError as exc:
-        raise IndexFileError(f"{path}: cannot open the index file: {exc.strerror or exc}") from None
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise IndexFileError(f"{path}: another build is running on this index; try again when it ends") from None
-        try:
-            yield
-        except BaseException:
-            if remove_on_error:
-                for suffix in ("", "-wal", "-shm", "-journal"):
-                    Path(path + suffix).unlink(missing_ok=True)
-            raise
+        yield
     finally:
-        handle.close()
+        if db.in_transaction:
+            db.execute("COMMIT")
+
+
+@contextmanager
+def _mapped_errors(path: str, *, opening: bool = False) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        if opening:
+            raise IndexFileError(f"{path or 'database'}: not a rag-eval index or damaged ({exc})",
+                                 hint="rebuild it with: rag-eval index build") from None
+        raise IndexFileError(f"{path or 'database'}: cannot read the index ({exc}); the file may be damaged",
+                             hint="check it with: rag-eval index verify; rebuild it with: rag-eval index build") from None
 
 
 def index_size(path: str) -> int:

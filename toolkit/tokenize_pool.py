@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .locks import release_inherited_locks
 from .offsets import encode as encode_offsets
 from .tokenizers import Tokenizer, get_tokenizer
 
@@ -22,6 +25,7 @@ from .tokenizers import Tokenizer, get_tokenizer
 POOL_MIN_CHARS = 200_000
 BATCH = 200
 WORKERS_ENV = "RAG_EVAL_WORKERS"
+_PR_SET_PDEATHSIG = 1
 
 Tokenized = tuple[str, str, "bytes | None"]
 
@@ -51,8 +55,27 @@ def _tokenize_one(tokenizer: Tokenizer, title: str, text: str, keep_offsets: boo
             encode_offsets(tokens) if keep_offsets else None)
 
 
-def _init_worker(system: str) -> None:
+def _die_with(parent: int) -> None:
+    """Make this worker die with its parent: a SIGKILLed build must not leave workers running on.
+
+    Linux delivers SIGKILL to the worker when the parent exits (PR_SET_PDEATHSIG); a parent that died
+    before that was set is caught by the getppid check. Elsewhere the pool's own shutdown is relied on.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _init_worker(system: str, parent: int) -> None:
     global _worker_tokenizer, _worker_load_seconds
+    _die_with(parent)
+    # A forked worker inherits the build lock's descriptor; only the parent may hold the lock, so that
+    # it is released the moment the parent dies, whatever its workers are doing.
+    release_inherited_locks()
     started = time.perf_counter()
     if _worker_tokenizer is None or _worker_tokenizer.system != system:
         _worker_tokenizer = get_tokenizer(system)
@@ -99,7 +122,7 @@ def tokenize_chunks(
     loads: dict[int, float] = {}
     done = 0
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
-                             initializer=_init_worker, initargs=(tokenizer.system,)) as pool:
+                             initializer=_init_worker, initargs=(tokenizer.system, os.getpid())) as pool:
         for batch_results, pid, load, cpu in pool.map(_work, batches, [keep_offsets] * len(batches)):
             results += batch_results
             loads[pid] = load

@@ -7,15 +7,17 @@ import json
 import os
 import sqlite3
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from .builders import Builder, get_builder
 from .builders.base import FileRef
-from .errors import IndexFileError, RagEvalError
+from .errors import CorpusError, IndexFileError, RagEvalError
 from .records import Chunk
-from .store import _SCHEMA, SCHEMA_VERSION, build_lock, connect, index_size, read_meta
+from .indexmeta import SCHEMA_VERSION, read_meta
+from .store import BUSY_TIMEOUT_MS, build_lock, connect, create_schema, foreign_reason, index_size
 from .tokenize_pool import tokenize_chunks
 from .tokenizers import Tokenizer, get_tokenizer
 
@@ -27,8 +29,6 @@ WHITESPACE_CLAUSE = f"ascii tokenchars '{_ASCII_TOKENCHARS}'"
 
 #: ``progress(phase, done, total)``; builds report bytes of source read so far.
 Progress = Callable[[str, int, int], None]
-
-
 
 
 @dataclass
@@ -79,17 +79,26 @@ def build(
 
     The source is validated first (names, manifest, sizes); then, inside one write transaction, each
     file is read once, hashed, chunked, tokenized and inserted, so memory stays bounded by a file and a
-    batch of chunks rather than the corpus. Files whose sha256 and tokenizer spec are unchanged since
-    the last build reuse their stored tokens (only Python strategies store tokens), so a sync
-    re-tokenizes only changed files. Chunk ids are assigned afresh in source order, so a sync gives the
-    same ids as a fresh build. Any error rolls the transaction back and leaves the previous index exactly
-    as it was; a new index file that failed is removed.
+    batch of chunks rather than the corpus. A chunk whose text and title are unchanged since the last
+    build, built with the same builder and tokenizer specs, reuses its stored tokens (only Python
+    strategies store tokens), so a sync re-tokenizes only what changed; any change of either spec
+    re-tokenizes everything. Chunk ids are assigned afresh in source order, so a sync gives the same ids
+    as a fresh build. Any error rolls the transaction back and leaves the previous index exactly as it
+    was; a new index file that failed is removed.
+
+    ``index_path`` must be new, empty, or an index rag-eval wrote: any other file (someone's own SQLite
+    database, a text file) is refused before anything is read or written.
     """
     started = time.perf_counter()
     builder = builder if isinstance(builder, Builder) else get_builder(builder)
     tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else get_tokenizer(tokenizer)
     source = Path(source)
     path = str(index_path)
+    if path != ":memory:":
+        reason = foreign_reason(path)
+        if reason is not None:
+            raise IndexFileError(f"{path}: refusing to build into it: {reason}; rag-eval only writes its own index files",
+                                 hint="choose a new index path")
     root, refs = builder.plan(source)
     load_started = time.perf_counter()
     tokenizer.load()
@@ -106,7 +115,11 @@ def build(
         own_db = db is None
         try:
             if db is None:
-                db = connect(path)
+                try:
+                    db = connect(path)
+                except sqlite3.Error as exc:
+                    raise IndexFileError(f"{path}: cannot open the index for writing ({exc})",
+                                         hint="check that the folder and the file are writable") from None
             report = _write(db, path, source, root, refs, builder, tokenizer, progress)
         finally:
             if own_db and db is not None:
@@ -136,6 +149,8 @@ class _Writer:
         self.keep_offsets = keep_offsets
         self.buffer: list[tuple[Chunk, str, tuple[str, str | None, bytes | None] | None]] = []
         self.pending_chars = 0
+        #: Chunks handed in without reusable tokens so far (tokenized now or at the next flush).
+        self.queued = 0
         self.rows = 0
         self.tokenized = 0
         self.tokenize_wall = 0.0
@@ -149,6 +164,7 @@ class _Writer:
     def add(self, chunk: Chunk, title: str, stored: tuple[str, str | None, bytes | None] | None) -> None:
         self.buffer.append((chunk, title, stored))
         if stored is None:
+            self.queued += 1
             self.pending_chars += len(title) + len(chunk.text)
         if len(self.buffer) >= FLUSH_CHUNKS or self.pending_chars >= FLUSH_CHARS:
             self.flush()
@@ -187,7 +203,10 @@ def _write(
     tokenizer: Tokenizer, progress: Progress | None,
 ) -> BuildReport:
     meta = read_meta(db)
-    reusable = bool(meta) and meta.get("tokenizer_spec") == tokenizer.spec and not tokenizer.native
+    # Stored tokens are reused only for an index built with the very same builder and tokenizer specs, and
+    # only for a chunk whose text and title are unchanged (checked below): any other change re-tokenizes.
+    reusable = (bool(meta) and not tokenizer.native and meta.get("tokenizer_spec") == tokenizer.spec
+                and meta.get("builder") == builder.system)
     # FTS5-style snippets (lines) of Python strategies need token offsets: stored, not re-computed per query.
     keep_offsets = not tokenizer.native and builder.query_defaults().snippet == "fts5"
     write_started = time.perf_counter()
@@ -201,24 +220,26 @@ def _write(
         if has_old:
             db.execute("ALTER TABLE chunks RENAME TO chunks_old")
             db.execute("ALTER TABLE files RENAME TO files_old")
-        for statement in _SCHEMA.strip().split(";"):
-            if statement.strip():
-                db.execute(statement)
+        create_schema(db)
         db.execute("DELETE FROM meta")
         reader = db.cursor()
         reader.row_factory = None  # whatever the caller's connection uses
         old_files = dict(reader.execute("SELECT path, sha256 FROM files_old").fetchall()) if has_old and reusable else {}
         writer = _Writer(db, tokenizer, keep_offsets)
         keys: set[str] = set()
+        paths: set[str] = set()
         file_rows: list[tuple[str, str, int]] = []
         changed = 0
         total_bytes = sum((root / ref.path).stat().st_size for ref in refs)
         done_bytes = 0
         for ref in refs:
             file = builder.read(root, ref)
+            if file.path in paths:
+                raise CorpusError(f"{file.path}: the source lists this file twice")
+            paths.add(file.path)
             chunks = builder.chunks(file)
             reuse = old_files.get(file.path) == file.sha256
-            changed += not reuse
+            tokenized_before = writer.queued
             for chunk in chunks:
                 if chunk.key in keys:
                     raise RagEvalError(f"duplicate chunk key {chunk.key!r}")
@@ -228,11 +249,13 @@ def _write(
                 if tokenizer.native:
                     stored = (title, None, None)
                 elif reuse:
-                    found = reader.execute("SELECT fts_title, fts_body, offsets FROM chunks_old WHERE key = ?",
-                                           (chunk.key,)).fetchone()
+                    found = reader.execute("SELECT fts_title, fts_body, offsets FROM chunks_old "
+                                           "WHERE key = ? AND text = ? AND title = ?",
+                                           (chunk.key, chunk.text, chunk.title)).fetchone()
                     if found is not None and (found[2] is not None) == keep_offsets:
                         stored = found
                 writer.add(chunk, title, stored)
+            changed += tokenizer.native or writer.queued > tokenized_before
             file_rows.append((file.path, file.sha256, len(chunks)))
             done_bytes += len(file.data)
             if progress is not None:
@@ -255,6 +278,8 @@ def _write(
             "source_root": str(builder.source_root(source)),
             "corpus_sha256": corpus_checksum([(p, sha) for p, sha, _ in file_rows]),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            # Unique per build: readers compare it to notice a rebuild (new tokenizer, new defaults).
+            "generation": uuid.uuid4().hex,
             "chunks": str(writer.rows),
             "files": str(len(file_rows)),
             "build_seconds_write": f"{time.perf_counter() - write_started - writer.tokenize_wall:.3f}",
@@ -269,10 +294,10 @@ def _write(
             raise IndexFileError(f"{path}: writing the index failed ({exc}); the previous index is unchanged") from exc
         raise
     if path != ":memory:":
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        _checkpoint(db)
     speedup = round(writer.tokenize_cpu / writer.tokenize_wall, 2) if writer.tokenize_wall else 1.0
     return BuildReport(
-        chunks=writer.rows, files=len(file_rows), files_tokenized=changed if not tokenizer.native else len(file_rows),
+        chunks=writer.rows, files=len(file_rows), files_tokenized=changed,
         chunks_tokenized=writer.tokenized, tokenizer_load_seconds=0.0, tokenize_seconds=writer.tokenize_wall,
         write_seconds=time.perf_counter() - write_started - writer.tokenize_wall, seconds=0.0, index_bytes=0,
         extra={"workers": writer.workers, "start_method": writer.start_method,
@@ -281,3 +306,18 @@ def _write(
     )
 
 
+
+
+def _checkpoint(db: sqlite3.Connection) -> None:
+    """Fold the WAL back into the index and truncate it, without ever waiting for readers.
+
+    A reader inside a transaction pins the WAL; waiting for it (the busy timeout) made builds hang for
+    10 s. With no busy wait, a blocked checkpoint simply leaves the WAL for SQLite's next automatic one.
+    """
+    db.execute("PRAGMA busy_timeout = 0")
+    try:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except sqlite3.OperationalError:  # SQLITE_BUSY: a reader holds the WAL; nothing is lost
+        pass
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import sys
 from typing import Any
 
 import click
@@ -11,24 +13,57 @@ from ..errors import RagEvalError
 
 
 class _Group(click.Group):
-    """Turns every RagEvalError into one line on stderr and exit status 1 (``--debug`` shows the traceback)."""
+    """Every error is one ``error:`` line on stderr (plus an optional ``hint:``), never a traceback
+    (``--debug`` shows it): RagEvalError and unexpected file-system or SQLite errors exit 1, usage errors
+    (click's own) exit 2 after the usage line. A closed output pipe (``| head``) ends the command quietly."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.ClickException as exc:  # options of the top-level command itself
+            _report_click_error(exc)
+            sys.exit(exc.exit_code)
 
     def invoke(self, ctx: click.Context) -> Any:
+        debug = ctx.meta.get("rag_eval.debug")
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            raise  # click ends the command quietly (exit 1) without writing to the closed pipe
+        except click.ClickException as exc:
+            _report_click_error(exc)
+            ctx.exit(exc.exit_code)
         except RagEvalError as exc:
-            if ctx.meta.get("rag_eval.debug"):
+            if debug:
                 raise
-            click.echo(f"error: {exc}", err=True)
-            if exc.hint:
-                click.echo(f"hint: {exc.hint}", err=True)
+            _report(str(exc), exc.hint)
             ctx.exit(1)
         except OSError as exc:  # a file system problem rag-eval did not anticipate: still one line
-            if ctx.meta.get("rag_eval.debug"):
+            if debug:
                 raise
             where = f": {exc.filename}" if exc.filename else ""
-            click.echo(f"error: {exc.strerror or exc}{where}", err=True)
+            _report(f"{exc.strerror or exc}{where}", None)
             ctx.exit(1)
+        except sqlite3.Error as exc:  # a last resort: the library maps the SQLite errors it expects
+            if debug:
+                raise
+            _report(f"SQLite: {exc}", "if this is an index file, check it with: rag-eval index verify")
+            ctx.exit(1)
+
+
+def _report(message: str, hint: str | None) -> None:
+    click.echo(f"error: {message}", err=True)
+    if hint:
+        click.echo(f"hint: {hint}", err=True)
+
+
+def _report_click_error(exc: click.ClickException) -> None:
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        click.echo(ctx.get_usage(), err=True)
+    message = exc.format_message()
+    _report(message[:1].lower() + message[1:], f"see '{ctx.command_path} --help'" if ctx is not None else None)
 
 
 def _versions() -> str:

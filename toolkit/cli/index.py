@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
 
 import click
 
+from ..query import MODES
 from . import cli
+from .params import TEXT
+from .progress import Bars
 
 
 @cli.group("index")
@@ -21,21 +23,29 @@ def index_cmd() -> None:
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @click.option("-o", "--output", "index_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Index file to create or update (SQLite).")
-@click.option("-b", "--builder", "builder_spec", required=True, metavar="SPEC",
+@click.option("-b", "--builder", "builder_spec", required=True, metavar="SPEC", type=TEXT,
               help="Builder spec: lines (manifest.json + .txt), sections (Markdown folder), passages (BEIR corpus.jsonl); "
               "options as NAME:key=value, e.g. sections:max_chars=1500.")
-@click.option("-t", "--tokenizer", "tokenizer_spec", default="bigram", show_default=True, metavar="SPEC",
+@click.option("-t", "--tokenizer", "tokenizer_spec", default="bigram", show_default=True, metavar="SPEC", type=TEXT,
               help="Tokenizer spec, e.g. jieba, pkuseg:model=mini, unicode61.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def index_build_cmd(source: Path, index_path: Path, builder_spec: str, tokenizer_spec: str, as_json: bool) -> None:
     """Build or sync an index from SOURCE in one transaction.
 
-    Everything is validated and read before anything is written; a failed build leaves the previous
-    index exactly as it was. Re-running on the same index re-tokenizes only files whose sha256 changed.
+    Everything is validated before anything is written; a failed or killed build leaves the previous
+    index exactly as it was. Re-running on the same index re-tokenizes only chunks whose text changed
+    (everything when the builder or tokenizer spec changed). INDEX must be new or an index rag-eval
+    wrote: any other file is refused. A progress bar shows on a terminal.
+
+    \b
+    Examples:
+      rag-eval index build docs/ -b sections -t jieba -o docs.sqlite
+      rag-eval index build corpus/ -b lines -t bigram -o evidence.sqlite
+      rag-eval index build beir/corpus.jsonl -b passages:title_weight=2 -t unigram -o passages.sqlite
     """
     from ..writer import build
 
-    with _progress() as progress:
+    with Bars() as progress:
         report = build(source, index_path, builder=builder_spec, tokenizer=tokenizer_spec, progress=progress)
     if as_json:
         click.echo(json.dumps(report.__dict__))
@@ -45,29 +55,6 @@ def index_build_cmd(source: Path, index_path: Path, builder_spec: str, tokenizer
                f"tokenized {report.chunks_tokenized} chunks from {report.files_tokenized} changed files "
                f"(tokenizer load {report.tokenizer_load_seconds:.2f} s, tokenize {report.tokenize_seconds:.2f} s, "
                f"write {report.write_seconds:.2f} s)")
-
-
-class _progress:
-    """A rich progress bar for builds over 200 KB of source, a few hundred chunks (stderr, terminals only)."""
-
-    def __enter__(self) -> Callable[[str, int, int], None]:
-        self._bar: Any = None
-        return self.update
-
-    def update(self, phase: str, done: int, total: int) -> None:
-        if total < 200_000 or not sys.stderr.isatty():
-            return
-        if self._bar is None:
-            from rich.progress import Progress
-
-            self._bar = Progress(transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task(phase, total=total)
-        self._bar.update(self._task, completed=done, description=phase)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
 
 @index_cmd.command("info")
@@ -88,10 +75,13 @@ def index_info_cmd(index_path: str, as_json: bool) -> None:
 
 @index_cmd.command("list")
 @click.argument("index_path", metavar="INDEX", type=click.Path(exists=True, dir_okay=False))
-@click.option("--category", help="Only this category (top-level folder).")
+@click.option("--category", type=TEXT, help="Only this category (top-level folder).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None:
-    """List the documents (lines) or sections (sections, passages) of an index."""
+    """List the documents (lines) or sections (sections, passages) of an index.
+
+    Sections print their key (PATH#ANCHOR, which `rag-eval read` takes back), category and heading path.
+    """
     from ..read import list_entries
     from ..store import Index
 
@@ -102,7 +92,7 @@ def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None
         return
     for entry in entries:
         if "anchor" in entry:
-            click.echo(f"{entry['path']}#{entry['anchor']}\t{entry['category']}\t{entry['heading_path'] or entry['title']}")
+            click.echo(f"{entry['key']}\t{entry['category']}\t{entry['heading_path'] or entry['title']}")
         else:
             click.echo(f"{entry['doc']}@{entry['revision']}\t{entry['status']}\t{entry['expires'] or '-'}\t"
                        f"{entry['path']}\t{entry['lines']} lines")
@@ -112,52 +102,67 @@ def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None
 @click.argument("index_path", metavar="INDEX", type=click.Path(exists=True, dir_okay=False))
 @click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Corpus folder to check against (default: the one recorded at build time).")
+@click.option("--chunks", "per_chunk", is_flag=True, help="One line per chunk (source id, section) instead of per file.")
+@click.option("--problems", is_flag=True, help="Only what is not ok.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def index_verify_cmd(index_path: str, root: Path | None, as_json: bool) -> None:
-    """Check every source id against the files: ok, stale or missing; exit 1 if any is not ok."""
-    from ..read import verify_index
+def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, problems: bool, as_json: bool) -> None:
+    """Check an index against its sources: ok, stale, missing or new; exit 1 if anything is not ok.
+
+    stale: the file changed since the build, or the index's chunks or tokens are not what its builder
+    and tokenizer make of the file now (rebuild); missing: the file is gone; new: the source has a file
+    the index does not hold. One line per source file (status, path, chunks, detail); a summary on stderr.
+    """
+    from ..read import STATES, verify_index
     from ..store import Index
 
     with Index.open(index_path) as index:
-        statuses = verify_index(index, root)
+        statuses = verify_index(index, root, per_chunk=per_chunk)
+    shown = [s for s in statuses if s.status != "ok"] if problems else statuses
     if as_json:
-        click.echo(json.dumps([s.__dict__ for s in statuses], ensure_ascii=False, indent=2))
+        click.echo(json.dumps([s.__dict__ for s in shown], ensure_ascii=False, indent=2))
     else:
-        for status in statuses:
-            click.echo(f"{status.status}\t{status.key}")
-        counts = {state: sum(s.status == state for s in statuses) for state in ("ok", "stale", "missing")}
-        click.echo(f"# {counts['ok']} ok, {counts['stale']} stale, {counts['missing']} missing", err=True)
+        for status in shown:
+            name = status.key if per_chunk else status.path
+            detail = f"\t{status.detail}" if status.detail else ""
+            click.echo(f"{status.status}\t{name}" + ("" if per_chunk else f"\t{status.chunks}") + detail)
+        counts = ", ".join(f"{sum(s.status == state for s in statuses)} {state}" for state in STATES)
+        click.echo(f"# {'chunks' if per_chunk else 'files'}: {counts}", err=True)
     if any(s.status != "ok" for s in statuses):
         sys.exit(1)
 
 
 @cli.command("search")
 @click.argument("index_path", metavar="INDEX", type=click.Path(exists=True, dir_okay=False))
-@click.argument("query")
-@click.option("--mode", type=click.Choice(["and", "or", "phrase"]),
+@click.argument("query", type=TEXT)
+@click.option("--mode", type=click.Choice(list(MODES)),
               help="and: every term; or: any term, ranked; phrase: the exact text. Default: the builder's.")
 @click.option("--limit", type=int, help="Number of hits (default and maximum recorded by the builder).")
-@click.option("--as-of", help="Only current chunks whose expiry date is after this YYYY-MM-DD date.")
-@click.option("--category", help="Only this category (top-level folder).")
-@click.option("--path-prefix", help="Only paths starting with this prefix.")
+@click.option("--as-of", type=TEXT, help="Only current chunks whose expiry date is after this YYYY-MM-DD date.")
+@click.option("--category", type=TEXT, help="Only this category (top-level folder).")
+@click.option("--path-prefix", type=TEXT, help="Only paths starting with this prefix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the agent tool result (JSON with provenance).")
 @click.option("--explain", is_flag=True, help="Show the normalised query, its tokens, the MATCH expression and hits per term.")
 def search_cmd(index_path: str, query: str, mode: str | None, limit: int | None, as_of: str | None,
                category: str | None, path_prefix: str | None, as_json: bool, explain: bool) -> None:
-    """Search INDEX for QUERY, best bm25 first (ties by chunk id), with highlighted snippets."""
-    from ..search import search
+    """Search INDEX for QUERY, best bm25 first (ties by chunk id), with highlighted snippets.
+
+    \b
+    Examples:
+      rag-eval search docs.sqlite "导出文件保留多久"
+      rag-eval search evidence.sqlite "导出 三十天" --as-of 2026-10-07 --json
+      rag-eval search docs.sqlite 导出 --mode and --category guide --explain
+    """
+    from ..search import search, search_tool
     from ..store import Index
 
     with Index.open(index_path) as index:
+        if as_json:
+            payload = search_tool(index, query, as_of=as_of, limit=limit, mode=mode, category=category,
+                                  path_prefix=path_prefix, explain=explain)
+            click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+            return
         result = search(index, query, mode=mode, limit=limit, as_of=as_of, category=category,
                         path_prefix=path_prefix, explain=explain)
-    if as_json:
-        payload = {"kind": "document_evidence", "query": query, "as_of": as_of,
-                   "hits": [hit.as_dict() for hit in result.hits], "action_authority": False}
-        if explain:
-            payload["explain"] = result.explain
-        click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
-        return
     if explain:
         for key, value in result.explain.items():
             click.echo(f"# {key}: {json.dumps(value, ensure_ascii=False)}")
@@ -172,15 +177,21 @@ def search_cmd(index_path: str, query: str, mode: str | None, limit: int | None,
 
 @cli.command("read")
 @click.argument("index_path", metavar="INDEX", type=click.Path(exists=True, dir_okay=False))
-@click.argument("target", metavar="PATH[#ANCHOR]")
+@click.argument("target", metavar="PATH[#ANCHOR]", type=TEXT)
 @click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Corpus folder for whole-file reads (default: the one recorded at build time).")
-def read_cmd(index_path: str, target: str, root: Path | None) -> None:
-    """Print a stored section (PATH#ANCHOR) or a whole source file (PATH) that stays under the root."""
-    from ..read import read
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: the text with its key, path, anchor, heading path, sha256.")
+def read_cmd(index_path: str, target: str, root: Path | None, as_json: bool) -> None:
+    """Print a stored section (PATH#ANCHOR) or a whole source file (PATH) that stays under the root.
+
+    TARGET splits at its last '#', so paths may contain '#'; a whole file whose name contains '#' is
+    read with a trailing '#' (notes#1.md#). Only regular files are read.
+    """
+    from ..read import read_entry
     from ..store import Index
 
     with Index.open(index_path) as index:
-        click.echo(read(index, target, root=root))
+        entry = read_entry(index, target, root=root)
+    click.echo(json.dumps(entry, ensure_ascii=False, indent=2) if as_json else entry["text"])
 
 

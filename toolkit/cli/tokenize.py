@@ -9,6 +9,8 @@ from pathlib import Path
 import click
 
 from . import cli
+from .params import TEXT
+from .progress import Bars
 
 
 @cli.command("tokenizers")
@@ -39,22 +41,29 @@ def tokenizers_cmd(as_json: bool) -> None:
 
 
 @cli.command("tokenize")
-@click.option("-t", "--tokenizer", "specs", multiple=True, metavar="SPEC",
+@click.option("-t", "--tokenizer", "specs", multiple=True, metavar="SPEC", type=TEXT,
               help="Tokenizer spec, e.g. bigram, jieba:mode=precise, pkuseg:model=mini. Repeat to compare; "
               "omit to compare every available strategy.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: per spec, a list of {text, start, end}.")
-@click.argument("text")
+@click.argument("text", type=TEXT)
 def tokenize_cmd(specs: tuple[str, ...], as_json: bool, text: str) -> None:
     """Show how strategies cut TEXT (use - to read standard input as UTF-8).
 
     With one -t, prints one token per line: start, end, text (character offsets into TEXT, end
     exclusive). With several -t, or none, prints each strategy's terms side by side.
+
+    \b
+    Examples:
+      rag-eval tokenize 导出文件保留三十天
+      rag-eval tokenize -t jieba:mode=precise -t pkuseg:model=mini 导出文件保留三十天
+      cat notes.txt | rag-eval tokenize -t bigram --json -
     """
     from ..tokenizers import tokenize_many
 
     if text == "-":
         text = _read_stdin()
-    results = tokenize_many(list(specs), text)
+    with Bars() as progress:
+        results = tokenize_many(list(specs), text, progress=progress)
     if as_json:
         payload = [
             {"spec": r.spec, "tokens": [t._asdict() for t in r.tokens]} if r.error is None
@@ -93,16 +102,24 @@ def models_cmd() -> None:
 
 
 @models_cmd.command("list")
-def models_list_cmd() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def models_list_cmd(as_json: bool) -> None:
     """List pkuseg models: the shipped small one and the installed default one."""
-    from ..models import PKUSEG_MODEL_ENV, list_models
-
     import os
 
-    for model in list_models():
+    from ..models import PKUSEG_MODEL_ENV, list_models
+
+    models = list_models()
+    chosen = os.environ.get(PKUSEG_MODEL_ENV)
+    if as_json:
+        click.echo(json.dumps({"models": [{"spec": f"pkuseg:model={m.name}", "name": m.name, "installed": m.installed,
+                                           "path": str(m.path), "bytes": m.size_bytes if m.installed else None,
+                                           "note": m.note} for m in models],
+                               "env": {PKUSEG_MODEL_ENV: chosen}}, ensure_ascii=False, indent=2))
+        return
+    for model in models:
         state = f"installed, {model.size_bytes / 1e6:.1f} MB" if model.installed else "not installed"
         click.echo(f"pkuseg:model={model.name}\t{state}\t{model.path}\n    {model.note}")
-    chosen = os.environ.get(PKUSEG_MODEL_ENV)
     click.echo(f"${PKUSEG_MODEL_ENV} = {chosen!r}" if chosen else f"${PKUSEG_MODEL_ENV} is not set (pkuseg uses default)")
 
 

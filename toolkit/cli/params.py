@@ -1,0 +1,44 @@
+"""Argument types shared by every command: text that must be valid UTF-8, like the query argument."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..errors import InvalidTextError
+
+
+class Utf8Text(click.ParamType):
+    """A string argument refused when it holds bytes that are not UTF-8 (the shell passes them through as
+    lone surrogates) or a NUL, with a one-line error naming the option, exit status 1."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if isinstance(value, bytes):
+            try:
+                value = value.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidTextError(f"{_name(param)} is not valid UTF-8 (byte {exc.start})") from None
+        text = str(value)
+        for position, char in enumerate(text):
+            if "\udc80" <= char <= "\udcff":  # how Python passes on a byte of argv that is not UTF-8
+                raise InvalidTextError(f"{_name(param)}: not valid UTF-8 (byte 0x{ord(char) - 0xDC00:02x} at "
+                                       f"character {position})", hint="pass text in UTF-8")
+            if "\ud800" <= char <= "\udfff":
+                raise InvalidTextError(f"{_name(param)}: text is not valid Unicode: lone surrogate U+{ord(char):04X} "
+                                       f"at character {position}", hint="pass text in UTF-8")
+        return text
+
+
+def _name(param: click.Parameter | None) -> str:
+    if param is None:
+        return "an argument"
+    if isinstance(param, click.Option) and param.opts:
+        return max(param.opts, key=len)
+    return (param.human_readable_name or "an argument").upper()
+
+
+#: The type of every free-text option and argument (queries, categories, prefixes, targets, specs).
+TEXT = Utf8Text()

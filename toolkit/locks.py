@@ -1,0 +1,60 @@
+"""The build lock: an exclusive ``flock`` on the index file, held by the building process only."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import IndexFileError
+
+#: Descriptors of the locks this process holds; forked workers close their copies.
+_HELD: set[int] = set()
+
+
+@contextmanager
+def build_lock(path: str, *, remove_on_error: bool = False) -> Iterator[None]:
+    """Refuse a second builder on the same index: an exclusive ``flock`` on the index file itself.
+
+    SQLite's own locks are POSIX record locks, which ``flock`` does not interact with on Linux, so
+    readers are unaffected. The kernel drops the lock when the holder dies, so a killed build never
+    leaves a stale lock; the descriptor is close-on-exec and forked workers close it
+    (:func:`release_inherited_locks`), so only the builder itself holds it. A new index file that fails
+    to build is removed (nothing existed before).
+    """
+    if path == ":memory:":
+        yield
+        return
+    try:
+        handle = open(path, "rb")  # Python opens files close-on-exec
+    except OSError as exc:
+        raise IndexFileError(f"{path}: cannot open the index file: {exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IndexFileError(f"{path}: another build is running on this index; try again when it ends") from None
+        _HELD.add(handle.fileno())
+        try:
+            yield
+        except BaseException:
+            if remove_on_error:
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    Path(path + suffix).unlink(missing_ok=True)
+            raise
+        finally:
+            _HELD.discard(handle.fileno())
+    finally:
+        handle.close()
+
+
+def release_inherited_locks() -> None:
+    """In a forked child: close the inherited lock descriptors (the parent keeps its lock)."""
+    for descriptor in list(_HELD):
+        try:
+            os.close(descriptor)
+        except OSError:
+            pass
+    _HELD.clear()
