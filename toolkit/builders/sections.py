@@ -12,16 +12,51 @@ from ..records import Chunk
 from ..spec import Option, OptionSet
 from .base import Builder, FileRef, QueryDefaults, SourceFile, locate
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SLUG_WORDS = re.compile(r"[\w\u4e00-\u9fff]+")
 PREAMBLE = "_preamble"
 ROOT = "_root"
+#: Characters of a heading that every chunk under it repeats: its title, the heading paths of its parts
+#: and subsections, and the anchor slug. Each of those is stored and indexed once per chunk, so an
+#: unbounded heading would be copied into all the parts of an oversized section. A longer heading is
+#: cut here (the title ends in "…"); the full heading stays in the section's own text.
+MAX_HEADING_CHARS = 200
 
 
 def slugify(heading: str) -> str:
-    """NFKC, lowercase, words (CJK kept) joined by ``-``; ``section`` when nothing is left (``ＦＡＱ`` -> ``faq``)."""
-    return "-".join(_SLUG_WORDS.findall(unicodedata.normalize("NFKC", heading).lower())) or "section"
+    """NFKC, lowercase, words (CJK kept) joined by ``-``; ``section`` when nothing is left (``ＦＡＱ`` -> ``faq``).
+
+    Only the first ``MAX_HEADING_CHARS`` characters of the heading are used.
+    """
+    clipped = heading[:MAX_HEADING_CHARS]
+    return "-".join(_SLUG_WORDS.findall(unicodedata.normalize("NFKC", clipped).lower())) or "section"
+
+
+def clip_heading(heading: str) -> str:
+    """``heading`` cut to ``MAX_HEADING_CHARS`` characters, ending in ``…`` when it was cut."""
+    if len(heading) <= MAX_HEADING_CHARS:
+        return heading
+    return heading[:MAX_HEADING_CHARS].rstrip() + "…"
+
+
+def atx_heading(line: str) -> tuple[int, str] | None:
+    """``(level, name)`` of an ATX heading line (``#`` to ``######``), or None; the closing ``#``s dropped.
+
+    Read with string scans, not a pattern: ``^ {0,3}(#{1,6})(?:[ \\t]+(.*?))?(?:[ \\t]+#+)?[ \\t]*$`` gives
+    the same result but backtracks in quadratic time on a long heading with a long run of inner spaces.
+    """
+    rest = line.lstrip(" ")
+    if len(line) - len(rest) > 3:
+        return None
+    after = rest.lstrip("#")
+    level = len(rest) - len(after)
+    if not 1 <= level <= 6 or after[:1] not in ("", " ", "\t"):
+        return None
+    name = after.strip(" \t")
+    without_closing = name.rstrip("#")
+    if len(without_closing) < len(name) and without_closing[-1:] in (" ", "\t"):
+        name = without_closing.rstrip(" \t")
+    return level, name.strip()
 
 
 class AnchorSet:
@@ -33,13 +68,18 @@ class AnchorSet:
 
     def __init__(self) -> None:
         self.used: set[str] = set()
+        # Per base, the last number tried: anchors are never released, so a candidate taken once stays
+        # taken, and the next search for the same base resumes there (n equal headings cost n, not n^2).
+        self.tried: dict[str, int] = {}
 
     def reserve(self, base: str) -> str:
         """The first of ``base``, ``base-2``, ``base-3``, ... not used yet."""
-        candidate, number = base, 1
+        number = self.tried.get(base, 1)
+        candidate = base if number == 1 else f"{base}-{number}"
         while candidate in self.used:
             number += 1
             candidate = f"{base}-{number}"
+        self.tried[base] = number
         self.used.add(candidate)
         return candidate
 
@@ -89,16 +129,16 @@ def split_markdown(text: str, title: str) -> list[Section]:
             fence = fenced.group(1)
             body.append(line)
             continue
-        heading = _ATX.match(line)
+        heading = atx_heading(line)
         if heading is None:
             body.append(line)
             continue
         flush()
-        level, name = len(heading.group(1)), (heading.group(2) or "").strip()
+        level, name = heading
         while stack and stack[-1][0] >= level:
             stack.pop()
-        stack.append((level, name))
-        current = (anchors.reserve(slugify(name)), name, " > ".join(h for _, h in stack))
+        stack.append((level, clip_heading(name)))
+        current = (anchors.reserve(slugify(name)), stack[-1][1], " > ".join(h for _, h in stack))
         body = [line]
     if current is None and not sections:
         block = "\n".join(body).strip("\n")
@@ -116,11 +156,12 @@ def split_oversized(section: Section, max_chars: int) -> list[Section]:
         return [section]
     pieces: list[str] = []
     for paragraph in re.split(r"\n[ \t]*\n", section.text):
-        while len(paragraph) > max_chars:
-            pieces.append(paragraph[:max_chars])
-            paragraph = paragraph[max_chars:]
-        if paragraph.strip():
-            pieces.append(paragraph)
+        cut = 0
+        while len(paragraph) - cut > max_chars:  # offsets, not re-slicing the rest: linear in the paragraph
+            pieces.append(paragraph[cut : cut + max_chars])
+            cut += max_chars
+        if paragraph[cut:].strip():
+            pieces.append(paragraph[cut:])
     parts: list[str] = []
     for piece in pieces:
         if parts and len(parts[-1]) + 2 + len(piece) <= max_chars:
@@ -138,6 +179,7 @@ class SectionsBuilder(Builder):
 
     Anchors keep CJK and are unique per file (``path#anchor`` is the key); the heading path reads
     "A > B > C"; the category is the top-level folder; sections over ``max_chars`` split at blank lines.
+    Titles, heading paths and anchors use at most ``MAX_HEADING_CHARS`` characters of each heading.
     """
 
     name = "sections"
