@@ -85,7 +85,7 @@ def test_tokenize_json_from_stdin(runner: CliRunner) -> None:
         (["tokenize", "-t", "bigram", "-"], b"ok \xff\xfe", "error: standard input is not valid UTF-8 at byte 3"),
         (["tokenize", "-t", "bigram", "a\ud800"], None, "error: TEXT: text is not valid Unicode: lone surrogate U+D800 at character 1"),
         (["models", "install", "pkuseg", "--sdist", "{file}"], None, "error: {file} has sha256"),
-        (["models", "install", "pkuseg", "--sdist", "{file}.missing"], None, "Usage:"),
+        (["models", "install", "pkuseg", "--sdist", "{file}.missing"], None, "error: No such file or directory"),
     ],
 )
 def test_errors_are_one_line_and_exit_nonzero(

@@ -13,6 +13,7 @@ from .builders import Builder, get_builder
 from .errors import IndexFileError
 from .locks import build_lock
 from .indexmeta import SCHEMA_VERSION, RagEvalWarning, load_meta, parse_defaults, read_meta
+from .textio import file_kind
 from .tokenizers import Tokenizer
 
 __all__ = ["Index", "RagEvalWarning", "SCHEMA_VERSION", "build_lock", "connect", "foreign_reason", "index_size", "read_meta"]
@@ -176,6 +177,8 @@ class Index:
         and so is ``tokenizer`` (a spec) when it names another tokenizer or other options than the index's."""
         path = str(path)
         if path != ":memory:" and not Path(path).is_file():
+            if Path(path).exists():
+                raise IndexFileError(f"{path}: {file_kind(os.stat(path).st_mode)}, not an index file")
             raise IndexFileError(f"{path}: no such index", hint="build one with: rag-eval index build")
         try:
             db = connect(path, check_same_thread=check_same_thread, write=False)

@@ -13,6 +13,7 @@ from ..errors import RagEvalError
 from ..eval.gate import DEFAULT_TOLERANCE
 from ..query import MODES
 from . import cli
+from .params import TEXT
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -20,23 +21,23 @@ if TYPE_CHECKING:
 
 
 @cli.command("compare")
-@click.argument("dataset", metavar="DATASET")
-@click.option("-t", "--tokenizer", "tokenizers", multiple=True, metavar="SPEC",
+@click.argument("dataset", metavar="DATASET", type=TEXT)
+@click.option("-t", "--tokenizer", "tokenizers", multiple=True, metavar="SPEC", type=TEXT,
               help="A tokenizer to compare (repeat). Default: every available strategy.")
-@click.option("-b", "--builder", "builder_spec", metavar="SPEC",
+@click.option("-b", "--builder", "builder_spec", metavar="SPEC", type=TEXT,
               help="Builder spec (default: the dataset's; BEIR folders use passages). Options only: the builder "
                    "must be the one that reads the dataset's layout.")
 @click.option("--mode", type=click.Choice(MODES), help="Query mode (default: the dataset's).")
-@click.option("--metric", "metrics", multiple=True, metavar="NAME",
+@click.option("--metric", "metrics", multiple=True, metavar="NAME", type=TEXT,
               help="A trec_eval measure in ir-measures notation, e.g. nDCG@10, R@100, RR@10, P@1, MAP@100, "
                    "P(rel=2)@5 (repeat; cutoffs 1 to 10000). Default: those six.")
-@click.option("--reference-system", "reference", metavar="SPEC", help="System to test the others against (default: bigram).")
-@click.option("--systems", "systems_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.option("--reference-system", "reference", metavar="SPEC", type=TEXT, help="System to test the others against (default: bigram).")
+@click.option("--systems", "systems_file", type=click.Path(path_type=Path),
               help="TOML file of [[system]] tables (tokenizer, builder, mode), instead of -t.")
-@click.option("--run", "outside_runs", multiple=True, metavar="NAME=FILE",
+@click.option("--run", "outside_runs", multiple=True, metavar="NAME=FILE", type=TEXT,
               help="A TREC run file from another engine to put in the same table (repeat).")
 @click.option("--no-text", is_flag=True, help="Print and write query ids only, never query text.")
-@click.option("--against", "baseline_file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--against", "baseline_file", type=click.Path(path_type=Path),
               help="A previous report.json or baseline: print regressions, improvements and stale systems.")
 @click.option("--fail-on-regression", is_flag=True, help="With --against: exit 1 when any metric drops by more than the tolerance.")
 @click.option("--tolerance", type=float, default=DEFAULT_TOLERANCE, show_default=True,
@@ -201,9 +202,9 @@ def _fit(names: list[str], columns: list[tuple[str, list[str]]], console: Consol
 
 
 @cli.command("evaluate")
-@click.argument("run_file", metavar="RUN", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.argument("qrels_file", metavar="QRELS", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--metric", "metrics", multiple=True, metavar="NAME", help="ir-measures name (repeat). Default: the six headline metrics.")
+@click.argument("run_file", metavar="RUN", type=click.Path(path_type=Path))
+@click.argument("qrels_file", metavar="QRELS", type=click.Path(path_type=Path))
+@click.option("--metric", "metrics", multiple=True, metavar="NAME", type=TEXT, help="ir-measures name (repeat). Default: the six headline metrics.")
 @click.option("--per-query", is_flag=True, help="Also print each judged query's values.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def evaluate_cmd(run_file: Path, qrels_file: Path, metrics: tuple[str, ...], per_query: bool, as_json: bool) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from . import cli
+from .params import TEXT
 
 
 @cli.group("datasets")
@@ -34,7 +35,7 @@ def datasets_list_cmd(as_json: bool) -> None:
 
 
 @datasets_cmd.command("show")
-@click.argument("reference", metavar="ID|DIR")
+@click.argument("reference", metavar="ID|DIR", type=TEXT)
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON (no datasheet).")
 def datasets_show_cmd(reference: str, as_json: bool) -> None:
     """Print a dataset's datasheet and statistics: passages, queries, qrels per query, kinds, lengths."""
@@ -55,7 +56,7 @@ def datasets_show_cmd(reference: str, as_json: bool) -> None:
 
 
 @datasets_cmd.command("export")
-@click.argument("dataset_id", metavar="ID")
+@click.argument("dataset_id", metavar="ID", type=TEXT)
 @click.argument("target", metavar="DIR", type=click.Path(path_type=Path))
 def datasets_export_cmd(dataset_id: str, target: Path) -> None:
     """Write a shipped set to a new folder: corpus/ in its builder's layout plus BEIR files.
@@ -73,7 +74,7 @@ def datasets_export_cmd(dataset_id: str, target: Path) -> None:
 
 @datasets_cmd.command("convert")
 @click.argument("source_format", metavar="FORMAT", type=click.Choice(["squad"]))
-@click.argument("inputs", metavar="FILE...", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("inputs", metavar="FILE...", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="New BEIR folder to write.")
 def datasets_convert_cmd(source_format: str, inputs: tuple[Path, ...], output: Path) -> None:
     """Convert reading-comprehension JSON (SQuAD, CMRC 2018, DRCD, DuReader-robust) to a BEIR retrieval set.

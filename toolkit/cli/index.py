@@ -20,8 +20,8 @@ def index_cmd() -> None:
 
 
 @index_cmd.command("build")
-@click.argument("source", type=click.Path(exists=True, path_type=Path))
-@click.option("-o", "--output", "index_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "index_path", required=True, type=click.Path(path_type=Path),
               help="Index file to create or update (SQLite).")
 @click.option("-b", "--builder", "builder_spec", required=True, metavar="SPEC", type=TEXT,
               help="Builder spec: lines (manifest.json + .txt), sections (Markdown folder), passages (BEIR corpus.jsonl); "
@@ -58,7 +58,7 @@ def index_build_cmd(source: Path, index_path: Path, builder_spec: str, tokenizer
 
 
 @index_cmd.command("info")
-@click.argument("index_path", metavar="INDEX", type=click.Path(exists=True, dir_okay=False))
+@click.argument("index_path", metavar="INDEX", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def index_info_cmd(index_path: str, as_json: bool) -> None:
     """Show what an index holds: builder, tokenizer spec, counts, size, build time, corpus checksum."""
@@ -74,7 +74,7 @@ def index_info_cmd(index_path: str, as_json: bool) -> None:
 
 
 @index_cmd.command("list")
-@click.argument("index_path", metavar="INDEX", type=click.Path(exists=True, dir_okay=False))
+@click.argument("index_path", metavar="INDEX", type=click.Path())
 @click.option("--category", type=TEXT, help="Only this category (top-level folder).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None:
@@ -99,8 +99,8 @@ def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None
 
 
 @index_cmd.command("verify")
-@click.argument("index_path", metavar="INDEX", type=click.Path(exists=True, dir_okay=False))
-@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path),
+@click.argument("index_path", metavar="INDEX", type=click.Path())
+@click.option("--root", type=click.Path(path_type=Path),
               help="Corpus folder to check against (default: the one recorded at build time).")
 @click.option("--chunks", "per_chunk", is_flag=True, help="One line per chunk (source id, section) instead of per file.")
 @click.option("--problems", is_flag=True, help="Only what is not ok.")
@@ -132,7 +132,7 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
 
 
 @cli.command("search")
-@click.argument("index_path", metavar="INDEX", type=click.Path(exists=True, dir_okay=False))
+@click.argument("index_path", metavar="INDEX", type=click.Path())
 @click.argument("query", type=TEXT)
 @click.option("--mode", type=click.Choice(list(MODES)),
               help="and: every term; or: any term, ranked; phrase: the exact text. Default: the builder's.")
@@ -176,9 +176,9 @@ def search_cmd(index_path: str, query: str, mode: str | None, limit: int | None,
 
 
 @cli.command("read")
-@click.argument("index_path", metavar="INDEX", type=click.Path(exists=True, dir_okay=False))
+@click.argument("index_path", metavar="INDEX", type=click.Path())
 @click.argument("target", metavar="PATH[#ANCHOR]", type=TEXT)
-@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path),
+@click.option("--root", type=click.Path(path_type=Path),
               help="Corpus folder for whole-file reads (default: the one recorded at build time).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: the text with its key, path, anchor, heading path, sha256.")
 def read_cmd(index_path: str, target: str, root: Path | None, as_json: bool) -> None:

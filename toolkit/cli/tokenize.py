@@ -125,7 +125,7 @@ def models_list_cmd(as_json: bool) -> None:
 
 @models_cmd.command("install")
 @click.argument("model", type=click.Choice(["pkuseg"]))
-@click.option("--sdist", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.option("--sdist", type=click.Path(path_type=Path),
               help="Use an already downloaded pkuseg-0.0.25.tar.gz instead of asking pip.")
 def models_install_cmd(model: str, sdist: Path | None) -> None:
     """Install pkuseg's real default model from the pkuseg 0.0.25 sdist on PyPI (no GitHub).
@@ -139,8 +139,8 @@ def models_install_cmd(model: str, sdist: Path | None) -> None:
 
 
 @models_cmd.command("train-pkuseg")
-@click.argument("training_text", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=False)
-@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True,
+@click.argument("training_text", type=click.Path(path_type=Path), required=False)
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="Folder to write features.msgpack and weights.npz into.")
 @click.option("--iterations", default=20, show_default=True, help="Training iterations.")
 def models_train_cmd(training_text: Path | None, output: Path, iterations: int) -> None:
