@@ -16,6 +16,7 @@ from ..builders import Builder, get_builder
 from ..builders.base import resolve_inside
 from ..cache import cache_dir
 from ..errors import CorpusError, IndexFileError, RagEvalError
+from ..keys import unit_of
 from ..outputs import write_text_atomic
 from ..search import search
 from ..store import SCHEMA_VERSION, Index, read_meta
@@ -170,12 +171,6 @@ def cached_build(source: Path, builder: Builder, tokenizer: Tokenizer, *, progre
     write_text_atomic(path.with_suffix(".build.json"), json.dumps(report), owned=lambda _path: None,
                       what="index build report")
     return path, report | {"cached": False}
-
-
-def unit_of(key: str) -> str:
-    """The qrels unit of a chunk key: a split section ``path#anchor~2`` counts as ``path#anchor``."""
-    head, tilde, tail = key.rpartition("~")
-    return head if tilde and tail.isdigit() and "#" in head else key
 
 
 def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress: Progress | None = None) -> SystemRun:

@@ -12,6 +12,7 @@ from typing import Any
 from ..builders import get_builder
 from ..builders.sections import split_markdown
 from ..errors import DatasetError
+from ..keys import section_key
 from ..outputs import new_folder
 from ..textio import read_bytes, read_json, read_text
 from .beir import read_qrels, read_queries, write_beir
@@ -69,7 +70,7 @@ def passages(dataset_id: str) -> dict[str, Passage]:
         if builder.name == "sections":
             title = Path(file.path).stem
             for section in split_markdown(file.text(), title):
-                key = f"{file.path}#{section.anchor}"
+                key = section_key(file.path, section.anchor)
                 corpus[key] = Passage(key, section.heading_path or section.title, section.text)
         else:
             for chunk in builder.chunks(file):

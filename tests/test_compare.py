@@ -13,7 +13,8 @@ from rag_eval.eval.compare import compare
 from rag_eval.eval.trec import read_run
 from rag_eval.eval.formats import load_dataset
 from rag_eval.eval.report import write_outputs
-from rag_eval.eval.runner import System, strict_run, unit_of
+from rag_eval.eval.runner import System, strict_run
+from rag_eval.keys import unit_of
 
 SYSTEMS = [System("bigram", "", ""), System("unicode61", "", ""), System("trigram", "", "")]
 

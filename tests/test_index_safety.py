@@ -4,6 +4,7 @@ snapshot, never keep a lock or a worker alive after a killed build, never wait o
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import sqlite3
@@ -285,3 +286,105 @@ def test_verify_reports_files_added_since_the_build(tmp_path: Path, docs: Path) 
     assert result.exit_code == 1
     assert result.stdout.startswith("new\tguide/added.md\t0\t") and len(result.stdout.splitlines()) == 1
     assert "# files: 4 ok, 0 stale, 0 missing, 1 new" in result.stderr
+
+
+def test_keys_of_files_whose_names_hold_a_hash_read_back(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    (docs / "c#").mkdir(parents=True)
+    (docs / "c#" / "notes#1.md").write_text("# 安装\n\n导出工具的安装步骤。\n\n## 配置\n\n导出目录的配置。\n", encoding="utf-8")
+    path = tmp_path / "index.sqlite"
+    build(docs, path, builder="sections", tokenizer="bigram")
+    runner = CliRunner()
+    listed = runner.invoke(cli, ["index", "list", str(path)])
+    keys = [line.split("\t")[0] for line in listed.stdout.splitlines()]
+    assert keys == ["c#/notes#1.md#安装", "c#/notes#1.md#配置"]
+    for key in keys:  # every key `index list` prints reads back
+        read = runner.invoke(cli, ["read", str(path), key, "--json"])
+        assert read.exit_code == 0, read.stderr
+        assert json.loads(read.stdout)["key"] == key
+    whole = runner.invoke(cli, ["read", str(path), "c#/notes#1.md#"])
+    assert whole.exit_code == 0 and whole.stdout.startswith("# 安装")
+    plain = runner.invoke(cli, ["read", str(path), "c#/notes#1.md"])
+    assert plain.exit_code == 1 and "add a trailing '#'" in plain.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGPIPE semantics")
+def test_a_closed_pipe_ends_a_listing_quietly(tmp_path: Path, docs: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    build(docs, path, builder="sections", tokenizer="bigram")
+    script = f"{sys.executable} -m rag_eval index list {path} | head -c 1 >/dev/null; " \
+             f"exit ${{PIPESTATUS[0]}}"
+    many = tmp_path / "many"
+    for number in range(400):  # enough output to outlast the pipe buffer
+        _write_doc(many, number)
+    big = tmp_path / "big.sqlite"
+    build(many, big, builder="sections", tokenizer="bigram")
+    for index in (path, big):
+        result = subprocess.run(["bash", "-c", script.replace(str(path), str(index))], capture_output=True, text=True)
+        assert result.stderr == "", result.stderr
+        assert result.returncode in (0, 1), result.returncode
+    datasets = subprocess.run(["bash", "-c", f"{sys.executable} -m rag_eval datasets show handbook | head -n 1"],
+                              capture_output=True, text=True)
+    assert datasets.stderr == "" and datasets.stdout.strip()
+
+
+def _write_doc(folder: Path, number: int) -> None:
+    folder.mkdir(exist_ok=True)
+    (folder / f"doc{number:03d}.md").write_text("".join(f"## 第{n}节\n\n导出文件第{n}段。\n\n" for n in range(20)),
+                                                encoding="utf-8")
+
+
+def _sections_corpus(folder: Path, word: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "doc.md").write_text("".join(f"## 第{n}节\n\n导出记录 {word}{n} 第{n}行\n\n" for n in range(30)),
+                                   encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("builder", ["lines", "sections"])
+def test_readers_during_rebuilds_see_whole_snapshots(builder: str, tmp_path: Path) -> None:
+    """Readers that never reopen their index, during rebuilds that also switch tokenizers: every result
+    (hits, scores and snippets) equals the answer of one of the states the file went through."""
+    make = lines_corpus if builder == "lines" else _sections_corpus
+    versions = {"old": make(tmp_path / "old", "alpha"), "new": make(tmp_path / "new", "omega")}
+    states = [(version, spec) for spec in ("bigram", "unicode61") for version in versions]
+    queries = ["导出记录", "alpha3", "omega7", "记录 第5行"]
+    expected: dict[str, set] = {q: set() for q in queries}
+    for version, spec in states:
+        static = tmp_path / f"{version}-{spec}.sqlite"
+        build(versions[version], static, builder=builder, tokenizer=spec)
+        with Index.open(static) as index:
+            for query in queries:
+                expected[query].add(tuple((h.chunk.key, h.score, h.snippet) for h in search(index, query, limit=5).hits))
+    path = tmp_path / "index.sqlite"
+    build(versions["old"], path, builder=builder, tokenizer="bigram")
+    checked, wrong, errors = [0], [], []
+    stop = threading.Event()
+
+    def reader() -> None:
+        index = Index.open(path, check_same_thread=False)
+        try:
+            while not stop.is_set():
+                for query in queries:
+                    got = tuple((h.chunk.key, h.score, h.snippet) for h in search(index, query, limit=5).hits)
+                    checked[0] += 1
+                    if got not in expected[query]:
+                        wrong.append((query, got))
+        except Exception as exc:  # any error fails the test below
+            errors.append(exc)
+        finally:
+            index.close()
+
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        for number in range(12):
+            version, spec = states[number % len(states)]
+            build(versions[version], path, builder=builder, tokenizer=spec)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert not errors and not wrong[:3]
+    assert checked[0] > 100

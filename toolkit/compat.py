@@ -141,7 +141,7 @@ class DocIndex:
 
     def read(self, path: str, anchor: str | None = None) -> str:
         """A stored section by anchor, or a whole file under ``docs_root`` (PermissionError on escape)."""
-        target = f"{path}#{anchor}" if anchor is not None else path
+        target = f"{path}#{anchor or ''}"  # an empty anchor reads the whole file, whatever its name holds
         return read(_index(self.db), target, root=self.docs_root)
 
     def close(self) -> None:

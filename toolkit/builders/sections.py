@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorpusError
+from ..keys import section_key
 from ..records import Chunk
 from ..spec import Option, OptionSet
 from .base import Builder, FileRef, QueryDefaults, SourceFile, locate
@@ -209,7 +210,7 @@ class SectionsBuilder(Builder):
         for section in split_markdown(file.text(), title):
             for part in split_oversized(section, self.options["max_chars"]):
                 chunks.append(Chunk(
-                    key=f"{path}#{part.anchor}", text=part.text, path=path, doc=path, title=part.title,
+                    key=section_key(path, part.anchor), text=part.text, path=path, doc=path, title=part.title,
                     anchor=part.anchor, heading_path=part.heading_path, category=category, sha256=file.sha256,
                 ))
         return chunks

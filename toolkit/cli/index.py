@@ -168,8 +168,7 @@ def search_cmd(index_path: str, query: str, mode: str | None, limit: int | None,
             click.echo(f"# {key}: {json.dumps(value, ensure_ascii=False)}")
     for hit in result.hits:
         chunk = hit.chunk
-        where = f"{chunk.path}:{chunk.line}" if chunk.line is not None else (
-            f"{chunk.path}#{chunk.anchor}" if chunk.anchor else chunk.key)
+        where = f"{chunk.path}:{chunk.line}" if chunk.line is not None else chunk.key
         click.echo(f"{hit.rank}\t{hit.score:.4f}\t{where}\t{hit.snippet}")
     if not result.hits:
         click.echo("no hits", err=True)
