@@ -8,31 +8,17 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .builders.base import SourceFile
-from .errors import CorpusError, InvalidTextError, RagEvalError, ReadError
+from .errors import CorpusError, RagEvalError, ReadError
 from .keys import split_target
 from .paths import path_under
 from .store import Index
-from .textio import decode_utf8, display_name, read_bytes, split_lines
-from .tokenizers.normalise import check_text
+from .textio import decode_utf8, display_name, read_bytes, split_lines, text_argument
 from .tokenize_pool import tokenize_chunks
 
 
 def safe_path(root: Path, path: str) -> Path:
     """``root/path`` if it stays under ``root``: no ``..`` at all, no symlink out; ReadError otherwise."""
     return path_under(root, path, ReadError, refuse_dotdot=True)
-
-
-def _checked(value: object, what: str) -> str:
-    """A string argument that can be stored and printed: no NUL, no lone surrogate (undecodable bytes)."""
-    if not isinstance(value, str):
-        raise ReadError(f"{what} must be a string, not {type(value).__name__}")
-    if "\x00" in value:
-        raise ReadError(f"{what} {display_name(value)} contains a NUL character")
-    try:
-        check_text(value)
-    except InvalidTextError:
-        raise ReadError(f"{what} {display_name(value)} is not valid UTF-8 text") from None
-    return value
 
 
 def read(index: Index, target: str, *, root: str | Path | None = None) -> str:
@@ -45,7 +31,7 @@ def read(index: Index, target: str, *, root: str | Path | None = None) -> str:
 
 def read_entry(index: Index, target: str, *, root: str | Path | None = None) -> dict[str, Any]:
     """What ``read`` returns, with its provenance: key, path, anchor, title, heading path, category, sha256."""
-    _checked(target, "target")
+    text_argument(target, "target", ReadError)
     path, anchor = split_target(target)
     if anchor:
         with index.reading():
@@ -173,7 +159,7 @@ def _check_file(index: Index, base: Path, path: str, sha: str, rows: list[tuple]
 def list_entries(index: Index, *, category: str | None = None) -> list[dict[str, Any]]:
     """Documents (lines indexes) or sections (other builders), in index order, optionally one category."""
     if category is not None:
-        _checked(category, "category")
+        text_argument(category, "category", ReadError)
     where, params = ("WHERE category = ?", [category]) if category is not None else ("", [])
     with index.reading():
         if index.builder.name == "lines":

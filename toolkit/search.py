@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .builders.lines import iso_date
-from .errors import CorpusError, IndexFileError, InvalidTextError, QueryError
+from .errors import CorpusError, IndexFileError, QueryError
 from .query import CompiledQuery, compile_query, quote
 from .offsets import decode as decode_offsets
 from .records import Chunk, Hit
 from .snippets import token_snippet, window_snippet
 from .store import Index
 from .tokenizers import Token, normalise
-from .tokenizers.normalise import check_text
+from .textio import text_argument
 
 
 @dataclass
@@ -66,7 +66,7 @@ def search(
     """
     for value, name in ((category, "category"), (path_prefix, "path_prefix")):
         if value is not None:
-            _check_filter(value, name)
+            text_argument(value, name, QueryError)
     if as_of is not None:
         try:
             iso_date(as_of, "as_of")
@@ -77,17 +77,6 @@ def search(
         if result is not None:
             return result
     raise IndexFileError(f"{index.path}: the index was rebuilt {_ATTEMPTS} times during one search; try again")
-
-
-def _check_filter(value: object, name: str) -> None:
-    if not isinstance(value, str):
-        raise QueryError(f"{name} must be a string, not {type(value).__name__}")
-    if "\x00" in value:
-        raise QueryError(f"{name} contains a NUL character")
-    try:
-        check_text(value)
-    except InvalidTextError as exc:
-        raise QueryError(f"{name}: {exc}") from None
 
 
 def _search_once(index: Index, query: str, mode: str | None, limit: int | None, as_of: str | None,

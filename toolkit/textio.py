@@ -50,6 +50,20 @@ def display_name(name: str) -> str:
     return repr(name) if _UNSAFE.search(name) else name
 
 
+def text_argument(value: object, what: str, error: type[RagEvalError]) -> str:
+    """``value`` if it is a string that can be stored and printed (no NUL, no lone surrogate, which is how
+    undecodable bytes arrive), else ``error`` naming ``what``."""
+    if not isinstance(value, str):
+        raise error(f"{what} must be a string, not {type(value).__name__}")
+    if "\x00" in value:
+        raise error(f"{what} {display_name(value)} contains a NUL character")
+    found = _SURROGATE.search(value)
+    if found is not None:
+        raise error(f"{what} {display_name(value)} is not valid Unicode text (lone surrogate "
+                    f"U+{ord(found.group()):04X} at character {found.start()})")
+    return value
+
+
 def control_character(text: str) -> str | None:
     """The first C0, DEL or C1 control character in ``text``, or None."""
     found = _CONTROL.search(text)
