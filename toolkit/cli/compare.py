@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +14,7 @@ from ..eval.gate import DEFAULT_TOLERANCE
 from ..query import MODES
 from . import cli
 from .params import TEXT
+from .progress import Bars
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -73,7 +74,8 @@ def compare_cmd(dataset: str, tokenizers: tuple[str, ...], builder_spec: str | N
         if not eq or not name or not file:
             raise click.BadParameter(f"expected NAME=FILE, got {item!r}", param_hint="--run")
         outside.append(OutsideRun(name, Path(file)))
-    with _compare_progress() as progress:
+    with Bars() as bars:
+        progress = lambda system, phase, done, total: bars(f"{system[:40]} {phase}", done, total)  # noqa: E731
         result = run_compare(dataset, output=output, tokenizers=tokenizers, builder=builder_spec, mode=mode,
                              systems_file=systems_file, metrics=metrics, reference=reference, outside=outside,
                              no_text=no_text, against=baseline_file, tolerance=tolerance, write_baseline=write_baseline,
@@ -95,33 +97,6 @@ def compare_cmd(dataset: str, tokenizers: tuple[str, ...], builder_spec: str | N
         if fail_on_regression and gate.regressions:
             raise RagEvalError(f"{len(gate.regressions)} metric regressions against {baseline_file} "
                                f"(tolerance {report['gate']['tolerance']}); see the REGRESSION lines above")
-
-
-class _compare_progress:
-    """One progress bar per system and phase on a terminal; nothing otherwise."""
-
-    def __enter__(self) -> Callable[[str, str, int, int], None]:
-        self._bar: Any = None
-        self._tasks: dict[tuple[str, str], Any] = {}
-        return self.update
-
-    def update(self, system: str, phase: str, done: int, total: int) -> None:
-        if not sys.stderr.isatty():
-            return
-        if self._bar is None:
-            from rich.console import Console
-            from rich.progress import Progress
-
-            self._bar = Progress(console=Console(stderr=True), transient=True)
-            self._bar.start()
-        key = (system, phase)
-        if key not in self._tasks:
-            self._tasks[key] = self._bar.add_task(f"{system[:40]} {phase}", total=total)
-        self._bar.update(self._tasks[key], completed=done)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
 
 def _console() -> Console:
