@@ -64,20 +64,22 @@ def query_ratio(index_path: Path, queries: list[str]) -> float:
 
 
 def build_ratio(spec: str, folder: Path) -> tuple[float, float, float]:
-    """(ratio, best build seconds without model load, best tokenize seconds) on the handbook sections."""
+    """(ratio, best build seconds without model load, best tokenize seconds) on the handbook sections.
+
+    Rounds alternate a tokenization pass and a build, so both are timed under the same conditions
+    (a slow spell of the machine then slows both, rather than only the side timed during it).
+    """
     source = corpus_dir("handbook")
     builder = get_builder("sections")
     texts = [c.text for f in builder.scan(source) for c in builder.chunks(f)]
     tokenizer = get_tokenizer(spec)
     tokenizer.load()
-    tokenize = []
-    for _ in range(ROUNDS):
+    tokenize, builds = [], []
+    for round_number in range(ROUNDS):
         started = time.perf_counter()
         for text in texts:
             tokenizer.tokenize(text)
         tokenize.append(time.perf_counter() - started)
-    builds = []
-    for round_number in range(ROUNDS):
         report = build(source, folder / f"{round_number}.sqlite", builder=builder, tokenizer=tokenizer)
         builds.append(report.seconds - report.tokenizer_load_seconds)
     return min(builds) / min(tokenize), min(builds), min(tokenize)
