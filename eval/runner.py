@@ -16,7 +16,6 @@ from ..builders import Builder, get_builder
 from ..builders.base import resolve_inside
 from ..cache import cache_dir
 from ..errors import CorpusError, IndexFileError, RagEvalError
-from ..keys import unit_of
 from ..outputs import write_text_atomic
 from ..search import search
 from ..store import SCHEMA_VERSION, Index, read_meta
@@ -180,7 +179,7 @@ def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress
     builder = get_builder(system.builder or default_builder)
     check_builder(dataset, builder)
     path, report = cached_build(source, builder, tokenizer, progress=progress)
-    to_unit = unit_of if builder.name == "sections" else _same
+    to_unit = builder.unit
     as_of = dataset.meta.get("as_of")
     queries = list(dataset.queries.values())
     ranked: list[RankedDoc] = []
@@ -204,10 +203,6 @@ def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress
                 progress("queries", number, len(queries))
     return SystemRun(system, tokenizer.spec, builder.system, ranked, report, str(path), tokenize_times, search_times,
                      zero_hits, false_hits)
-
-
-def _same(key: str) -> str:
-    return key
 
 
 def strict_run(query_id: str, hits: list[tuple[str, float]]) -> list[RankedDoc]:

@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..builders import get_builder
-from ..builders.sections import split_markdown
 from ..errors import DatasetError
-from ..keys import section_key
 from ..outputs import new_folder
 from ..textio import read_bytes, read_json, read_text
 from .beir import read_qrels, read_queries, write_beir
@@ -61,21 +59,11 @@ def corpus_dir(dataset_id: str) -> Path:
 
 
 def passages(dataset_id: str) -> dict[str, Passage]:
-    """The corpus as BEIR passages: lines keep their source ids; sections are whole (``path#anchor``)."""
-    info = entry(dataset_id)
-    builder = get_builder(info["builder"])
-    root = corpus_dir(dataset_id)
-    corpus: dict[str, Passage] = {}
-    for file in builder.scan(root):
-        if builder.name == "sections":
-            title = Path(file.path).stem
-            for section in split_markdown(file.text(), title):
-                key = section_key(file.path, section.anchor)
-                corpus[key] = Passage(key, section.heading_path or section.title, section.text)
-        else:
-            for chunk in builder.chunks(file):
-                corpus[chunk.key] = Passage(chunk.key, chunk.title, chunk.text)
-    return corpus
+    """The corpus as BEIR passages: the units its builder's chunks are judged as (lines keep their source
+    ids; sections are whole, ``path#anchor``)."""
+    builder = get_builder(entry(dataset_id)["builder"])
+    return {key: Passage(key, title, text)
+            for file in builder.scan(corpus_dir(dataset_id)) for key, title, text in builder.units(file)}
 
 
 def load_shipped(dataset_id: str) -> Dataset:

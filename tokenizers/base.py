@@ -9,8 +9,8 @@ from typing import Any, ClassVar, Iterable, NamedTuple
 import regex
 
 from ..errors import SpecError, UnavailableError
-from ..spec import Option, OptionSet, SystemSpec, format_value, parse_bool
-from .normalise import check_text, normalise_with_offsets
+from ..spec import Configurable, Option, OptionSet, parse_bool
+from .normalise import check_text, normalise, normalise_with_offsets
 
 #: Option keys of the shared normalisation; native strategies reject them by name.
 NORMALISATION_KEYS = ("t2s",)
@@ -32,62 +32,91 @@ def library_version(distribution: str) -> str:
         return "missing"
 
 
-class Tokenizer:
+#: How a Python strategy's column is declared: FTS5's ascii tokenizer with every printable ASCII symbol
+#: as a token character separates on whitespace and control characters only and folds only A-Z (already
+#: folded), so the terms FTS5 stores are exactly the space-joined Python tokens.
+_ASCII_TOKENCHARS = "".join(chr(c) for c in range(0x21, 0x7F) if not chr(c).isalnum()).replace("'", "''")
+WHITESPACE_CLAUSE = f"ascii tokenchars '{_ASCII_TOKENCHARS}'"
+
+
+class QueryTerms(NamedTuple):
+    """How a query becomes FTS5 terms: the distinct terms, the strings snippets highlight, and the parts of
+    the query that yield no term (reported by ``--explain``; they make an ``and`` query unsatisfiable)."""
+
+    terms: tuple[str, ...]
+    highlight: tuple[str, ...]
+    dropped: tuple[str, ...] = ()
+
+
+class Tokenizer(Configurable):
     """Base class of every strategy. Subclasses set the class attributes and implement ``_tokenize``.
 
     A tokenizer is built from validated options, loads heavy resources in ``load()`` (called lazily by
-    ``tokenize``), and uses one ``tokenize`` for documents and queries alike.
+    ``tokenize``), and uses one ``tokenize`` for documents and queries alike. What the index and the query
+    compiler do with it comes from what it declares here, never from its name.
     """
 
-    name: ClassVar[str]
     summary: ClassVar[str] = ""
-    #: True when FTS5 tokenizes natively (the index declares ``fts5_clause`` and stores raw text).
+    #: True when FTS5 tokenizes natively: the index stores the raw text under ``fts5_clause`` and FTS5's
+    #: own tokenizer splits documents and phrases. False: the index stores this strategy's tokens.
     native: ClassVar[bool] = False
     #: True when tokens overlap (trigram): FTS5's own snippet() repeats the overlapping text for such
     #: tokens (SQLite 3.40), so their FTS5-style snippets are made from the Python mirror's tokens instead.
     overlapping_tokens: ClassVar[bool] = False
-    option_set: ClassVar[OptionSet] = OptionSet()
+    #: True when tokenizing is slow enough that index builds pay for a process pool (jieba, pkuseg).
+    parallel: ClassVar[bool] = False
     #: Distributions whose versions belong in the spec and in ``rag-eval --version``.
     libraries: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = ""
+    #: Fingerprint keys that record only a version: drift since a build warns instead of failing.
+    version_keys: ClassVar[frozenset[str]] = frozenset({"unicode", "sqlite", "opencc"})
 
     def __init__(self, **options: Any) -> None:
-        given = {key: value if isinstance(value, str) else format_value(value) for key, value in options.items()}
-        self._reject_normalisation_options(given)
-        self.options: dict[str, Any] = self.option_set.resolve(self.name, given)
+        super().__init__(**options)
         self._loaded = False
 
-    @classmethod
-    def _reject_normalisation_options(cls, given: dict[str, str]) -> None:
-        if not cls.native:
+    def _check_options(self, given: dict[str, str]) -> None:
+        if not self.native:
             return
         for key in given:
-            if key in NORMALISATION_KEYS and key not in {o.name for o in cls.option_set.options}:
+            if key in NORMALISATION_KEYS and key not in {o.name for o in self.option_set.options}:
                 raise SpecError(
-                    f"{cls.name} is FTS5's native tokenizer and indexes the raw text: option {key!r} "
+                    f"{self.name} is FTS5's native tokenizer and indexes the raw text: option {key!r} "
                     "(shared normalisation) applies only to Python strategies such as bigram or jieba"
                 )
 
-    @classmethod
-    def from_spec(cls, spec: SystemSpec) -> "Tokenizer":
-        """Instantiate from a parsed spec with this class's name."""
-        return cls(**dict(spec.options))
+    @property
+    def fts5_clause(self) -> str:
+        """The FTS5 ``tokenize=`` argument of the index's columns: a native strategy's own tokenizer, or
+        the whitespace-only ascii tokenizer under which a Python strategy's tokens are stored."""
+        return WHITESPACE_CLAUSE
+
+    def query_terms(self, text: str) -> QueryTerms:
+        """The query's distinct terms, tokenized exactly as documents are (duplicates would change bm25)."""
+        terms = tuple(dict.fromkeys(self.terms(text)))
+        return QueryTerms(terms, terms)
+
+    def phrase_highlight(self, phrase: str, terms: tuple[str, ...]) -> str:
+        """What snippets highlight for a native phrase query: by default the normalised phrase as typed."""
+        return normalise(phrase)
+
+    def is_version_key(self, key: str) -> bool:
+        """Whether fingerprint ``key`` records only a library version (drift warns rather than fails)."""
+        return key in self.version_keys or key in self.libraries
 
     @classmethod
-    def is_available(cls) -> bool:
-        """True when this strategy can run with its default options."""
-        return cls.availability() is None
+    def missing_libraries(cls) -> str | None:
+        """None when every declared library is installed; otherwise which are not."""
+        missing = [lib for lib in cls.libraries if library_version(lib) == "missing"]
+        return "not installed: " + ", ".join(missing) if missing else None
 
     @classmethod
     def availability(cls) -> str | None:
-        """None when usable; otherwise why not (the install hint is in ``install_hint``)."""
-        missing = [lib for lib in cls.libraries if library_version(lib) == "missing"]
-        if missing:
-            return "not installed: " + ", ".join(missing)
-        return None
+        """None when usable with its default options; otherwise why not (the install hint is in ``install_hint``)."""
+        return cls.missing_libraries()
 
     def check_available(self) -> None:
-        """Raise UnavailableError with the install hint when this strategy cannot run."""
+        """Raise UnavailableError with the install hint when this strategy cannot run with its options."""
         reason = self.availability()
         if reason is not None:
             raise UnavailableError(f"tokenizer {self.name!r} is unavailable: {reason}", hint=self.install_hint or None)
@@ -101,12 +130,6 @@ class Tokenizer:
 
     def _load(self) -> None:
         """Subclasses load heavy resources here."""
-
-    @property
-    def system(self) -> str:
-        """The canonical ``NAME:key=value,...``: every option with a value, defaults included, sorted."""
-        parts = [f"{key}={format_value(value)}" for key, value in sorted(self.options.items()) if format_value(value)]
-        return self.name + (":" + ",".join(parts) if parts else "")
 
     def fingerprint(self) -> dict[str, str]:
         """What besides the options decides the tokens: library versions, model checksums."""

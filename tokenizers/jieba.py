@@ -37,7 +37,6 @@ class JiebaTokenizer(PythonTokenizer):
         Option("hmm", "let jieba's HMM join unknown words", True, parse_bool),
     )
     libraries = ("jieba",)
-    #: Slow enough that index builds tokenize it in a process pool.
     parallel = True
     install_hint = "pip install 'jieba>=0.42.1,<0.43'"
 

@@ -47,7 +47,6 @@ class PkusegTokenizer(PythonTokenizer):
         Option("userdict", "'' = pkuseg's built-in dictionary, none, or a path with one word per line", "", _userdict),
     )
     libraries = ("spacy-pkuseg",)
-    #: Slow enough that index builds tokenize it in a process pool.
     parallel = True
     install_hint = "pip install 'spacy-pkuseg>=1.0,<1.1'; then: rag-eval models install pkuseg (or use model=mini)"
 
@@ -57,7 +56,8 @@ class PkusegTokenizer(PythonTokenizer):
 
     @classmethod
     def availability(cls) -> str | None:
-        reason = super().availability()
+        """The library, then the model the default options resolve to."""
+        reason = cls.missing_libraries()
         if reason is not None:
             return reason
         try:
@@ -67,7 +67,8 @@ class PkusegTokenizer(PythonTokenizer):
         return None
 
     def check_available(self) -> None:
-        missing = PythonTokenizer.availability.__func__(type(self))  # type: ignore[attr-defined]
+        """The library, then the model these options name (``model=mini`` needs no install)."""
+        missing = self.missing_libraries()
         if missing is not None:
             raise UnavailableError(f"tokenizer {self.name!r} is unavailable: {missing}", hint=self.install_hint)
         resolve_pkuseg_model(self.options["model"])

@@ -6,7 +6,8 @@ import sqlite3
 from typing import ClassVar
 
 from ..spec import Option, OptionSet, parse_bool
-from .base import Token, Tokenizer
+from .base import QueryTerms, Token, Tokenizer
+from .normalise import normalise
 from .fts5_rules import check_fts5, trigram_rules
 
 
@@ -28,6 +29,14 @@ class TrigramTokenizer(Tokenizer):
     def fts5_clause(self) -> str:
         """The ``tokenize=`` argument of the FTS5 table."""
         return f"trigram case_sensitive {int(self.options['case_sensitive'])}"
+
+    def query_terms(self, text: str) -> QueryTerms:
+        """The trigrams of each whitespace-separated word (none across the space between words); a word
+        under 3 characters has none and is dropped, which makes an ``and`` query unsatisfiable."""
+        per_word = [(word, self.terms(word)) for word in text.split()]
+        terms = tuple(dict.fromkeys(gram for _, grams in per_word for gram in grams))
+        highlight = tuple(normalise(word) for word, grams in per_word if grams)
+        return QueryTerms(terms, highlight, tuple(word for word, grams in per_word if not grams))
 
     def fingerprint(self) -> dict[str, str]:
         return {"sqlite": sqlite3.sqlite_version}

@@ -32,6 +32,10 @@ class Unicode61Tokenizer(Tokenizer):
         """The ``tokenize=`` argument of the FTS5 table."""
         return f"unicode61 remove_diacritics {self.options['remove_diacritics']}"
 
+    def phrase_highlight(self, phrase: str, terms: tuple[str, ...]) -> str:
+        """The phrase's own folded tokens, as FTS5 matches them."""
+        return " ".join(terms)
+
     def fingerprint(self) -> dict[str, str]:
         return {"sqlite": sqlite3.sqlite_version}
 

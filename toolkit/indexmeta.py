@@ -16,8 +16,6 @@ from .tokenizers import Tokenizer, get_tokenizer
 from .tokenizers.fts5_rules import check_fts5
 
 SCHEMA_VERSION = 1
-#: Fingerprint keys that only record library versions: drift is a warning, not an error.
-VERSION_KEYS = {"jieba", "spacy-pkuseg", "opencc", "unicode", "sqlite"}
 #: Tables and meta keys every index has; an index without them (or with values of the wrong shape) is damaged.
 REQUIRED_TABLES = frozenset({"meta", "chunks", "files", "search"})
 REQUIRED_META = ("schema_version", "builder", "tokenizer", "tokenizer_spec", "tokenizer_fingerprint", "query_defaults",
@@ -43,7 +41,7 @@ def check_fingerprint(path: str, recorded: dict[str, str], tokenizer: Tokenizer)
     """Error when a model or dictionary changed; warn when only library versions drifted."""
     current = tokenizer.fingerprint()
     changed = {k for k in set(recorded) | set(current) if recorded.get(k) != current.get(k)}
-    hard = sorted(k for k in changed if k not in VERSION_KEYS)
+    hard = sorted(k for k in changed if not tokenizer.is_version_key(k))
     if hard:
         details = "; ".join(f"{k}: built with {recorded.get(k)}, now {current.get(k)}" for k in hard)
         raise IndexFileError(f"{path}: the tokenizer changed since this index was built ({details})",
@@ -88,7 +86,7 @@ def load_meta(db: sqlite3.Connection, path: str, *, expected: str | None = None,
             f"{where}: this index was built with tokenizer {recorded.system}, not {get_tokenizer(expected).system}",
             hint="search it without naming a tokenizer, or rebuild it with: rag-eval index build -t SPEC",
         )
-    check_fts5(recorded.name if recorded.native else "ascii")
+    check_fts5(recorded.fts5_clause.split()[0])
     fingerprint = _json_meta(where, meta, "tokenizer_fingerprint")
     if not isinstance(fingerprint, dict) or not all(isinstance(v, str) for v in fingerprint.values()):
         raise IndexFileError(f"{where}: damaged index meta: tokenizer_fingerprint is not an object of strings")

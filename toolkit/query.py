@@ -49,11 +49,11 @@ def compile_query(
 ) -> CompiledQuery:
     """Compile ``text`` for an index built with ``tokenizer``.
 
-    Every strategy: the query goes through the same tokenization as documents and each distinct token is
-    a quoted term (duplicates would change bm25). For trigram, tokens come from each whitespace-separated
-    word, and words under 3 characters (no trigram) are dropped and reported.
-    ``phrase`` for Python strategies means: all tokens must match, then the hit's normalised raw text
-    must contain the normalised query (search mode's overlapping tokens make FTS5 phrases unreliable).
+    Every strategy: the query becomes terms through the tokenizer's ``query_terms`` (the same tokenization
+    as documents; trigram per whitespace-separated word, reporting words too short for a trigram), each a
+    quoted term. ``phrase`` for a native strategy is one FTS5 phrase; for the others all tokens must
+    match, then the hit's normalised raw text must contain the normalised query (overlapping tokens, as
+    search mode makes, make FTS5 phrases unreliable).
     """
     if mode not in MODES:
         raise QueryError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
@@ -62,33 +62,19 @@ def compile_query(
     normalised = " ".join(normalise(text, t2s=t2s).split())
     if not any(c.isalnum() for c in text):
         return CompiledQuery(text, mode, normalised, (), None, ())
-    dropped: list[str] = []
     if tokenizer.native and mode == "phrase":
-        # The whole query is one FTS5 phrase (for trigram: a substring of at least 3 characters,
-        # whitespace included, so the text is kept as given).
-        phrase = text
-        tokens = tuple(tokenizer.terms(phrase))
-        highlight = (" ".join(tokens) if tokenizer.name == "unicode61" else normalise(phrase),) if tokens else ()
-        return CompiledQuery(text, mode, normalised, (phrase,) if tokens else (), quote(phrase) if tokens else None,
-                             highlight, None, () if tokens else (phrase,))
-    if tokenizer.native:
-        # unicode61: the query's own tokens, as for documents. trigram: the trigrams of each
-        # whitespace-separated word (none across the space between words); a word under 3 characters
-        # has none, is dropped and makes an AND query unsatisfiable.
-        if tokenizer.name == "trigram":
-            per_word = [(word, tokenizer.terms(word)) for word in text.split()]
-            dropped = [word for word, grams in per_word if not grams]
-            tokens = tuple(dict.fromkeys(gram for _, grams in per_word for gram in grams))
-            highlight = tuple(normalise(word) for word, grams in per_word if grams)
-        else:
-            tokens = tuple(dict.fromkeys(tokenizer.terms(text)))
-            highlight = tokens
-        expression = _join(tokens, mode) if tokens and (mode == "or" or not dropped) else None
-        return CompiledQuery(text, mode, normalised, tokens, expression, highlight, None, tuple(dropped))
-    tokens = tuple(dict.fromkeys(tokenizer.terms(text)))
-    expression = _join(tokens, "and" if mode == "phrase" else mode) if tokens else None
+        # FTS5 tokenizes the phrase itself: the whole query is one quoted phrase (for trigram a substring
+        # of at least 3 characters, whitespace included, so the text is kept as given).
+        tokens = tuple(tokenizer.terms(text))
+        if not tokens:
+            return CompiledQuery(text, mode, normalised, (), None, (), None, (text,))
+        return CompiledQuery(text, mode, normalised, (text,), quote(text), (tokenizer.phrase_highlight(text, tokens),))
+    query = tokenizer.query_terms(text)
+    # A query part with no term (a trigram word under 3 characters) cannot match, so `and` cannot either.
+    satisfiable = bool(query.terms) and (mode == "or" or not query.dropped)
+    expression = _join(query.terms, "and" if mode == "phrase" else mode) if satisfiable else None
     phrase_filter = normalised if mode == "phrase" else None
-    return CompiledQuery(text, mode, normalised, tokens, expression, tokens, phrase_filter)
+    return CompiledQuery(text, mode, normalised, query.terms, expression, query.highlight, phrase_filter, query.dropped)
 
 
 def _join(terms: tuple[str, ...], mode: str) -> str:

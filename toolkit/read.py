@@ -162,7 +162,7 @@ def list_entries(index: Index, *, category: str | None = None) -> list[dict[str,
         text_argument(category, "category", ReadError)
     where, params = ("WHERE category = ?", [category]) if category is not None else ("", [])
     with index.reading():
-        if index.builder.name == "lines":
+        if index.builder.list_by == "document":
             sql = (f"SELECT doc, revision, status, expires, path, category, title, count(*) AS lines, min(id) AS first "
                    f"FROM chunks {where} GROUP BY doc ORDER BY first")
             return [{k: row[k] for k in row.keys() if k != "first"} for row in index.db.execute(sql, params)]

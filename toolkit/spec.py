@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from .errors import SpecError
 
@@ -105,3 +105,30 @@ class OptionSet:
             except ValueError as exc:
                 raise SpecError(f"bad value {raw!r} for {owner} option {key!r}: {exc}") from None
         return values
+
+
+class Configurable:
+    """Base of everything named by a spec (tokenizers, builders): a ``name``, declared options, and the
+    canonical ``NAME:key=value,...`` with every option that has a value (defaults included, sorted)."""
+
+    name: ClassVar[str]
+    option_set: ClassVar[OptionSet] = OptionSet()
+
+    def __init__(self, **options: Any) -> None:
+        given = {key: value if isinstance(value, str) else format_value(value) for key, value in options.items()}
+        self._check_options(given)
+        self.options: dict[str, Any] = self.option_set.resolve(self.name, given)
+
+    def _check_options(self, given: dict[str, str]) -> None:
+        """Subclasses refuse option combinations here, before the values are parsed."""
+
+    @classmethod
+    def from_spec(cls, spec: SystemSpec) -> "Configurable":
+        """Instantiate from a parsed spec with this class's name."""
+        return cls(**dict(spec.options))
+
+    @property
+    def system(self) -> str:
+        """The canonical ``NAME:key=value,...``."""
+        parts = [f"{key}={format_value(value)}" for key, value in sorted(self.options.items()) if format_value(value)]
+        return self.name + (":" + ",".join(parts) if parts else "")

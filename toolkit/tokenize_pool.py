@@ -43,10 +43,6 @@ class PoolReport:
     cpu_seconds: float = 0.0
     wall_seconds: float = 0.0
 
-    @property
-    def speedup(self) -> float:
-        """Tokenization CPU time over wall time: what the pool gained."""
-        return round(self.cpu_seconds / self.wall_seconds, 2) if self.wall_seconds else 1.0
 
 
 def _tokenize_one(tokenizer: Tokenizer, title: str, text: str, keep_offsets: bool) -> Tokenized:
@@ -105,7 +101,7 @@ def tokenize_chunks(
     started = time.perf_counter()
     workers = worker_count()
     characters = sum(len(title) + len(text) for title, text in items)
-    if not getattr(tokenizer, "parallel", False) or workers < 2 or characters < POOL_MIN_CHARS:
+    if not tokenizer.parallel or workers < 2 or characters < POOL_MIN_CHARS:
         cpu = time.process_time()
         results = []
         for number, (title, text) in enumerate(items, start=1):

@@ -21,12 +21,6 @@ from .store import BUSY_TIMEOUT_MS, build_lock, connect, create_schema, foreign_
 from .tokenize_pool import tokenize_chunks
 from .tokenizers import Tokenizer, get_tokenizer
 
-# Python strategies write space-joined tokens; FTS5's ascii tokenizer with every printable ASCII
-# symbol as a token character then separates on whitespace and control characters only, and folds
-# only A-Z (already folded), so the terms it stores are exactly the Python tokens.
-_ASCII_TOKENCHARS = "".join(chr(c) for c in range(0x21, 0x7F) if not chr(c).isalnum()).replace("'", "''")
-WHITESPACE_CLAUSE = f"ascii tokenchars '{_ASCII_TOKENCHARS}'"
-
 #: ``progress(phase, done, total)``; builds report bytes of source read so far.
 Progress = Callable[[str, int, int], None]
 
@@ -49,11 +43,9 @@ class BuildReport:
 
 def fts_schema(tokenizer: Tokenizer) -> str:
     """The FTS5 table over the chunks table (external content, rowid = chunk id)."""
-    if tokenizer.native:
-        columns, clause = "fts_title, text", tokenizer.fts5_clause  # type: ignore[attr-defined]
-    else:
-        columns, clause = "fts_title, fts_body", WHITESPACE_CLAUSE
-    clause = clause.replace('"', '""')
+    # A native strategy's FTS5 tokenizer reads the raw text; a Python strategy's tokens are stored in fts_body.
+    columns = "fts_title, text" if tokenizer.native else "fts_title, fts_body"
+    clause = tokenizer.fts5_clause.replace('"', '""')
     return (f'CREATE VIRTUAL TABLE search USING fts5({columns}, content="chunks", content_rowid="id", '
             f'tokenize="{clause}")')
 
@@ -273,7 +265,7 @@ def _write(
             "tokenizer": tokenizer.system,
             "tokenizer_spec": tokenizer.spec,
             "tokenizer_fingerprint": json.dumps(tokenizer.fingerprint(), sort_keys=True),
-            "fts5_tokenize": tokenizer.fts5_clause if tokenizer.native else WHITESPACE_CLAUSE,  # type: ignore[attr-defined]
+            "fts5_tokenize": tokenizer.fts5_clause,
             "query_defaults": json.dumps(builder.query_defaults().__dict__, ensure_ascii=False, sort_keys=True),
             "source_root": str(builder.source_root(source)),
             "corpus_sha256": corpus_checksum([(p, sha) for p, sha, _ in file_rows]),

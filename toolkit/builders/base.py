@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from ..errors import CorpusError, MissingSourceError
 from ..paths import path_under, printable_path
 from ..records import Chunk
-from ..spec import OptionSet, SystemSpec, format_value
+from ..spec import Configurable
 from ..textio import decode_utf8, file_kind, read_bytes
 
 
@@ -95,29 +95,27 @@ class QueryDefaults:
     body_weight: float = 1.0
 
 
-class Builder:
-    """Base of every index builder: ``scan`` validates and reads, ``chunks`` splits one file."""
+class Builder(Configurable):
+    """Base of every index builder: ``plan`` validates, ``read`` reads a file once, ``chunks`` splits it.
 
-    name: ClassVar[str]
+    What the rest of rag-eval does with a builder's chunks comes from what it declares here (how its
+    chunks are listed, what unit qrels judge them as), never from its name.
+    """
+
     summary: ClassVar[str] = ""
-    option_set: ClassVar[OptionSet] = OptionSet()
     #: Whether the title column is indexed (sections and passages) or only stored (lines).
     index_title: ClassVar[bool] = True
+    #: What ``index list`` lists: ``"chunk"`` (one row per chunk) or ``"document"`` (one row per ``doc``,
+    #: with its revision, status, expiry and line count).
+    list_by: ClassVar[str] = "chunk"
 
-    def __init__(self, **options: Any) -> None:
-        given = {key: value if isinstance(value, str) else format_value(value) for key, value in options.items()}
-        self.options: dict[str, Any] = self.option_set.resolve(self.name, given)
+    def unit(self, key: str) -> str:
+        """The unit qrels judge a chunk as (a split section's parts count as the section); by default the key."""
+        return key
 
-    @classmethod
-    def from_spec(cls, spec: SystemSpec) -> "Builder":
-        """Instantiate from a parsed spec with this class's name."""
-        return cls(**dict(spec.options))
-
-    @property
-    def system(self) -> str:
-        """Canonical ``NAME:key=value,...`` with every option that has a value."""
-        parts = [f"{k}={format_value(v)}" for k, v in sorted(self.options.items()) if format_value(v)]
-        return self.name + (":" + ",".join(parts) if parts else "")
+    def units(self, file: SourceFile) -> list[tuple[str, str, str]]:
+        """The judged units of one file as ``(key, title, text)`` (a dataset's passages); by default its chunks."""
+        return [(chunk.key, chunk.title, chunk.text) for chunk in self.chunks(file)]
 
     def plan(self, source: Path) -> tuple[Path, list[FileRef]]:
         """Validate the source without reading file contents: the root and the files to read, in order.

@@ -45,6 +45,7 @@ class LinesBuilder(Builder):
     summary = "line-level evidence from a manifest (seed 000): doc@rev:sha256#Lline provenance, status, expiry"
     option_set = OptionSet((Option("max_bytes", "largest source file accepted, in bytes", 1_000_000, int),))
     index_title = False
+    list_by = "document"
 
     def _plan(self, source: Path) -> tuple[Path, list[FileRef]]:
         root = source if source.is_dir() else source.parent

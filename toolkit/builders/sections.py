@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorpusError
-from ..keys import section_key
+from ..keys import section_key, unit_of
 from ..records import Chunk
 from ..spec import Option, OptionSet
 from .base import Builder, FileRef, QueryDefaults, SourceFile, locate
@@ -214,6 +214,15 @@ class SectionsBuilder(Builder):
                     anchor=part.anchor, heading_path=part.heading_path, category=category, sha256=file.sha256,
                 ))
         return chunks
+
+    def unit(self, key: str) -> str:
+        """A split section's part ``path#anchor~2`` is judged as its section ``path#anchor``."""
+        return unit_of(key)
+
+    def units(self, file: SourceFile) -> list[tuple[str, str, str]]:
+        """Whole sections (before splitting for size), titled by their heading path."""
+        return [(section_key(file.path, section.anchor), section.heading_path or section.title, section.text)
+                for section in split_markdown(file.text(), Path(file.path).stem)]
 
     def query_defaults(self) -> QueryDefaults:
         return QueryDefaults(mode="or", snippet="window", open_marker="【", close_marker="】", ellipsis="…",
