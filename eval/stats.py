@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 
 import numpy as np
 
 PERMUTATIONS = 10_000
 SEED = 20261129
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """A system against the reference on one metric."""
-
-    metric: str
-    delta: float
-    p_value: float
-    p_holm: float
-    wins: int
-    ties: int
-    losses: int
 
 
 def randomization_test(a: list[float], b: list[float], *, permutations: int = PERMUTATIONS, seed: int = SEED) -> float:

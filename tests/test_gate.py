@@ -147,3 +147,39 @@ def test_a_baseline_the_gate_cannot_rely_on_is_one_error_line(content: str, tmp_
     outcome = run("compare", "evidence-mini", "-t", "bigram", "--against", str(baseline), "-o", str(tmp_path / "x"))
     assert outcome.exit_code == 1 and outcome.stderr.startswith(f"error: {baseline}"), outcome.stderr
     assert "Traceback" not in outcome.stderr and not (tmp_path / "x").exists()
+
+
+def _report(metrics: dict[str, float], *, tokenizer: str = "bigram [x]", checksum: str = "c1",
+            name: str = "bigram | passages | or") -> dict:
+    system = {"name": name, "tokenizer": tokenizer, "builder": "passages", "metrics": metrics}
+    return {"schema": "rag-eval/baseline/1", "dataset": {"checksum": checksum}, "systems": [system]}
+
+
+@pytest.mark.parametrize(("new", "outcome"), [
+    (0.500, "same"),           # unchanged
+    (0.495, "same"),           # a drop of exactly the tolerance is not a regression
+    (0.4949, "regression"),    # just beyond it is
+    (0.4925, "regression"),    # 1.5 x the tolerance: a gate with a doubled tolerance would miss it
+    (0.5051, "improvement"),
+    (0.5049, "same"),
+])
+def test_check_compares_each_metric_with_the_tolerance(new: float, outcome: str) -> None:
+    from rag_eval.eval.gate import check
+
+    result = check(_report({"nDCG@10": new}), _report({"nDCG@10": 0.5}), tolerance=0.005)
+    found = "regression" if result.regressions else "improvement" if result.improvements else "same"
+    assert found == outcome and result.compared == 1
+
+
+def test_check_calls_a_changed_identity_stale_and_lists_unmatched_systems() -> None:
+    from rag_eval.eval.gate import check
+
+    base = _report({"nDCG@10": 0.9})
+    stale = check(_report({"nDCG@10": 0.1}, tokenizer="bigram [y]"), base)
+    assert not stale.regressions and stale.compared == 0
+    assert stale.stale[0]["differences"] == {"tokenizer": ("bigram [x]", "bigram [y]")}
+    moved = check(_report({"nDCG@10": 0.1}, checksum="c2"), base)
+    assert not moved.regressions and "dataset checksum" in moved.stale[0]["differences"]
+    other = check(_report({"nDCG@10": 0.9}, name="jieba | passages | or"), base)
+    assert other.unmatched == ["new system jieba | passages | or: not in the baseline",
+                               "baseline system bigram | passages | or: not in this run"]

@@ -35,7 +35,6 @@ def test_wheel_has_one_top_level_package(wheel: Path) -> None:
         "rag_eval/tokenizers/data/pkuseg_train.txt",
         "rag_eval/datasets/manifest.json",
         "rag_eval/datasets/bench-zh/part-a1.txt",
-        "rag_eval/eval/benchtext.py",
         "rag_eval/cli/__init__.py",
         "rag_eval/builders/sections.py",
         "rag_eval/datasets/handbook/docs/getting-started/quick-notes.md",
@@ -50,10 +49,10 @@ def test_installed_wheel_works_outside_the_repository(wheel: Path, tmp_path: Pat
                    check=True, capture_output=True)
     code = (
         "import rag_eval, sys\n"
-        "from rag_eval.eval.benchtext import bench_text\n"
+        "from rag_eval.eval.shipped import load_shipped\n"
         "from rag_eval.tokenizers import get_tokenizer\n"
         "assert rag_eval.__file__.startswith(sys.argv[1]), rag_eval.__file__\n"
-        "print(len(bench_text()) > 100, get_tokenizer('pkuseg:model=mini').terms('导出文件'))\n"
+        "print(len(load_shipped('handbook').corpus) > 100, get_tokenizer('pkuseg:model=mini').terms('导出文件'))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run([sys.executable, "-c", code, str(site)], cwd=tmp_path, capture_output=True, text=True, env=env)

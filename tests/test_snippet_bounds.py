@@ -17,7 +17,7 @@ import rag_eval.snippets as snippets
 from rag_eval.builders.sections import (
     MAX_HEADING_CHARS, AnchorSet, atx_heading, clip_heading, slugify, split_markdown,
 )
-from rag_eval.eval.benchtext import bench_text
+from benchtext import bench_text
 from rag_eval.read import list_entries
 from rag_eval.search import search
 from rag_eval.snippets import SCAN_CHARS, token_snippet, window_snippet

@@ -38,13 +38,8 @@ def connect(path: str | Path, tokenizer: str | None = None, *, check_same_thread
     ``tokenizer`` (default: the index's own, else unicode61 as in seed 000) is what ``sync`` builds with;
     reading an index built with another tokenizer through this connection is an error.
     """
-    db = sqlite3.connect(str(path), timeout=store.BUSY_TIMEOUT_MS / 1000, factory=_Connection,
-                         isolation_level=None, check_same_thread=check_same_thread)
-    db.row_factory = sqlite3.Row
-    db.execute(f"PRAGMA busy_timeout = {store.BUSY_TIMEOUT_MS}")
-    if str(path) != ":memory:":
-        db.execute("PRAGMA journal_mode = WAL")
-    db.rag_eval_tokenizer = tokenizer
+    db = store.connect(path, check_same_thread=check_same_thread, factory=_Connection)
+    db.rag_eval_tokenizer = tokenizer  # type: ignore[attr-defined]
     return db
 
 

@@ -59,7 +59,7 @@ def resolve_pkuseg_model(option: str = "") -> tuple[str, Path]:
     source = option or os.environ.get(PKUSEG_MODEL_ENV, "") or "default"
     path = _named(source) or Path(source).expanduser().resolve()
     label = source if _named(source) else str(path)
-    missing = [name for name in MODEL_FILES if not (path / name).is_file()]
+    missing = _missing_files(path)
     if missing:
         if source == "default":
             raise UnavailableError(
@@ -73,14 +73,23 @@ def resolve_pkuseg_model(option: str = "") -> tuple[str, Path]:
     return label, path
 
 
-@lru_cache(maxsize=16)
-def _checksum(path: Path, stamp: tuple[tuple[int, int], ...]) -> str:
+def _missing_files(path: Path) -> list[str]:
+    return [name for name in MODEL_FILES if not (path / name).is_file()]
+
+
+def _sha256(*paths: Path) -> str:
+    """sha256 over the files' bytes, one after the other, read in 1 MB blocks."""
     digest = hashlib.sha256()
-    for name in MODEL_FILES:
-        with open(path / name, "rb") as handle:
+    for path in paths:
+        with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()
+
+
+@lru_cache(maxsize=16)
+def _checksum(path: Path, stamp: tuple[tuple[int, int], ...]) -> str:
+    return _sha256(*(path / name for name in MODEL_FILES))
 
 
 def model_checksum(path: Path) -> str:
@@ -107,18 +116,10 @@ def list_models() -> list[ModelInfo]:
                        ("default", f"pkuseg's default model from the PyPI sdist; install: {INSTALL_COMMAND}")):
         path = _named(name)
         assert path is not None
-        present = all((path / f).is_file() for f in MODEL_FILES)
+        present = not _missing_files(path)
         size = sum((path / f).stat().st_size for f in MODEL_FILES) if present else 0
         rows.append(ModelInfo(name, path, present, size, note))
     return rows
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def download_pkuseg_sdist(folder: Path) -> Path:
@@ -159,7 +160,7 @@ def install_pkuseg_model(
             progress(f"downloading {PKUSEG_SDIST} sdist from PyPI with pip (about 49 MB)")
             sdist = download_pkuseg_sdist(work)
         progress(f"checking sha256 of {sdist.name}")
-        actual = _sha256_file(sdist)
+        actual = _sha256(sdist)
         if actual != expected_sha256:
             raise ModelError(f"{sdist} has sha256 {actual}, expected {expected_sha256}; refusing to install it")
         progress("extracting pkuseg/models/default")

@@ -91,9 +91,3 @@ class Registry(Mapping[str, type], Generic[T]):
 
     def __contains__(self, name: object) -> bool:
         return name in self._discover()
-
-    def refresh(self) -> None:
-        """Re-read entry points (after installing a plug-in in the running process)."""
-        self._sources = None
-        self._loaded.clear()
-        self._conflicts.clear()

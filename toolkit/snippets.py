@@ -185,12 +185,6 @@ def token_snippet(
     start = 0 if best_start == 0 else window[0].start
     at_end = best_start + size >= len(tokens)
     end = len(text) if at_end else window[-1].end
-    spans: list[list[int]] = []
-    for token in window:
-        if token.text in terms:
-            if spans and token.start <= spans[-1][1]:  # overlapping or touching matches read as one
-                spans[-1][1] = max(spans[-1][1], token.end)
-            else:
-                spans.append([token.start, token.end])
+    spans = _merge([(token.start, token.end) for token in window if token.text in terms])  # tokens are sorted
     marked = _mark(text[start:end], [(s - start, e - start) for s, e in spans], open_marker, close_marker)
     return (ellipsis if start > 0 else "") + marked + ("" if at_end else ellipsis)

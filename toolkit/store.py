@@ -123,7 +123,8 @@ def _open_readonly(path: str, *, check_same_thread: bool = True) -> sqlite3.Conn
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def connect(path: str | Path, *, check_same_thread: bool = True, write: bool = True) -> sqlite3.Connection:
+def connect(path: str | Path, *, check_same_thread: bool = True, write: bool = True,
+            factory: type[sqlite3.Connection] = sqlite3.Connection) -> sqlite3.Connection:
     """A connection in autocommit mode with a busy timeout and Row results.
 
     ``write=True`` (builds) switches the file to WAL. Readers (``write=False``) need no write access: when
@@ -131,7 +132,7 @@ def connect(path: str | Path, *, check_same_thread: bool = True, write: bool = T
     """
     path = str(path)
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=check_same_thread,
-                         isolation_level=None)
+                         isolation_level=None, factory=factory)
     if not write and path != ":memory:":
         try:
             db.execute("SELECT count(*) FROM sqlite_master").fetchone()

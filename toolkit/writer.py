@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import time
 import uuid
@@ -66,6 +65,7 @@ def build(
     tokenizer: str | Tokenizer,
     progress: Progress | None = None,
     db: sqlite3.Connection | None = None,
+    on_insert: Callable[[int], None] | None = None,
 ) -> BuildReport:
     """Build or sync an index from ``source`` in one transaction, streaming file by file.
 
@@ -79,7 +79,8 @@ def build(
     was; a new index file that failed is removed.
 
     ``index_path`` must be new, empty, or an index rag-eval wrote: any other file (someone's own SQLite
-    database, a text file) is refused before anything is read or written.
+    database, a text file) is refused before anything is read or written. ``on_insert(rows)`` is called
+    inside the transaction after each batch of chunk rows (fault-injection tests kill the process there).
     """
     started = time.perf_counter()
     builder = builder if isinstance(builder, Builder) else get_builder(builder)
@@ -112,7 +113,7 @@ def build(
                 except sqlite3.Error as exc:
                     raise IndexFileError(f"{path}: cannot open the index for writing ({exc})",
                                          hint="check that the folder and the file are writable") from None
-            report = _write(db, path, source, root, refs, builder, tokenizer, progress)
+            report = _write(db, path, source, root, refs, builder, tokenizer, progress, on_insert)
         finally:
             if own_db and db is not None:
                 db.close()
@@ -122,8 +123,6 @@ def build(
     return report
 
 
-#: Test-only fault injection: the build kills its own process with SIGKILL after this many chunk rows.
-KILL_AFTER_ENV = "RAG_EVAL_TEST_KILL_AFTER_CHUNKS"
 #: Chunks tokenized and inserted together, by count or by characters awaiting tokenization, whichever
 #: comes first; bounds the memory a build holds besides one file, and is large enough for the pool
 #: (tokenize_pool.POOL_MIN_CHARS) to pay off on corpora of short chunks.
@@ -150,8 +149,7 @@ class _Writer:
         self.workers = 1
         self.start_method = ""
         self.worker_load_seconds: list[float] = []
-        kill_after = os.environ.get(KILL_AFTER_ENV)
-        self.kill_after = int(kill_after) if kill_after else None
+        self.on_insert: Callable[[int], None] | None = None
 
     def add(self, chunk: Chunk, title: str, stored: tuple[str, str | None, bytes | None] | None) -> None:
         self.buffer.append((chunk, title, stored))
@@ -182,17 +180,14 @@ class _Writer:
                          chunk.category, chunk.line, chunk.revision, chunk.sha256, chunk.status, chunk.expires,
                          chunk.text, fts_title, fts_body, offsets))
         self.buffer = []
-        if self.kill_after is not None and self.rows >= self.kill_after:
-            import signal
-
-            self.db.executemany(_INSERT, rows[: len(rows) - (self.rows - self.kill_after)])
-            os.kill(os.getpid(), signal.SIGKILL)
         self.db.executemany(_INSERT, rows)
+        if self.on_insert is not None:
+            self.on_insert(self.rows)
 
 
 def _write(
     db: sqlite3.Connection, path: str, source: Path, root: Path, refs: list[FileRef], builder: Builder,
-    tokenizer: Tokenizer, progress: Progress | None,
+    tokenizer: Tokenizer, progress: Progress | None, on_insert: Callable[[int], None] | None = None,
 ) -> BuildReport:
     meta = read_meta(db)
     # Stored tokens are reused only for an index built with the very same builder and tokenizer specs, and
@@ -218,6 +213,7 @@ def _write(
         reader.row_factory = None  # whatever the caller's connection uses
         old_files = dict(reader.execute("SELECT path, sha256 FROM files_old").fetchall()) if has_old and reusable else {}
         writer = _Writer(db, tokenizer, keep_offsets)
+        writer.on_insert = on_insert
         keys: set[str] = set()
         paths: set[str] = set()
         file_rows: list[tuple[str, str, int]] = []

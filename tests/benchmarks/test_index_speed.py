@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ALL_SPECS
-from rag_eval.eval.benchtext import bench_text
+from benchtext import bench_text
 from rag_eval.search import search, top_statement
 from rag_eval.store import Index
 from rag_eval.writer import build

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import tokenizer_for
-from rag_eval.eval.benchtext import bench_text
+from benchtext import bench_text
 from rag_eval.query import compile_query
 from rag_eval.search import search
 from rag_eval.snippets import token_snippet, window_snippet

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import ALL_SPECS, REAL_PKUSEG_MODEL, tokenizer_for
-from rag_eval.eval.benchtext import bench_text
+from benchtext import bench_text
 
 SPECS = ALL_SPECS + (["pkuseg:model=default-real"] if REAL_PKUSEG_MODEL else [])
 

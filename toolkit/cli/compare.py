@@ -174,31 +174,3 @@ def _fit(names: list[str], columns: list[tuple[str, list[str]]], console: Consol
         group.append(column)
     tables.append(_table(names, group))
     return tables
-
-
-@cli.command("evaluate")
-@click.argument("run_file", metavar="RUN", type=click.Path(path_type=Path))
-@click.argument("qrels_file", metavar="QRELS", type=click.Path(path_type=Path))
-@click.option("--metric", "metrics", multiple=True, metavar="NAME", type=TEXT, help="ir-measures name (repeat). Default: the six headline metrics.")
-@click.option("--per-query", is_flag=True, help="Also print each judged query's values.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def evaluate_cmd(run_file: Path, qrels_file: Path, metrics: tuple[str, ...], per_query: bool, as_json: bool) -> None:
-    """Score a TREC run file against qrels (TREC four-column or BEIR TSV) with trec_eval's definitions."""
-    from ..eval.metrics import DEFAULT_METRICS, evaluate
-    from ..eval.records import Qrel
-    from ..eval.trec import read_any_qrels, read_run
-
-    qrels = read_any_qrels(qrels_file)
-    qrel_list = [Qrel(q, d, r) for q, docs in qrels.items() for d, r in docs.items()]
-    means, values = evaluate(qrel_list, read_run(run_file), list(metrics) or list(DEFAULT_METRICS))
-    if as_json:
-        click.echo(json.dumps({"mean": means, **({"per_query": values} if per_query else {})}, indent=2))
-        return
-    if per_query:
-        for query_id, row in values.items():
-            for metric, value in row.items():
-                click.echo(f"{metric}\t{query_id}\t{value:.4f}")
-    for metric, value in means.items():
-        click.echo(f"{metric}\tall\t{value:.4f}")
-
-

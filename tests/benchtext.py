@@ -1,4 +1,7 @@
-"""The shipped benchmark text (datasets/bench-zh), verified against the manifest's checksums."""
+"""The benchmark text shipped in the package (datasets/bench-zh), verified against the manifest's checksums.
+
+Only tests and benchmarks read it, so the loader lives with them; the text ships as package data.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import json
 from functools import lru_cache
 from importlib.resources import files
 
-from ..errors import RagEvalError
+from rag_eval.errors import RagEvalError
 
 
 def _manifest() -> dict:
