@@ -388,3 +388,23 @@ def test_readers_during_rebuilds_see_whole_snapshots(builder: str, tmp_path: Pat
             thread.join()
     assert not errors and not wrong[:3]
     assert checked[0] > 100
+
+
+def test_progress_reports_the_model_load_and_the_bytes_indexed(tmp_path: Path, docs: Path) -> None:
+    seen: list[tuple[str, int, int]] = []
+    build(docs, tmp_path / "index.sqlite", builder="sections", tokenizer="pkuseg:model=mini",
+          progress=lambda phase, done, total: seen.append((phase, done, total)))
+    assert seen[:2] == [("loading pkuseg", 0, 1), ("loading pkuseg", 1, 1)]
+    indexed = [(done, total) for phase, done, total in seen if phase == "index"]
+    assert indexed[-1][0] == indexed[-1][1] > 0 and [d for d, _ in indexed] == sorted(d for d, _ in indexed)
+
+
+def test_progress_bars_start_no_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A display thread would make pooled builds spawn fresh workers that reload their models."""
+    from rag_eval.cli.progress import Bars
+
+    before = threading.active_count()
+    with Bars(enabled=True) as progress:
+        for done in range(0, 101, 10):
+            progress("index", done, 100)
+            assert threading.active_count() == before

@@ -106,7 +106,7 @@ def tokenize_chunks(
         results = []
         for number, (title, text) in enumerate(items, start=1):
             results.append(_tokenize_one(tokenizer, title, text, keep_offsets))
-            if progress is not None and number % 500 == 0:
+            if progress is not None and number % 50 == 0:
                 progress(number)
         return results, PoolReport(1, "", [], time.process_time() - cpu, time.perf_counter() - started)
     forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1

@@ -94,8 +94,12 @@ def build(
                                  hint="choose a new index path")
     root, refs = builder.plan(source)
     load_started = time.perf_counter()
+    if progress is not None:  # pkuseg's model takes seconds to load: say so before it starts
+        progress(f"loading {tokenizer.name}", 0, 1)
     tokenizer.load()
     load_seconds = time.perf_counter() - load_started
+    if progress is not None:
+        progress(f"loading {tokenizer.name}", 1, 1)
 
     created = path != ":memory:" and not Path(path).exists()
     if created:
@@ -150,6 +154,7 @@ class _Writer:
         self.start_method = ""
         self.worker_load_seconds: list[float] = []
         self.on_insert: Callable[[int], None] | None = None
+        self.progress: Progress | None = None
 
     def add(self, chunk: Chunk, title: str, stored: tuple[str, str | None, bytes | None] | None) -> None:
         self.buffer.append((chunk, title, stored))
@@ -163,7 +168,11 @@ class _Writer:
         pending = [(title, chunk.text) for chunk, title, stored in self.buffer if stored is None]
         tokenized: list = []
         if pending:
-            tokenized, pool = tokenize_chunks(self.tokenizer, pending, keep_offsets=self.keep_offsets)
+            report = self.progress
+            done_before = self.tokenized
+            tokenized, pool = tokenize_chunks(
+                self.tokenizer, pending, keep_offsets=self.keep_offsets,
+                progress=None if report is None else lambda n: report("tokenizing", done_before + n, self.queued))
             self.tokenized += len(pending)
             self.tokenize_wall += pool.wall_seconds
             self.tokenize_cpu += pool.cpu_seconds
@@ -213,7 +222,7 @@ def _write(
         reader.row_factory = None  # whatever the caller's connection uses
         old_files = dict(reader.execute("SELECT path, sha256 FROM files_old").fetchall()) if has_old and reusable else {}
         writer = _Writer(db, tokenizer, keep_offsets)
-        writer.on_insert = on_insert
+        writer.on_insert, writer.progress = on_insert, progress
         keys: set[str] = set()
         paths: set[str] = set()
         file_rows: list[tuple[str, str, int]] = []
