@@ -1,11 +1,15 @@
-"""Write a comparison: report.json, report.md, a self-contained report.html, TREC runs, per-query TSV."""
+"""Write a comparison: report.json, report.md, a self-contained report.html, TREC runs, per-query TSV.
+
+report.md and report.html are jinja2 templates (``templates/``) over :func:`page_data`, which formats the
+report's own numbers once; the HTML charts come from :mod:`.charts` (matplotlib). jinja2 and matplotlib are
+imported only when a report is rendered."""
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -107,21 +111,40 @@ def render_per_query(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _name(row: dict[str, Any]) -> str:
-    """A system name for a Markdown table cell: its own ``|`` separators escaped."""
-    return "`" + row["name"].replace("|", "\\|") + "`"
+def labels(report: dict[str, Any]) -> tuple[dict[str, str], tuple[str, str] | None]:
+    """A display label per system, and the (builder, mode) every system shares, if they share one.
+
+    With one builder and mode for every system the tokenizer alone names a row (as in the terminal
+    table), provided the short labels stay distinct; outside runs keep their own names.
+    """
+    rows = report["systems"]
+    shared = {(row["builder"], row["mode"]) for row in rows if row.get("mode")}
+    if len(shared) == 1:
+        short = {row["name"]: row["name"].split(" | ")[0] if row.get("mode") else row["name"] for row in rows}
+        if len(set(short.values())) == len(short):
+            return short, next(iter(shared))
+    return {row["name"]: row["name"] for row in rows}, None
 
 
-def _best(report: dict[str, Any], metric: str) -> float:
-    return max(row["metrics"][metric] for row in report["systems"])
+def _fmt(value: Any, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _cell(report: dict[str, Any], row: dict[str, Any], metric: str) -> str:
-    value = row["metrics"][metric]
-    text = f"{value:.4f}"
-    if value == _best(report, metric):
-        text = f"**{text}**"
-    return text + arrow(row, metric)
+def _column(values: list[Any], digits: int, better: str | None = None) -> list[dict[str, Any]]:
+    """Formatted cells of one column; ``better`` ("high"/"low") marks the best value(s) bold when they differ."""
+    present = [value for value in values if value is not None]
+    best = None
+    if better and len(set(present)) > 1:
+        best = max(present) if better == "high" else min(present)
+    return [{"text": value if isinstance(value, str) else _fmt(value, digits), "best": value is not None and value == best,
+             "arrow": ""} for value in values]
+
+
+def _table(columns: list[str], rows: list[dict[str, Any]], label: dict[str, str],
+           cells: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """A table with a system column, then ``columns``; ``cells`` holds one list of cells per column."""
+    return {"columns": columns,
+            "rows": [{"system": label[row["name"]], "cells": [column[i] for column in cells]} for i, row in enumerate(rows)]}
 
 
 def _workers(build: dict[str, Any]) -> str:
@@ -133,173 +156,140 @@ def _workers(build: dict[str, Any]) -> str:
     return f"{workers} ({build.get('tokenize_speedup')}x{load})"
 
 
-def render_markdown(report: dict[str, Any]) -> str:
-    """The human page: quality, costs, query kinds, no-answer false hits, gains and losses."""
-    env, data, metrics = report["environment"], report["dataset"], report["metrics"]
-    out = [f"# rag-eval compare: {data['id']}", ""]
-    out.append(f"Dataset `{data['id']}` (checksum `{data['checksum'][:16]}`), {data['stats']['passages']} passages, "
-               f"{report['judged_queries']} judged queries" + (f", as of {data['as_of']}" if data.get("as_of") else "") + ".")
-    out.append(f"Reference system: `{report['reference']}`. Bold = best; ↑/↓ = significantly better/worse than the "
-               f"reference (paired randomization test, {report['significance']['permutations']} permutations, seed "
-               f"{report['significance']['seed']}, Holm-corrected, α = 0.05).")
-    out.append(f"rag-eval {env['rag_eval']}, Python {env['python']}, SQLite {env['sqlite']}, commit `{env['commit'][:12]}`, "
-               f"{env['created_utc']}.")
-    for item in report.get("skipped", []):
-        out.append(f"Not compared: `{item['tokenizer']}`, {item['reason']}" + (f" ({item['hint']})" if item.get("hint") else "") + ".")
-    out += ["", "## Quality", "", "| system | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
-    for row in report["systems"]:
-        out.append(f"| {_name(row)} | " + " | ".join(_cell(report, row, m) for m in metrics) + " |")
-    costs = [row for row in report["systems"] if "latency_ms" in row]
-    if costs:
-        out += ["", "## Cost", "", "| system | build s | load s | tokenize chars/s | workers (speed-up) | index MB | tokens/passage | "
-                "tokenize p50 ms | search min / median / p95 / p99 / max ms | zero-hit queries | no-answer false-hit rate |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for row in costs:
-            build, search = row["build"], row["latency_ms"]["search"]
-            out.append(
-                f"| {_name(row)} | {build.get('seconds') or 0:.2f} | {build.get('tokenizer_load_seconds') or 0:.2f} | "
-                f"{row['tokenize_chars_per_second'] or '-'} | {_workers(build)} | {(build.get('index_bytes') or 0) / 1e6:.2f} | "
-                f"{row['tokens_per_passage']} | {row['latency_ms']['tokenize'].get('median', 0):.3f} | "
-                f"{search.get('min', 0):.3f} / {search.get('median', 0):.3f} / {search.get('p95', 0):.3f} / "
-                f"{search.get('p99', 0):.3f} / {search.get('max', 0):.3f} | {row['zero_hit_queries']} | "
-                f"{'-' if row['no_answer_false_hit_rate'] is None else row['no_answer_false_hit_rate']} |")
-    kinds = sorted({kind for row in report["systems"] for kind in row.get("by_kind", {})})
+def page_data(report: dict[str, Any]) -> dict[str, Any]:
+    """What report.md and report.html show, formatted once from the report's data for both templates."""
+    rows, metrics = report["systems"], report["metrics"]
+    label, setting = labels(report)
+    quality = [_column([row["metrics"][m] for row in rows], 4, "high") for m in metrics]
+    for m, column in zip(metrics, quality):
+        for cell, row in zip(column, rows):
+            cell["arrow"] = arrow(row, m)
+    page: dict[str, Any] = {
+        "report": report, "label": label, "setting": setting, "metrics": metrics,
+        "reference": label.get(report["reference"], report["reference"]) if report.get("reference") else None,
+        "quality": _table(list(metrics), rows, label, quality),
+        "cost": None, "latency": None, "kinds": None, "against": None, "differences": None, "gate": None,
+        "untimed": [label[row["name"]] for row in rows if "latency_ms" not in row],
+    }
+    timed = [row for row in rows if "latency_ms" in row]
+    if timed:
+        builds = [row["build"] for row in timed]
+        page["cost"] = _table(
+            ["build s", "tokenizer load s", "tokenize chars/s", "workers (speed-up)", "index MB", "tokens/passage",
+             "zero-hit queries", "no-answer false-hit rate"],
+            timed, label, [
+                _column([b.get("seconds") or 0 for b in builds], 2, "low"),
+                _column([b.get("tokenizer_load_seconds") or 0 for b in builds], 2, "low"),
+                _column([row["tokenize_chars_per_second"] for row in timed], 0, "high"),
+                _column([_workers(b) for b in builds], 0),
+                _column([(b.get("index_bytes") or 0) / 1e6 for b in builds], 2, "low"),
+                _column([row["tokens_per_passage"] for row in timed], 1),
+                _column([row["zero_hit_queries"] for row in timed], 0, "low"),
+                _column([row["no_answer_false_hit_rate"] for row in timed], 4, "low")])
+        statistics = ("min", "median", "mean", "p95", "p99", "max")
+        page["latency"] = _table(
+            [f"search {s}" for s in statistics] + ["tokenize median", "tokenize p95"], timed, label,
+            [_column([row["latency_ms"]["search"].get(s) for row in timed], 3, "low") for s in statistics]
+            + [_column([row["latency_ms"]["tokenize"].get(s) for row in timed], 3, "low") for s in ("median", "p95")])
+    kinds = sorted({kind for row in rows for kind in row.get("by_kind", {})})
     if len(kinds) > 1:
         first = metrics[0]
-        out += ["", f"## {first} by query kind", "", "| system | " + " | ".join(kinds) + " |", "|---|" + "---:|" * len(kinds)]
-        for row in report["systems"]:
-            out.append(f"| {_name(row)} | " + " | ".join(
-                f"{row['by_kind'][k][first]:.4f}" if k in row.get("by_kind", {}) else "-" for k in kinds) + " |")
-        counts = {k: next((row["by_kind"][k]["queries"] for row in report["systems"] if k in row.get("by_kind", {})), 0) for k in kinds}
-        out.append("")
-        out.append("Judged queries per kind: " + ", ".join(f"{k} {n}" for k, n in counts.items()) + ".")
-    sig_rows = [row for row in report["systems"] if row.get("significance")]
-    if sig_rows:
-        out += ["", f"## Against `{report['reference']}`", "", "| system | metric | Δ | p | p (Holm) | wins / ties / losses |",
-                "|---|---|---:|---:|---:|---:|"]
-        for row in sig_rows:
-            for metric, sig in row["significance"].items():
-                out.append(f"| {_name(row)} | {metric} | {sig['delta']:+.4f} | {sig['p']:.4f} | {sig['p_holm']:.4f} | "
-                           f"{sig['wins']} / {sig['ties']} / {sig['losses']} |")
-        out += ["", f"## Largest per-query differences ({metrics[0]})", ""]
-        for row in sig_rows:
-            for label in ("largest_gains", "largest_losses"):
-                items = row.get(label) or []
-                if items:
-                    rendered = "; ".join(f"{i['query']} ({i['kind'] or '-'}) {i['delta']:+.3f}" + (f" {i['text']}" if "text" in i else "")
-                                         for i in items)
-                    out.append(f"- `{row['name']}` {label.replace('_', ' ')}: {rendered}")
-    return "\n".join(out) + "\n"
+        counts = {k: next(row["by_kind"][k]["queries"] for row in rows if k in row.get("by_kind", {})) for k in kinds}
+        page["kinds"] = {**_table(kinds, rows, label,
+                                  [_column([row.get("by_kind", {}).get(k, {}).get(first) for row in rows], 4, "high")
+                                   for k in kinds]),
+                         "metric": first, "counts_text": ", ".join(f"{k} {n}" for k, n in counts.items())}
+    significant = [row for row in rows if row.get("significance")]
+    if significant:
+        page["against"] = [{"system": label[row["name"]], "metric": m, "delta": f"{sig['delta']:+.4f}", "p": f"{sig['p']:.4f}",
+                            "p_holm": f"{sig['p_holm']:.4f}", "arrow": arrow(row, m),
+                            "wtl": f"{sig['wins']} / {sig['ties']} / {sig['losses']}"}
+                           for row in significant for m, sig in row["significance"].items()]
+    differences = [{"system": label[row["name"]], "direction": direction, "query": item["query"], "kind": item.get("kind") or "-",
+                    "delta": f"{item['delta']:+.3f}", "text": item.get("text")}
+                   for row in significant for direction, key in (("gain", "largest_gains"), ("loss", "largest_losses"))
+                   for item in row.get(key) or []]
+    if differences:  # no heading over an empty section
+        page["differences"] = {"metric": metrics[0], "rows": differences,
+                               "has_text": any(item["text"] is not None for item in differences)}
+    gate = report.get("gate")
+    if gate is not None:
+        findings = [{"finding": finding, "system": label.get(item["system"], item["system"]), "metric": item["metric"],
+                     "old": f"{item['old']:.4f}", "new": f"{item['new']:.4f}", "delta": f"{item['new'] - item['old']:+.4f}"}
+                    for finding, key in (("regression", "regressions"), ("improvement", "improvements"))
+                    for item in gate.get(key, [])]
+        stale = [{"system": label.get(item["system"], item["system"]),
+                  "differences": "; ".join(f"{k}: {v[0]} -> {v[1]}" for k, v in item["differences"].items())}
+                 for item in gate.get("stale", [])]
+        page["gate"] = {"against": gate["against"], "tolerance": gate["tolerance"], "compared": gate["compared"],
+                        "regressions": len(gate.get("regressions", [])), "improvements": len(gate.get("improvements", [])),
+                        "findings": findings, "stale": stale, "unmatched": gate.get("unmatched", [])}
+    return page
 
 
-def _bar_chart(report: dict[str, Any], metric: str) -> str:
-    rows = report["systems"]
-    width, bar_h, left = 640, 22, 260
-    height = bar_h * len(rows) + 30
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="{html.escape(metric)} with 95% bootstrap intervals">']
-    scale = (width - left - 20)
-    for i, row in enumerate(rows):
-        y = 10 + i * bar_h
-        value = row["metrics"][metric]
-        low, high = row.get("ci95", {}).get(metric, [value, value])
-        parts.append(f'<text x="{left - 6}" y="{y + 14}" text-anchor="end" font-size="11">{html.escape(row["name"][:40])}</text>')
-        parts.append(f'<rect x="{left}" y="{y + 3}" width="{value * scale:.1f}" height="{bar_h - 8}" fill="#4c78a8"/>')
-        parts.append(f'<line x1="{left + low * scale:.1f}" x2="{left + high * scale:.1f}" y1="{y + 11}" y2="{y + 11}" '
-                     f'stroke="#222" stroke-width="1.5"/>')
-        parts.append(f'<text x="{left + value * scale + 4:.1f}" y="{y + 14}" font-size="10">{value:.3f}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+# '_' inside a word (x86_64, model_dir) is no emphasis in CommonMark, so it is left as it is.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>|#~&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 
 
-def _curve_chart(report: dict[str, Any]) -> str:
-    rows = report["systems"]
-    ks = [int(k.split("@")[1]) for k in rows[0]["recall_curve"]] if rows else []
-    width, height, left, bottom = 640, 300, 50, 30
-    colours = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d"]
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="recall at k">',
-             f'<line x1="{left}" y1="{height - bottom}" x2="{width - 10}" y2="{height - bottom}" stroke="#888"/>',
-             f'<line x1="{left}" y1="10" x2="{left}" y2="{height - bottom}" stroke="#888"/>']
-    xs = {k: left + (width - left - 20) * i / max(1, len(ks) - 1) for i, k in enumerate(ks)}
-    for k, x in xs.items():
-        parts.append(f'<text x="{x:.1f}" y="{height - 12}" font-size="10" text-anchor="middle">R@{k}</text>')
-    for n, row in enumerate(rows):
-        colour = colours[n % len(colours)]
-        points = " ".join(f"{xs[int(m.split('@')[1])]:.1f},{height - bottom - v * (height - bottom - 20):.1f}"
-                          for m, v in row["recall_curve"].items())
-        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{points}"/>')
-        parts.append(f'<text x="{left + 10}" y="{20 + 14 * n}" font-size="11" fill="{colour}">{html.escape(row["name"][:30])}</text>')  # top left: empty at small k
-    parts.append("</svg>")
-    return "".join(parts)
+def _md(text: Any) -> str:
+    """Free text for Markdown: every character Markdown would read as markup is backslash-escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
 
 
-def _latency_chart(report: dict[str, Any]) -> str:
-    rows = [row for row in report["systems"] if row.get("latency_samples_ms")]
-    if not rows:
-        return ""
-    top = max(max(row["latency_samples_ms"]["search"] or [0]) for row in rows) or 1
-    width, row_h, left = 640, 26, 260
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row_h * len(rows) + 30}" role="img" '
-             f'aria-label="search latency per query">']
-    scale = (width - left - 20) / top
-    for i, row in enumerate(rows):
-        y = 10 + i * row_h
-        parts.append(f'<text x="{left - 6}" y="{y + 14}" text-anchor="end" font-size="11">{html.escape(row["name"][:40])}</text>')
-        for value in row["latency_samples_ms"]["search"]:
-            parts.append(f'<circle cx="{left + value * scale:.1f}" cy="{y + 10}" r="1.5" fill="#4c78a8" fill-opacity="0.35"/>')
-        median = row["latency_ms"]["search"].get("median", 0)
-        parts.append(f'<line x1="{left + median * scale:.1f}" x2="{left + median * scale:.1f}" y1="{y + 2}" y2="{y + 18}" stroke="#e45756" stroke-width="2"/>')
-    parts.append(f'<text x="{width - 20}" y="{row_h * len(rows) + 24}" font-size="10" text-anchor="end">0 to {top:.2f} ms (red: median)</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+def _md_code(text: Any, in_table: bool = False) -> str:
+    """A code span that shows ``text`` as it is, whatever backticks it holds; ``|`` escaped inside a table."""
+    text = " ".join(str(text).split())
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
+    return fence + (padded.replace("|", "\\|") if in_table else padded) + fence
+
+
+def _md_cell(cell: dict[str, Any]) -> str:
+    return (f"**{_md(cell['text'])}**" if cell["best"] else _md(cell["text"])) + cell["arrow"]
+
+
+@lru_cache(maxsize=1)
+def _templates() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
+        # report.html is escaped by the engine; report.md is Markdown, escaped by the md filters.
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default_for_string=False, default=False),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["md"] = _md
+    env.filters["md_code"] = _md_code
+    env.filters["md_cell"] = _md_cell
+    return env
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The human page as Markdown: quality, costs, latency, query kinds, significance, gains and losses, gate."""
+    return _templates().get_template("report.md").render(page_data(report))
 
 
 def render_html(report: dict[str, Any]) -> str:
-    """One self-contained page: no scripts, no CDN; the Markdown tables plus inline SVG charts."""
-    body = []
-    for line in render_markdown(report).splitlines():
-        if line.startswith("# "):
-            body.append(f"<h1>{html.escape(line[2:])}</h1>")
-        elif line.startswith("## "):
-            body.append(f"<h2>{html.escape(line[3:])}</h2>")
-        elif line.startswith("|"):
-            if set(line.replace("|", "").strip()) <= set("-:"):
-                continue
-            cells = [html.escape(c.strip().replace("\\|", "|")).replace("**", "").replace("`", "")
-                     for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
-            tag = "th" if not body or not body[-1].startswith("<tr") else "td"
-            body.append("<tr>" + "".join(f"<{tag}>{c}</{tag}>" for c in cells) + "</tr>")
-        elif line.startswith("- "):
-            body.append(f"<p>{html.escape(line[2:])}</p>")
-        elif line:
-            body.append(f"<p>{html.escape(line)}</p>")
-    charts = [f"<h2>{html.escape(m)} (bars: mean; lines: 95% bootstrap interval)</h2>" + _bar_chart(report, m)
-              for m in report["metrics"]]
-    charts.append("<h2>Recall at k</h2>" + _curve_chart(report))
-    latency = _latency_chart(report)
-    if latency:
-        charts.append("<h2>Search latency per query (ms)</h2>" + latency)
-    page = "\n".join(_wrap_tables(body))
-    return ("<!doctype html><html lang=\"zh\"><head><meta charset=\"utf-8\"><title>rag-eval compare</title><style>"
-            "body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}"
-            "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}th{background:#f3f3f3}svg{display:block;margin:.5em 0}"
-            "</style></head><body>" + page + "\n".join(charts) + "</body></html>\n")
+    """One self-contained page (no script, no external resource): the tables and matplotlib charts as inline SVG."""
+    from markupsafe import Markup
 
+    from . import charts
 
-def _wrap_tables(lines: list[str]) -> list[str]:
-    out: list[str] = []
-    inside = False
-    for line in lines:
-        if line.startswith("<tr") and not inside:
-            out.append("<table>")
-            inside = True
-        elif not line.startswith("<tr") and inside:
-            out.append("</table>")
-            inside = False
-        out.append(line)
-    if inside:
-        out.append("</table>")
-    return out
+    page = page_data(report)
+    rows, label, first = report["systems"], page["label"], report["metrics"][0]
+    arrows = {m: {row["name"]: arrow(row, m) for row in rows} for m in report["metrics"]}
+    def inline(chart: charts.Chart | None) -> dict[str, Any] | None:
+        # matplotlib's SVG writer escaped every label: the SVG text is markup the engine must not escape again.
+        return None if chart is None else {"svg": Markup(chart.svg), "note": chart.note}
+
+    page["charts"] = {
+        "which": inline(charts.quality_latency(rows, label, first)),
+        "bars": [(m, inline(charts.metric_bars(rows, label, m, report["judged_queries"], arrows[m])))
+                 for m in report["metrics"]],
+        "recall": inline(charts.recall_curves(rows, label)) if any(row.get("recall_curve") for row in rows) else None,
+        "latency": inline(charts.search_latency(rows, label)),
+        "kinds": inline(charts.kind_heatmap(rows, label, first)),
+    }
+    return _templates().get_template("report.html").render(page)
 
 
 def arrow(row: dict[str, Any], metric: str) -> str:
