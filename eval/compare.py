@@ -219,8 +219,11 @@ def compare(
                       # the process pool: workers, how they started, their model-load times, CPU/wall speed-up
                       **{k: (build.get("extra") or {}).get(k) for k in ("workers", "start_method", "worker_load_seconds",
                                                                        "tokenize_speedup")}},
+            # A native strategy tokenizes inside FTS5, during the write: there is no tokenization of its own to time.
             "tokenize_chars_per_second": (round(sum(len(p.title) + len(p.text) for p in dataset.corpus.values())
-                                                / build["tokenize_seconds"]) if build.get("tokenize_seconds") else None),
+                                                / build["tokenize_seconds"])
+                                          if build.get("tokenize_seconds") and not get_tokenizer(system.tokenizer).native
+                                          else None),
             "tokens_per_passage": _tokens_per_passage(result.index_path),
             "zero_hit_queries": len(result.zero_hit_queries),
             "no_answer_queries": len(no_answer),

@@ -158,6 +158,8 @@ def _workers(build: dict[str, Any]) -> str:
 
 def page_data(report: dict[str, Any]) -> dict[str, Any]:
     """What report.md and report.html show, formatted once from the report's data for both templates."""
+    # Keys that reports written by earlier versions lack (a committed report re-rendered) default to empty.
+    report = {"skipped": [], **report}
     rows, metrics = report["systems"], report["metrics"]
     label, setting = labels(report)
     quality = [_column([row["metrics"][m] for row in rows], 4, "high") for m in metrics]

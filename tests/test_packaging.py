@@ -36,6 +36,8 @@ def test_wheel_has_one_top_level_package(wheel: Path) -> None:
         "rag_eval/datasets/manifest.json",
         "rag_eval/datasets/bench-zh/part-a1.txt",
         "rag_eval/cli/__init__.py",
+        "rag_eval/eval/templates/report.html",
+        "rag_eval/eval/templates/report.md",
         "rag_eval/builders/sections.py",
         "rag_eval/datasets/handbook/docs/getting-started/quick-notes.md",
         "rag_eval/py.typed",
