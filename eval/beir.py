@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import DatasetError
 from ..textio import control_character, display_name, iter_jsonl, iter_lines
@@ -27,7 +28,11 @@ def _string(record: dict[str, Any], key: str, where: str, *, required: bool = Tr
     if value is None and not required:
         return ""
     if not isinstance(value, str) or (required and not value):
-        raise DatasetError(f"{where}: field {key!r} must be a non-empty string" if required else f"{where}: field {key!r} must be a string")
+        raise DatasetError(
+            f"{where}: field {key!r} must be a non-empty string"
+            if required
+            else f"{where}: field {key!r} must be a string"
+        )
     return value
 
 
@@ -54,7 +59,9 @@ def relevance_grade(raw: str, where: str) -> int:
         raise DatasetError(f"{where}: score {raw!r} is not an integer")
     # Compared as text first: int() of thousands of digits is slow or refused outright.
     if raw.startswith("-") or len(raw.lstrip("0")) > len(str(MAX_RELEVANCE)) or int(raw) > MAX_RELEVANCE:
-        raise DatasetError(f"{where}: relevance grade {raw[:24]}{'…' if len(raw) > 24 else ''} is outside 0..{MAX_RELEVANCE}")
+        raise DatasetError(
+            f"{where}: relevance grade {raw[:24]}{'…' if len(raw) > 24 else ''} is outside 0..{MAX_RELEVANCE}"
+        )
     return int(raw)
 
 
@@ -63,8 +70,11 @@ def read_corpus(path: Path) -> dict[str, Passage]:
     corpus: dict[str, Passage] = {}
     for number, record in _jsonl(path):
         where = f"{display_name(str(path))}:{number}"
-        passage = Passage(_id(record, where), _string(record, "title", where, required=False),
-                          _string(record, "text", where, required=False))
+        passage = Passage(
+            _id(record, where),
+            _string(record, "title", where, required=False),
+            _string(record, "text", where, required=False),
+        )
         if passage.id in corpus:
             raise DatasetError(f"{where}: duplicate passage id {passage.id!r}")
         corpus[passage.id] = passage
@@ -76,16 +86,20 @@ def read_queries(path: Path) -> dict[str, Query]:
     queries: dict[str, Query] = {}
     for number, record in _jsonl(path):
         where = f"{display_name(str(path))}:{number}"
-        query = Query(_id(record, where), query_text(_string(record, "text", where), where),
-                      _string(record, "kind", where, required=False))
+        query = Query(
+            _id(record, where),
+            query_text(_string(record, "text", where), where),
+            _string(record, "kind", where, required=False),
+        )
         if query.id in queries:
             raise DatasetError(f"{where}: duplicate query id {query.id!r}")
         queries[query.id] = query
     return queries
 
 
-def read_qrels(path: Path, corpus: dict[str, Passage] | None = None,
-               queries: dict[str, Any] | None = None) -> dict[str, dict[str, int]]:
+def read_qrels(
+    path: Path, corpus: dict[str, Passage] | None = None, queries: dict[str, Any] | None = None
+) -> dict[str, dict[str, int]]:
     """qrels TSV ``query-id  corpus-id  score`` with an optional header; unknown ids are errors.
 
     Fields are split at tabs (quotes are data, as in BEIR's files), so line N of the file is line N here.
@@ -116,7 +130,9 @@ def load_beir(folder: str | Path, *, split: str = "test", dataset_id: str | None
     corpus = read_corpus(folder / "corpus.jsonl")
     queries = read_queries(folder / "queries.jsonl")
     qrels = read_qrels(folder / "qrels" / f"{split}.tsv", corpus, queries)
-    return Dataset(dataset_id or folder.name, corpus, queries, qrels, {"format": "beir", "split": split, "path": str(folder)})
+    return Dataset(
+        dataset_id or folder.name, corpus, queries, qrels, {"format": "beir", "split": split, "path": str(folder)}
+    )
 
 
 def write_beir(dataset: Dataset, folder: str | Path, *, split: str = "test") -> Path:
@@ -125,7 +141,9 @@ def write_beir(dataset: Dataset, folder: str | Path, *, split: str = "test") -> 
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
     with open(folder / "corpus.jsonl", "w", encoding="utf-8") as out:
         for passage in dataset.corpus.values():
-            out.write(json.dumps({"_id": passage.id, "title": passage.title, "text": passage.text}, ensure_ascii=False) + "\n")
+            out.write(
+                json.dumps({"_id": passage.id, "title": passage.title, "text": passage.text}, ensure_ascii=False) + "\n"
+            )
     with open(folder / "queries.jsonl", "w", encoding="utf-8") as out:
         for query in dataset.queries.values():
             record = {"_id": query.id, "text": query.text}

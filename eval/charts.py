@@ -35,8 +35,15 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINESTYLES = ("-", "--", ":", "-.")
 #: Fonts with Han glyphs, used for measuring labels when one is installed; the browser draws the text anyway.
-CJK_FALLBACKS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC", "WenQuanYi Micro Hei",
-                 "WenQuanYi Zen Hei", "Droid Sans Fallback", "AR PL UMing CN")
+CJK_FALLBACKS = (
+    "Noto Sans CJK SC",
+    "Noto Sans CJK JP",
+    "Source Han Sans SC",
+    "WenQuanYi Micro Hei",
+    "WenQuanYi Zen Hei",
+    "Droid Sans Fallback",
+    "AR PL UMing CN",
+)
 LABEL_CHARS = 40
 
 
@@ -53,7 +60,7 @@ def colours(count: int) -> list[str]:
 
 def short(label: str) -> str:
     """A label that fits beside an axis: long system specs are cut with an ellipsis."""
-    return label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…"
+    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
 
 
 def _families() -> list[str]:
@@ -68,20 +75,33 @@ def _style(key: str) -> Iterator[None]:
     import matplotlib
 
     # The settings written out in the call, so type checkers see their names.
-    with matplotlib.rc_context({
-        "svg.fonttype": "none",
-        # A fixed salt per chart: ids are reproducible and differ between the SVGs inlined in one page.
-        "svg.hashsalt": f"rag-eval-{key}",
-        # A system name with two '$' is a name, not mathtext.
-        "text.parse_math": False,
-        "font.family": "sans-serif",
-        "font.sans-serif": _families(),
-        "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
-        "xtick.labelsize": 8, "ytick.labelsize": 8,
-        "axes.spines.top": False, "axes.spines.right": False,
-        "axes.grid": True, "grid.color": "#e3e3e3", "grid.linewidth": 0.6, "axes.axisbelow": True,
-        "legend.frameon": False,
-    }), warnings.catch_warnings():
+    with (
+        matplotlib.rc_context(
+            {
+                "svg.fonttype": "none",
+                # A fixed salt per chart: ids are reproducible and differ between the SVGs inlined in one page.
+                "svg.hashsalt": f"rag-eval-{key}",
+                # A system name with two '$' is a name, not mathtext.
+                "text.parse_math": False,
+                "font.family": "sans-serif",
+                "font.sans-serif": _families(),
+                "font.size": 9,
+                "axes.titlesize": 10,
+                "axes.labelsize": 9,
+                "legend.fontsize": 8,
+                "xtick.labelsize": 8,
+                "ytick.labelsize": 8,
+                "axes.spines.top": False,
+                "axes.spines.right": False,
+                "axes.grid": True,
+                "grid.color": "#e3e3e3",
+                "grid.linewidth": 0.6,
+                "axes.axisbelow": True,
+                "legend.frameon": False,
+            }
+        ),
+        warnings.catch_warnings(),
+    ):
         # Han glyphs missing from the measuring font: the SVG keeps the text and the browser draws it.
         warnings.filterwarnings("ignore", message=r"Glyph .* missing from font", category=UserWarning)
         yield
@@ -90,16 +110,22 @@ def _style(key: str) -> Iterator[None]:
 def _svg(fig: Figure, key: str, title: str) -> str:
     """The figure as SVG text for inlining: no prolog, no xlink namespace, every id prefixed with ``key``."""
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg",
-                metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     text = buffer.getvalue()
-    text = text[text.index("<svg"):]  # no XML declaration or DOCTYPE (which names a DTD URL) inside HTML
+    text = text[text.index("<svg") :]  # no XML declaration or DOCTYPE (which names a DTD URL) inside HTML
     # HTML parses inline SVG with its own namespaces: SVG 2's plain href needs no xlink declaration.
     text = text.replace(' xmlns:xlink="http://www.w3.org/1999/xlink"', "").replace("xlink:href=", "href=")
     # matplotlib numbers its groups per figure (figure_1, axes_1, ...): ids must be unique in the page. Only
     # tags are rewritten; text between them is escaped and holds no '<'.
-    text = re.sub(r"<[^>]+>", lambda tag: re.sub(r'\bid="', f'id="{key}-', tag.group(0))
-                  .replace('href="#', f'href="#{key}-').replace("url(#", f"url(#{key}-"), text)
+    text = re.sub(
+        r"<[^>]+>",
+        lambda tag: (
+            re.sub(r'\bid="', f'id="{key}-', tag.group(0))
+            .replace('href="#', f'href="#{key}-')
+            .replace("url(#", f"url(#{key}-")
+        ),
+        text,
+    )
     return text.replace("<svg ", f'<svg role="img" aria-label="{html.escape(title, quote=True)}" ', 1).strip()
 
 
@@ -133,11 +159,12 @@ def _log_ticks(ax: Axes, axis: str, low: float, high: float) -> None:
 
 def _ticks(low: float, high: float, steps: tuple[float, ...]) -> list[float]:
     powers = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
-    return [step * 10 ** power for power in powers for step in steps if low <= step * 10 ** power <= high]
+    return [step * 10**power for power in powers for step in steps if low <= step * 10**power <= high]
 
 
-def metric_bars(rows: list[dict[str, Any]], labels: dict[str, str], metric: str, judged: int,
-                arrows: dict[str, str]) -> Chart:
+def metric_bars(
+    rows: list[dict[str, Any]], labels: dict[str, str], metric: str, judged: int, arrows: dict[str, str]
+) -> Chart:
     """One horizontal bar per system: the mean of ``metric`` with its 95% bootstrap interval."""
     import numpy as np
 
@@ -147,17 +174,34 @@ def metric_bars(rows: list[dict[str, Any]], labels: dict[str, str], metric: str,
         fig = _figure(5.6, 0.34 * len(rows) + 0.9)
         ax = fig.add_subplot()
         values = np.array([row["metrics"][metric] for row in rows], dtype=float)
-        bounds = np.array([row.get("ci95", {}).get(metric) or [value, value] for row, value in zip(rows, values)], dtype=float)
+        bounds = np.array(
+            [row.get("ci95", {}).get(metric) or [value, value] for row, value in zip(rows, values, strict=True)],
+            dtype=float,
+        )
         positions = np.arange(len(rows))
         errors = np.vstack([np.clip(values - bounds[:, 0], 0, None), np.clip(bounds[:, 1] - values, 0, None)])
-        ax.barh(positions, values, height=0.62, color=colours(len(rows)), alpha=0.85,
-                xerr=errors, error_kw={"ecolor": "#333333", "elinewidth": 1.1, "capsize": 3})
+        ax.barh(
+            positions,
+            values,
+            height=0.62,
+            color=colours(len(rows)),
+            alpha=0.85,
+            xerr=errors,
+            error_kw={"ecolor": "#333333", "elinewidth": 1.1, "capsize": 3},
+        )
         best = values.max() if len(values) else 0.0
         top = float(max(1.0, bounds.max() if len(bounds) else 1.0))
-        for position, row, value, high in zip(positions, rows, values, bounds[:, 1]):
+        for position, row, value, high in zip(positions, rows, values, bounds[:, 1], strict=False):
             # The value sits right of the interval's upper end, never on the interval line.
-            ax.text(max(value, high) + 0.012 * top, float(position), f"{value:.3f}{arrows.get(row['name'], '')}",
-                    va="center", ha="left", fontsize=8, fontweight="bold" if value == best and len(set(values)) > 1 else "normal")
+            ax.text(
+                max(value, high) + 0.012 * top,
+                float(position),
+                f"{value:.3f}{arrows.get(row['name'], '')}",
+                va="center",
+                ha="left",
+                fontsize=8,
+                fontweight="bold" if value == best and len(set(values)) > 1 else "normal",
+            )
         ax.set_yticks(positions, [short(labels[row["name"]]) for row in rows])
         ax.invert_yaxis()
         ax.set_xlim(0, top * 1.16)
@@ -175,11 +219,18 @@ def recall_curves(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart:
     with _style(key):
         fig = _figure(6.6, max(3.2, 0.19 * len(rows) + 0.8))
         ax = fig.add_subplot()
-        for number, (row, colour) in enumerate(zip(rows, colours(len(rows)))):
+        for number, (row, colour) in enumerate(zip(rows, colours(len(rows)), strict=False)):
             curve = sorted((int(key.split("@")[1]), value) for key, value in row.get("recall_curve", {}).items())
-            ax.plot([k for k, _ in curve], [value for _, value in curve], color=colour,
-                    marker=MARKERS[number % len(MARKERS)], markersize=4, linewidth=1.5,
-                    linestyle=LINESTYLES[number // len(PALETTE) % len(LINESTYLES)], label=short(labels[row["name"]]))
+            ax.plot(
+                [k for k, _ in curve],
+                [value for _, value in curve],
+                color=colour,
+                marker=MARKERS[number % len(MARKERS)],
+                markersize=4,
+                linewidth=1.5,
+                linestyle=LINESTYLES[number // len(PALETTE) % len(LINESTYLES)],
+                label=short(labels[row["name"]]),
+            )
         if ks:
             from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
@@ -214,16 +265,27 @@ def search_latency(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart 
         palette = colours(len(rows))
         colour_of = {row["name"]: palette[i] for i, row in enumerate(rows)}
         labelled: set[str] = set()
-        for position, (row, values) in enumerate(zip(timed, samples)):
+        for position, (row, values) in enumerate(zip(timed, samples, strict=False)):
             # A deterministic spread (golden-ratio sequence) instead of random jitter: reports are reproducible.
             offsets = [((i * 0.6180339887) % 1.0 - 0.5) * 0.5 for i in range(len(values))]
-            ax.scatter([max(value, floor) for value in values], [position + o for o in offsets], s=5,
-                       color=colour_of[row["name"]], alpha=0.35, linewidths=0)
+            ax.scatter(
+                [max(value, floor) for value in values],
+                [position + o for o in offsets],
+                s=5,
+                color=colour_of[row["name"]],
+                alpha=0.35,
+                linewidths=0,
+            )
             stats = row.get("latency_ms", {}).get("search", {})
             for statistic, colour in (("median", "#000000"), ("p95", "#C00000")):
                 if stats.get(statistic) is not None:
-                    ax.plot([max(stats[statistic], floor)] * 2, [position - 0.34, position + 0.34], linewidth=2.2,
-                            color=colour, label=None if statistic in labelled else statistic)
+                    ax.plot(
+                        [max(stats[statistic], floor)] * 2,
+                        [position - 0.34, position + 0.34],
+                        linewidth=2.2,
+                        color=colour,
+                        label=None if statistic in labelled else statistic,
+                    )
                     labelled.add(statistic)
         highest = max(max(values) for values in samples)
         _log_ticks(ax, "x", floor, max(highest, floor))
@@ -232,7 +294,10 @@ def search_latency(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart 
         ax.grid(axis="y", visible=False)
         ax.set_xlabel("search time per query (ms, log scale)")
         fig.legend(loc="outside right upper")
-        note = f"Each dot is one query ({len(samples[0])} per system); black: median, red: p95; log axis, no point clipped."
+        note = (
+            f"Each dot is one query ({len(samples[0])} per system); black: median, red: p95; log axis, "
+            "no point clipped."
+        )
         if clipped:
             note = note.replace("no point clipped", f"{clipped} times of 0 ms drawn at {floor:g} ms")
         return Chart(_svg(fig, key, title), note)
@@ -260,7 +325,7 @@ def quality_latency(rows: list[dict[str, Any]], labels: dict[str, str], metric: 
     ys = [float(row["metrics"][metric]) for row in timed]
     sizes = [(row.get("build") or {}).get("index_bytes") for row in timed]
     largest = max((size for size in sizes if size), default=0)
-    front = pareto_front(list(zip(xs, ys)))
+    front = pareto_front(list(zip(xs, ys, strict=False)))
     key = "which"
     with _style(key):
         fig = _figure(7.6, max(4.2, 0.2 * len(rows) + 1.2))
@@ -268,17 +333,38 @@ def quality_latency(rows: list[dict[str, Any]], labels: dict[str, str], metric: 
         _log_ticks(ax, "x", min(xs), max(xs))
         front_x = [xs[i] for i in front] + [ax.get_xlim()[1]]
         front_y = [ys[i] for i in front] + [ys[front[-1]]]
-        ax.step(front_x, front_y, where="post", color="#555555", linewidth=1.2, linestyle="--", zorder=1,
-                label="Pareto front")
+        ax.step(
+            front_x,
+            front_y,
+            where="post",
+            color="#555555",
+            linewidth=1.2,
+            linestyle="--",
+            zorder=1,
+            label="Pareto front",
+        )
         areas = [30 + 570 * size / largest if size and largest else 60 for size in sizes]
         for i, row in enumerate(timed):
             area = areas[i]
-            ax.scatter([xs[i]], [ys[i]], s=area, color=colour_of[row["name"]], alpha=0.9 if i in front else 0.45,
-                       edgecolors="#222222" if i in front else "none", linewidths=1.0, zorder=4 if i in front else 3)
+            ax.scatter(
+                [xs[i]],
+                [ys[i]],
+                s=area,
+                color=colour_of[row["name"]],
+                alpha=0.9 if i in front else 0.45,
+                edgecolors="#222222" if i in front else "none",
+                linewidths=1.0,
+                zorder=4 if i in front else 3,
+            )
         for row in rows:
             if row not in timed:
-                ax.axhline(row["metrics"][metric], color=colour_of[row["name"]], linestyle=":", linewidth=1.4,
-                           label=f"{short(labels[row['name']])} (no latency)")
+                ax.axhline(
+                    row["metrics"][metric],
+                    color=colour_of[row["name"]],
+                    linestyle=":",
+                    linewidth=1.4,
+                    label=f"{short(labels[row['name']])} (no latency)",
+                )
         low = min([*ys, *(row["metrics"][metric] for row in rows)])
         high = max([*ys, *(row["metrics"][metric] for row in rows)])
         pad = max(0.04, (high - low) * 0.12)
@@ -289,10 +375,14 @@ def quality_latency(rows: list[dict[str, Any]], labels: dict[str, str], metric: 
         ax.set_xlabel("search latency p95 (ms, log scale)")
         ax.set_ylabel(f"{metric} (higher is better)")
         fig.legend(loc="outside right upper", labelspacing=2.2, borderpad=1.0, handletextpad=1.2)
-        _place_labels(fig, ax, xs, ys, [short(labels[row["name"]]) for row in timed], areas)  # last: the layout is final
+        _place_labels(
+            fig, ax, xs, ys, [short(labels[row["name"]]) for row in timed], areas
+        )  # last: the layout is final
         on_front = ", ".join(labels[timed[i]["name"]] for i in front)
-        note = (f"Up and to the left is better. On the Pareto front (no system is both faster and better): {on_front}."
-                + (" Marker area: index size." if largest else ""))
+        note = (
+            f"Up and to the left is better. On the Pareto front (no system is both faster and better): {on_front}."
+            + (" Marker area: index size." if largest else "")
+        )
         return Chart(_svg(fig, key, title), note)
 
 
@@ -308,8 +398,9 @@ def _bytes(size: float) -> str:
 Box = tuple[float, float, float, float]
 
 
-def _label_box(point: tuple[float, float], offset: tuple[float, float, str], size: tuple[float, float],
-               pixels: float) -> Box:
+def _label_box(
+    point: tuple[float, float], offset: tuple[float, float, str], size: tuple[float, float], pixels: float
+) -> Box:
     """Screen box (x0, y0, x1, y1) of a label of ``size`` points placed at ``offset`` points from ``point``."""
     (x, y), (dx, dy, ha), (width, height) = point, offset, size
     left = dx - (width if ha == "right" else width / 2 if ha == "center" else 0)
@@ -321,11 +412,13 @@ def _covers(box: Box, point: tuple[float, float], radius: float) -> bool:
     return box[0] - radius < point[0] < box[2] + radius and box[1] - radius < point[1] < box[3] + radius
 
 
-def _place_labels(fig: Figure, ax: Axes, xs: list[float], ys: list[float], texts: list[str], areas: list[float]) -> None:
+def _place_labels(
+    fig: Figure, ax: Axes, xs: list[float], ys: list[float], texts: list[str], areas: list[float]
+) -> None:
     """Label each point beside its marker, on the first side where the label covers no other label or marker."""
     fig.draw_without_rendering()  # the final layout, so distances on screen are the drawn ones
     pixels = fig.dpi / 72
-    screen = [(float(a), float(b)) for a, b in (ax.transData.transform((x, y)) for x, y in zip(xs, ys))]
+    screen = [(float(a), float(b)) for a, b in (ax.transData.transform((x, y)) for x, y in zip(xs, ys, strict=False))]
     radii = [math.sqrt(area) / 2 * pixels for area in areas]  # scatter sizes are areas in points squared
     frame = ax.get_window_extent()
     placed: list[Box] = []
@@ -344,10 +437,17 @@ def _place_labels(fig: Figure, ax: Axes, xs: list[float], ys: list[float], texts
                 break
         placed.append(_label_box(screen[i], chosen, size, pixels))
         dx, dy, ha = chosen
-        note = ax.annotate(texts[i], (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points", fontsize=8,
-                           va="center", ha=ha,
-                           bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85},
-                           arrowprops={"arrowstyle": "-", "color": "#999999", "linewidth": 0.6} if abs(dy) > gap else None)
+        note = ax.annotate(
+            texts[i],
+            (xs[i], ys[i]),
+            xytext=(dx, dy),
+            textcoords="offset points",
+            fontsize=8,
+            va="center",
+            ha=ha,
+            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85},
+            arrowprops={"arrowstyle": "-", "color": "#999999", "linewidth": 0.6} if abs(dy) > gap else None,
+        )
         note.set_in_layout(False)  # placed for this layout: it must not move the axes it was measured on
 
 
@@ -359,9 +459,12 @@ def kind_heatmap(rows: list[dict[str, Any]], labels: dict[str, str], metric: str
     if len(kinds) < 2:
         return None
     title = f"{metric} per system and query kind"
-    counts = {kind: next(row["by_kind"][kind]["queries"] for row in rows if kind in row.get("by_kind", {})) for kind in kinds}
-    grid = np.array([[row.get("by_kind", {}).get(kind, {}).get(metric, np.nan) for kind in kinds] for row in rows],
-                    dtype=float)
+    counts = {
+        kind: next(row["by_kind"][kind]["queries"] for row in rows if kind in row.get("by_kind", {})) for kind in kinds
+    }
+    grid = np.array(
+        [[row.get("by_kind", {}).get(kind, {}).get(metric, np.nan) for kind in kinds] for row in rows], dtype=float
+    )
     key = "kinds"
     with _style(key):
         fig = _figure(1.6 + 0.78 * len(kinds), 0.36 * len(rows) + 1.3)
@@ -374,16 +477,29 @@ def kind_heatmap(rows: list[dict[str, Any]], labels: dict[str, str], metric: str
             for c in range(len(kinds)):
                 value = grid[r, c]
                 text = "-" if np.isnan(value) else f"{value:.2f}"
-                ax.text(c, r, text, ha="center", va="center", fontsize=7.5,
-                        color="#000000" if np.isnan(value) or value > 0.55 else "#ffffff",
-                        fontweight="bold" if varied[c] and value == best[c] else "normal")
-        ax.set_xticks(range(len(kinds)), [f"{short(kind)}\nn={counts[kind]}" for kind in kinds],
-                      rotation=30 if len(kinds) > 8 else 0, ha="right" if len(kinds) > 8 else "center")
+                ax.text(
+                    c,
+                    r,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=7.5,
+                    color="#000000" if np.isnan(value) or value > 0.55 else "#ffffff",
+                    fontweight="bold" if varied[c] and value == best[c] else "normal",
+                )
+        ax.set_xticks(
+            range(len(kinds)),
+            [f"{short(kind)}\nn={counts[kind]}" for kind in kinds],
+            rotation=30 if len(kinds) > 8 else 0,
+            ha="right" if len(kinds) > 8 else "center",
+        )
         ax.set_yticks(range(len(rows)), [short(labels[row["name"]]) for row in rows])
         ax.grid(False)
         ax.tick_params(length=0)
         for side in ("top", "right", "bottom", "left"):
             ax.spines[side].set_visible(False)
         fig.colorbar(image, ax=ax, label=metric, shrink=0.9, pad=0.02)
-        return Chart(_svg(fig, key, title), f"Mean {metric} over the judged queries of each kind (n below the kind); "
-                                       "bold: best in its column.")
+        return Chart(
+            _svg(fig, key, title),
+            f"Mean {metric} over the judged queries of each kind (n below the kind); bold: best in its column.",
+        )

@@ -8,9 +8,10 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -29,8 +30,8 @@ from .metrics import DEFAULT_METRICS, RankedDoc, check_qrels, evaluate, judged_q
 from .records import NO_ANSWER, Dataset
 from .report import check_output, write_outputs
 from .runner import System, SystemRun, check_builder, latency_summary, run_system
-from .trec import read_run
 from .stats import PERMUTATIONS, SEED, holm, randomization_test, win_tie_loss
+from .trec import read_run
 
 DEFAULT_REFERENCE = "bigram"
 RECALL_CURVE = (1, 2, 3, 5, 10, 20, 50, 100)
@@ -92,7 +93,7 @@ def load_systems_file(path: Path) -> list[System]:
     systems = []
     for number, entry in enumerate(entries, start=1):
         if not isinstance(entry, dict) or not isinstance(entry.get("tokenizer"), str):
-            raise RagEvalError(f"{path}: [[system]] number {number} needs tokenizer = \"SPEC\"")
+            raise RagEvalError(f'{path}: [[system]] number {number} needs tokenizer = "SPEC"')
         unknown = set(entry) - {"tokenizer", "builder", "mode"}
         if unknown:
             raise RagEvalError(f"{path}: [[system]] number {number} has unknown keys: {', '.join(sorted(unknown))}")
@@ -125,7 +126,9 @@ def _tokens_per_passage(index_path: str) -> float:
 
 def _commit() -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=5)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=5
+        )
         return out.stdout.strip() if out.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
         return ""
@@ -139,8 +142,11 @@ def environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
         "packages": {name: library_version(name) for name in packages},
-        "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-                    "cpus": os.cpu_count()},
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(),
+        },
         "commit": _commit(),
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": " ".join(["rag-eval", *sys.argv[1:]]) if sys.argv and "rag-eval" in Path(sys.argv[0]).name else "",
@@ -172,8 +178,10 @@ def compare(
         raise RagEvalError("no systems to compare", hint="name tokenizers with -t SPEC, or install one")
     default_builder = dataset.meta.get("builder") or "passages"
     default_mode = dataset.meta.get("mode") or "or"
-    systems = [System(str(SystemSpec.parse(s.tokenizer)), s.builder or default_builder, s.mode or default_mode)
-               for s in systems]
+    systems = [
+        System(str(SystemSpec.parse(s.tokenizer)), s.builder or default_builder, s.mode or default_mode)
+        for s in systems
+    ]
     for system in systems:
         get_tokenizer(system.tokenizer).check_available()
         check_builder(dataset, get_builder(system.builder))
@@ -185,16 +193,20 @@ def compare(
         raise RagEvalError(f"system {repeated[0]!r} is given twice", hint="give each system and --run a distinct name")
     qrels = dataset.qrel_list()
     if not judged_queries(check_qrels(qrels)):
-        raise RagEvalError(f"dataset {dataset.id!r} has no judged query (no qrel with a positive grade): "
-                           "every metric would be 0", hint="check the dataset's qrels")
+        raise RagEvalError(
+            f"dataset {dataset.id!r} has no judged query (no qrel with a positive grade): every metric would be 0",
+            hint="check the dataset's qrels",
+        )
     outside_docs = [(run, read_run(run.path)) for run in outside or []]
     corpus_ids = set(dataset.corpus)
     curve = [f"R@{k}" for k in RECALL_CURVE]
     runs: dict[str, list[RankedDoc]] = {}
     rows: list[dict[str, Any]] = []
     per_query: dict[str, dict[str, dict[str, float]]] = {}
-    for number, system in enumerate(systems, start=1):
-        callback = (lambda phase, done, total, name=system.name: progress(name, phase, done, total)) if progress else None
+    for system in systems:
+        callback = (
+            (lambda phase, done, total, name=system.name: progress(name, phase, done, total)) if progress else None
+        )
         result: SystemRun = run_system(dataset, system, progress=callback)
         check_units(result.run, corpus_ids, system.name, dataset)
         means, values = evaluate(qrels, result.run, metrics + curve)
@@ -203,41 +215,67 @@ def compare(
         no_answer = [q for q in dataset.queries.values() if q.kind == NO_ANSWER]
         false_hit = sum(1 for q in no_answer if result.false_hits.get(q.id, 0) > 0)
         build = result.build
-        rows.append({
-            "name": system.name,
-            "tokenizer": result.tokenizer_spec,
-            "builder": result.builder_spec,
-            "mode": system.mode,
-            "metrics": {m: round(means[m], 4) for m in metrics},
-            "ci95": {m: _bootstrap_ci([values[q][m] for q in values]) for m in metrics},
-            "recall_curve": {m: round(means[m], 4) for m in curve},
-            "latency_ms": {"tokenize": latency_summary(result.tokenize_seconds),
-                           "search": latency_summary(result.search_seconds)},
-            "latency_samples_ms": {"search": [round(v * 1000, 4) for v in result.search_seconds]},
-            "build": {**{k: build.get(k) for k in ("seconds", "tokenizer_load_seconds", "tokenize_seconds", "write_seconds",
-                                                      "index_bytes", "chunks", "cached")},
-                      # the process pool: workers, how they started, their model-load times, CPU/wall speed-up
-                      **{k: (build.get("extra") or {}).get(k) for k in ("workers", "start_method", "worker_load_seconds",
-                                                                       "tokenize_speedup")}},
-            # A native strategy tokenizes inside FTS5, during the write: there is no tokenization of its own to time.
-            "tokenize_chars_per_second": (round(sum(len(p.title) + len(p.text) for p in dataset.corpus.values())
-                                                / build["tokenize_seconds"])
-                                          if build.get("tokenize_seconds") and not get_tokenizer(system.tokenizer).native
-                                          else None),
-            "tokens_per_passage": _tokens_per_passage(result.index_path),
-            "zero_hit_queries": len(result.zero_hit_queries),
-            "no_answer_queries": len(no_answer),
-            "no_answer_false_hit_rate": round(false_hit / len(no_answer), 4) if no_answer else None,
-        })
+        rows.append(
+            {
+                "name": system.name,
+                "tokenizer": result.tokenizer_spec,
+                "builder": result.builder_spec,
+                "mode": system.mode,
+                "metrics": {m: round(means[m], 4) for m in metrics},
+                "ci95": {m: _bootstrap_ci([values[q][m] for q in values]) for m in metrics},
+                "recall_curve": {m: round(means[m], 4) for m in curve},
+                "latency_ms": {
+                    "tokenize": latency_summary(result.tokenize_seconds),
+                    "search": latency_summary(result.search_seconds),
+                },
+                "latency_samples_ms": {"search": [round(v * 1000, 4) for v in result.search_seconds]},
+                "build": {
+                    **{
+                        k: build.get(k)
+                        for k in (
+                            "seconds",
+                            "tokenizer_load_seconds",
+                            "tokenize_seconds",
+                            "write_seconds",
+                            "index_bytes",
+                            "chunks",
+                            "cached",
+                        )
+                    },
+                    # the process pool: workers, how they started, their model-load times, CPU/wall speed-up
+                    **{
+                        k: (build.get("extra") or {}).get(k)
+                        for k in ("workers", "start_method", "worker_load_seconds", "tokenize_speedup")
+                    },
+                },
+                # A native strategy tokenizes inside FTS5, during the write: no tokenization of its own to time.
+                "tokenize_chars_per_second": (
+                    round(sum(len(p.title) + len(p.text) for p in dataset.corpus.values()) / build["tokenize_seconds"])
+                    if build.get("tokenize_seconds") and not get_tokenizer(system.tokenizer).native
+                    else None
+                ),
+                "tokens_per_passage": _tokens_per_passage(result.index_path),
+                "zero_hit_queries": len(result.zero_hit_queries),
+                "no_answer_queries": len(no_answer),
+                "no_answer_false_hit_rate": round(false_hit / len(no_answer), 4) if no_answer else None,
+            }
+        )
     for run, docs in outside_docs:
         check_units(docs, corpus_ids, run.name, dataset)
         means, values = evaluate(qrels, docs, metrics + curve)
         runs[run.name] = docs
         per_query[run.name] = values
-        rows.append({"name": run.name, "tokenizer": f"outside run {run.path.name}", "builder": "", "mode": "",
-                     "metrics": {m: round(means[m], 4) for m in metrics},
-                     "ci95": {m: _bootstrap_ci([values[q][m] for q in values]) for m in metrics},
-                     "recall_curve": {m: round(means[m], 4) for m in curve}})
+        rows.append(
+            {
+                "name": run.name,
+                "tokenizer": f"outside run {run.path.name}",
+                "builder": "",
+                "mode": "",
+                "metrics": {m: round(means[m], 4) for m in metrics},
+                "ci95": {m: _bootstrap_ci([values[q][m] for q in values]) for m in metrics},
+                "recall_curve": {m: round(means[m], 4) for m in curve},
+            }
+        )
     names = [row["name"] for row in rows]
     reference_name = _reference(names, systems, reference)
     judged = sorted(next(iter(per_query.values())).keys()) if per_query else []
@@ -249,12 +287,21 @@ def compare(
     report = {
         "schema": "rag-eval/compare/1",
         "environment": environment(),
-        "dataset": {"id": dataset.id, "checksum": dataset.checksum(), "stats": dataset.stats(),
-                    "as_of": dataset.meta.get("as_of")},
+        "dataset": {
+            "id": dataset.id,
+            "checksum": dataset.checksum(),
+            "stats": dataset.stats(),
+            "as_of": dataset.meta.get("as_of"),
+        },
         "metrics": metrics,
         "reference": reference_name,
-        "significance": {"test": "paired randomization (sign flips), two-sided", "permutations": PERMUTATIONS,
-                         "seed": SEED, "correction": "Holm over the systems compared with the reference", "alpha": 0.05},
+        "significance": {
+            "test": "paired randomization (sign flips), two-sided",
+            "permutations": PERMUTATIONS,
+            "seed": SEED,
+            "correction": "Holm over the systems compared with the reference",
+            "alpha": 0.05,
+        },
         "judged_queries": len(judged),
         "skipped": [asdict(item) for item in skipped or []],
         "systems": rows,
@@ -275,10 +322,11 @@ def check_units(run: list[RankedDoc], corpus_ids: set[str], name: str, dataset: 
         return
     returned = len({doc.doc_id for doc in run})
     example = next(iter(sorted(corpus_ids)), "")
-    raise RagEvalError(f"{name}: {len(unknown)} of the {returned} ids it returns are not ids of dataset "
-                       f"{dataset.id!r}, e.g. {unknown[0]!r}, where the corpus and qrels use ids like {example!r}",
-                       hint="the system's units do not match the dataset's (another builder, another corpus or "
-                            "another id scheme)")
+    raise RagEvalError(
+        f"{name}: {len(unknown)} of the {returned} ids it returns are not ids of dataset "
+        f"{dataset.id!r}, e.g. {unknown[0]!r}, where the corpus and qrels use ids like {example!r}",
+        hint="the system's units do not match the dataset's (another builder, another corpus or another id scheme)",
+    )
 
 
 def check_mode(mode: str) -> None:
@@ -307,43 +355,62 @@ def _by_kind(dataset: Dataset, per_query: dict[str, dict[str, dict[str, float]]]
         for kind, ids in sorted(kinds.items()):
             judged = [q for q in ids if q in values]
             if judged:
-                table[kind] = {"queries": len(judged), **{m: round(sum(values[q][m] for q in judged) / len(judged), 4) for m in metrics}}
+                table[kind] = {
+                    "queries": len(judged),
+                    **{m: round(sum(values[q][m] for q in judged) / len(judged), 4) for m in metrics},
+                }
         out[name] = table
     return out
 
 
-def _significance(rows: list[dict[str, Any]], per_query: dict[str, Any], judged: list[str], metrics: list[str],
-                  reference: str | None) -> None:
+def _significance(
+    rows: list[dict[str, Any]], per_query: dict[str, Any], judged: list[str], metrics: list[str], reference: str | None
+) -> None:
     if reference is None:
         return
     others = [row for row in rows if row["name"] != reference]
     for metric in metrics:
         base = [per_query[reference][q][metric] for q in judged]
         p_values = [randomization_test([per_query[row["name"]][q][metric] for q in judged], base) for row in others]
-        for row, p, adjusted in zip(others, p_values, holm(p_values)):
+        for row, p, adjusted in zip(others, p_values, holm(p_values), strict=False):
             values = [per_query[row["name"]][q][metric] for q in judged]
             wins, ties, losses = win_tie_loss(values, base)
             row.setdefault("significance", {})[metric] = {
                 "delta": round(float(np.mean(values) - np.mean(base)) if judged else 0.0, 4),
-                "p": round(p, 5), "p_holm": round(adjusted, 5), "significant": adjusted < 0.05,
-                "wins": wins, "ties": ties, "losses": losses,
+                "p": round(p, 5),
+                "p_holm": round(adjusted, 5),
+                "significant": adjusted < 0.05,
+                "wins": wins,
+                "ties": ties,
+                "losses": losses,
             }
 
 
-def _gains(rows: list[dict[str, Any]], per_query: dict[str, Any], dataset: Dataset, metric: str, reference: str | None,
-           no_text: bool, count: int = 5) -> None:
+def _gains(
+    rows: list[dict[str, Any]],
+    per_query: dict[str, Any],
+    dataset: Dataset,
+    metric: str,
+    reference: str | None,
+    no_text: bool,
+    count: int = 5,
+) -> None:
     if reference is None:
         return
     for row in rows:
         if row["name"] == reference:
             continue
-        deltas = sorted(((per_query[row["name"]][q][metric] - per_query[reference][q][metric], q)
-                         for q in per_query[reference]), key=lambda d: (d[0], d[1]))
+        deltas = sorted(
+            ((per_query[row["name"]][q][metric] - per_query[reference][q][metric], q) for q in per_query[reference]),
+            key=lambda d: (d[0], d[1]),
+        )
+
         def entry(delta: float, query_id: str) -> dict[str, Any]:
             item: dict[str, Any] = {"query": query_id, "delta": round(delta, 4), "kind": dataset.queries[query_id].kind}
             if not no_text:
                 item["text"] = dataset.queries[query_id].text
             return item
+
         row["largest_gains"] = [entry(d, q) for d, q in reversed(deltas[-count:]) if d > 0]
         row["largest_losses"] = [entry(d, q) for d, q in deltas[:count] if d < 0]
 
@@ -383,8 +450,10 @@ def run_compare(
     folder = check_output(output)
     baseline_path = check_baseline_target(write_baseline) if write_baseline is not None else None
     if baseline_path is not None and (baseline_path == folder or folder in baseline_path.parents):
-        raise RagEvalError(f"{baseline_path}: the baseline cannot go inside the report folder {folder}, "
-                           "which is replaced whole", hint="write the baseline next to it, e.g. reports/baseline/NAME.json")
+        raise RagEvalError(
+            f"{baseline_path}: the baseline cannot go inside the report folder {folder}, which is replaced whole",
+            hint="write the baseline next to it, e.g. reports/baseline/NAME.json",
+        )
     for name in metrics:
         parse_metric(name)
     baseline = load_baseline(against) if against is not None else None
@@ -396,13 +465,27 @@ def run_compare(
         systems = [System(spec, builder or "", mode or "") for spec in tokenizers]
     else:
         systems, skipped = default_systems(data, builder, mode)
-    report, runs = compare(data, systems, metrics=list(metrics) or None, reference=reference, outside=outside,
-                           no_text=no_text, progress=progress, skipped=skipped)
+    report, runs = compare(
+        data,
+        systems,
+        metrics=list(metrics) or None,
+        reference=reference,
+        outside=outside,
+        no_text=no_text,
+        progress=progress,
+        skipped=skipped,
+    )
     gate = check(report, baseline, tolerance=tolerance) if baseline is not None else None
     if gate is not None:
-        report["gate"] = {"against": str(against), "tolerance": tolerance, "compared": gate.compared,
-                          "regressions": gate.regressions, "improvements": gate.improvements, "stale": gate.stale,
-                          "unmatched": gate.unmatched}
+        report["gate"] = {
+            "against": str(against),
+            "tolerance": tolerance,
+            "compared": gate.compared,
+            "regressions": gate.regressions,
+            "improvements": gate.improvements,
+            "stale": gate.stale,
+            "unmatched": gate.unmatched,
+        }
     written = write_outputs(report, runs, folder)
     baseline_written = save_baseline(report, baseline_path) if baseline_path is not None else None
     return CompareResult(report, runs, written, baseline_written, gate)

@@ -31,8 +31,10 @@ class GateResult:
         """One human line per finding."""
         out = []
         for item in self.regressions:
-            out.append(f"REGRESSION {item['system']}: {item['metric']} {item['old']:.4f} -> {item['new']:.4f} "
-                       f"({item['new'] - item['old']:+.4f}, tolerance {item['tolerance']})")
+            out.append(
+                f"REGRESSION {item['system']}: {item['metric']} {item['old']:.4f} -> {item['new']:.4f} "
+                f"({item['new'] - item['old']:+.4f}, tolerance {item['tolerance']})"
+            )
         for item in self.improvements:
             out.append(f"improved {item['system']}: {item['metric']} {item['old']:.4f} -> {item['new']:.4f}")
         for item in self.stale:
@@ -52,9 +54,16 @@ class GateError(RagEvalError, ValueError):
 
 def check_tolerance(tolerance: object) -> float:
     """``tolerance`` as a float; NaN, infinite and negative values are refused (NaN would pass every drop)."""
-    if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or not math.isfinite(tolerance) or tolerance < 0:
-        raise GateError(f"tolerance must be a finite number of at least 0, not {tolerance!r}",
-                        hint=f"the default is {DEFAULT_TOLERANCE}")
+    if (
+        not isinstance(tolerance, (int, float))
+        or isinstance(tolerance, bool)
+        or not math.isfinite(tolerance)
+        or tolerance < 0
+    ):
+        raise GateError(
+            f"tolerance must be a finite number of at least 0, not {tolerance!r}",
+            hint=f"the default is {DEFAULT_TOLERANCE}",
+        )
     return float(tolerance)
 
 
@@ -101,7 +110,11 @@ def baseline_owned(path: Path) -> str | None:
         data = read_json(path, GateError, max_bytes=MAX_BASELINE_BYTES)
     except GateError as exc:
         return f"it is not a rag-eval file ({exc})"
-    if not isinstance(data, dict) or not isinstance(data.get("schema"), str) or not data["schema"].startswith("rag-eval/"):
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("schema"), str)
+        or not data["schema"].startswith("rag-eval/")
+    ):
         return "it is not a rag-eval baseline or report (no rag-eval schema)"
     return None
 
@@ -111,12 +124,17 @@ def check_baseline_target(path: str | Path) -> Path:
     target = checked_target(path, what=BASELINE_WHAT)
     if target.exists() or target.is_symlink():
         if target.is_symlink() or not target.is_file():
-            raise OutputError(f"{target}: refusing to replace it: it is not a regular file; rag-eval only replaces a "
-                              f"{BASELINE_WHAT} it wrote", hint="choose a new path, or move the existing one away")
+            raise OutputError(
+                f"{target}: refusing to replace it: it is not a regular file; rag-eval only replaces a "
+                f"{BASELINE_WHAT} it wrote",
+                hint="choose a new path, or move the existing one away",
+            )
         reason = baseline_owned(target)
         if reason is not None:
-            raise OutputError(f"{target}: refusing to replace it: {reason}; rag-eval only replaces a {BASELINE_WHAT} "
-                              "it wrote", hint="choose a new path, or move the existing one away")
+            raise OutputError(
+                f"{target}: refusing to replace it: {reason}; rag-eval only replaces a {BASELINE_WHAT} it wrote",
+                hint="choose a new path, or move the existing one away",
+            )
     return target
 
 
@@ -144,9 +162,14 @@ def check(report: dict[str, Any], baseline: dict[str, Any], *, tolerance: float 
         if old is None:
             result.unmatched.append(f"new system {row['name']}: not in the baseline")
             continue
-        differences = {key: (old.get(key), row.get(key)) for key in ("tokenizer", "builder") if old.get(key) != row.get(key)}
+        differences = {
+            key: (old.get(key), row.get(key)) for key in ("tokenizer", "builder") if old.get(key) != row.get(key)
+        }
         if dataset_changed:
-            differences["dataset checksum"] = (baseline.get("dataset", {}).get("checksum"), report["dataset"]["checksum"])
+            differences["dataset checksum"] = (
+                baseline.get("dataset", {}).get("checksum"),
+                report["dataset"]["checksum"],
+            )
         if differences:
             result.stale.append({"system": row["name"], "differences": differences})
             continue
@@ -170,7 +193,9 @@ def baseline_of(report: dict[str, Any]) -> dict[str, Any]:
     keep = ("name", "tokenizer", "builder", "mode", "metrics")
     return {
         "schema": "rag-eval/baseline/1",
-        "environment": {k: report["environment"][k] for k in ("rag_eval", "sqlite", "packages", "commit", "created_utc")},
+        "environment": {
+            k: report["environment"][k] for k in ("rag_eval", "sqlite", "packages", "commit", "created_utc")
+        },
         "dataset": report["dataset"],
         "metrics": report["metrics"],
         "systems": [{k: row[k] for k in keep if k in row} for row in report["systems"]],

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from ..errors import RagEvalError
 from .records import MAX_RELEVANCE, Qrel
@@ -73,8 +74,10 @@ def parse_metric(name: str) -> Any:
     _check_params(name, measure)
     if not _computable(measure):
         supported = ", ".join(sorted({m.NAME for m in ir_measures.pytrec_eval.SUPPORTED_MEASURES}))
-        raise MetricError(f"metric {name!r}: trec_eval does not compute {measure.NAME} with these parameters; "
-                          f"rag-eval reports trec_eval's definitions only (measures: {supported})")
+        raise MetricError(
+            f"metric {name!r}: trec_eval does not compute {measure.NAME} with these parameters; "
+            f"rag-eval reports trec_eval's definitions only (measures: {supported})"
+        )
     return measure
 
 
@@ -82,8 +85,10 @@ def _check_params(name: str, measure: Any) -> None:
     supported = measure.SUPPORTED_PARAMS
     for key, value in measure.params.items():
         if key not in supported:
-            raise MetricError(f"metric {name!r}: {measure.NAME} has no parameter {key!r} "
-                              f"(parameters: {', '.join(sorted(supported)) or 'none'})")
+            raise MetricError(
+                f"metric {name!r}: {measure.NAME} has no parameter {key!r} "
+                f"(parameters: {', '.join(sorted(supported)) or 'none'})"
+            )
         if key == "cutoff":
             _check_int(name, "cutoff", value, 1, MAX_CUTOFF)
         elif key == "rel":
@@ -92,11 +97,14 @@ def _check_params(name: str, measure: Any) -> None:
             _check_gains(name, value)
         elif key == "recall":
             if not _is_number(value) or not 0 <= value <= 1 or round(value, 2) != value:
-                raise MetricError(f"metric {name!r}: recall must be a number from 0 to 1 with at most two decimals, "
-                                  f"not {value!r}")
+                raise MetricError(
+                    f"metric {name!r}: recall must be a number from 0 to 1 with at most two decimals, not {value!r}"
+                )
         elif key == "beta":
             if not _is_number(value) or not 0 < value <= MAX_BETA:
-                raise MetricError(f"metric {name!r}: beta must be a number above 0 and at most {MAX_BETA:g}, not {value!r}")
+                raise MetricError(
+                    f"metric {name!r}: beta must be a number above 0 and at most {MAX_BETA:g}, not {value!r}"
+                )
         elif supported[key].dtype is bool or supported[key].dtype is str:
             if type(value) is not supported[key].dtype:
                 raise MetricError(f"metric {name!r}: {key} must be a {supported[key].dtype.__name__}, not {value!r}")
@@ -105,9 +113,11 @@ def _check_params(name: str, measure: Any) -> None:
             raise MetricError(f"metric {name!r}: {key} must be one of {', '.join(map(str, choices))}, not {value!r}")
     for key, info in supported.items():
         if info.required and key not in measure.params:
-            raise MetricError(f"metric {name!r}: {measure.NAME} needs {key} (e.g. {measure.NAME}@10)"
-                              if key == getattr(measure, "AT_PARAM", "cutoff") else
-                              f"metric {name!r}: {measure.NAME} needs the parameter {key}")
+            raise MetricError(
+                f"metric {name!r}: {measure.NAME} needs {key} (e.g. {measure.NAME}@10)"
+                if key == getattr(measure, "AT_PARAM", "cutoff")
+                else f"metric {name!r}: {measure.NAME} needs the parameter {key}"
+            )
 
 
 def _is_number(value: Any) -> bool:
@@ -158,12 +168,15 @@ def check_qrels(qrels: Iterable[Qrel]) -> dict[str, dict[str, int]]:
         _check_id(query_id, "query id", checked)
         _check_id(doc_id, "document id", checked)
         if type(grade) is not int or not 0 <= grade <= MAX_RELEVANCE:
-            raise EvaluationError(f"qrels: query {query_id!r}, document {doc_id!r}: grade {grade!r} is not a whole "
-                                  f"number from 0 to {MAX_RELEVANCE}")
+            raise EvaluationError(
+                f"qrels: query {query_id!r}, document {doc_id!r}: grade {grade!r} is not a whole "
+                f"number from 0 to {MAX_RELEVANCE}"
+            )
         docs = out.setdefault(query_id, {})
         if docs.get(doc_id, grade) != grade:
-            raise EvaluationError(f"qrels: query {query_id!r}, document {doc_id!r} is judged twice "
-                                  f"({docs[doc_id]} and {grade})")
+            raise EvaluationError(
+                f"qrels: query {query_id!r}, document {doc_id!r} is judged twice ({docs[doc_id]} and {grade})"
+            )
         docs[doc_id] = grade
     return out
 
@@ -181,7 +194,9 @@ def check_run(run: Iterable[RankedDoc], queries: set[str] | None = None) -> dict
         _check_id(query_id, "query id", checked)
         _check_id(doc_id, "document id", checked)
         if not isinstance(score, (int, float)) or isinstance(score, bool) or not _finite(score):
-            raise EvaluationError(f"run: query {query_id!r}, document {doc_id!r}: score {score!r} is not a finite number")
+            raise EvaluationError(
+                f"run: query {query_id!r}, document {doc_id!r}: score {score!r} is not a finite number"
+            )
         if queries is not None and query_id not in queries:
             continue
         docs = out.setdefault(query_id, {})
@@ -233,8 +248,10 @@ def evaluate(
     qrel_dict = check_qrels(qrels)
     judged = judged_queries(qrel_dict)
     if not judged:
-        raise EvaluationError("no judged query: no qrel has a positive grade, so every metric would be 0",
-                              hint="check the qrels file: grades 1 and above mark relevant documents")
+        raise EvaluationError(
+            "no judged query: no qrel has a positive grade, so every metric would be 0",
+            hint="check the qrels file: grades 1 and above mark relevant documents",
+        )
     run_dict = check_run(run, set(judged))
     per_query: dict[str, dict[str, float]] = {q: {name: 0.0 for name in names} for q in judged}
     # Names that parse to one measure (``MRR@10`` and ``RR@10``) each get its values.
@@ -262,5 +279,7 @@ def evaluate(
 def _top(run: dict[str, dict[str, float]], depth: int) -> dict[str, dict[str, float]]:
     """Each query's first ``depth`` documents in trec_eval's order: score descending, ties by document id
     descending (trec_eval's ``-M depth``)."""
-    return {query: dict(sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)[:depth])
-            for query, docs in run.items()}
+    return {
+        query: dict(sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)[:depth])
+        for query, docs in run.items()
+    }

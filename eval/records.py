@@ -73,7 +73,11 @@ class Dataset:
             "judged_queries": len(judged),
             "qrels": sum(len(d) for d in self.qrels.values()),
             "qrels_per_judged_query": round(sum(len(self.qrels[q]) for q in judged) / len(judged), 2) if judged else 0,
-            "avg_passage_chars": round(sum(len(p.title) + len(p.text) for p in passages) / len(passages), 1) if passages else 0,
-            "avg_query_chars": round(sum(len(q.text) for q in self.queries.values()) / len(self.queries), 1) if self.queries else 0,
+            "avg_passage_chars": round(sum(len(p.title) + len(p.text) for p in passages) / len(passages), 1)
+            if passages
+            else 0,
+            "avg_query_chars": round(sum(len(q.text) for q in self.queries.values()) / len(self.queries), 1)
+            if self.queries
+            else 0,
             "query_kinds": dict(sorted(kinds.items())),
         }

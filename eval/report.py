@@ -85,11 +85,18 @@ def check_output(output: str | Path) -> Path:
     """Refuse now, before a comparison that may take minutes, an output folder ``write_outputs`` would refuse."""
     path = checked_target(output, what=REPORT_WHAT)
     if path.is_symlink() or path.exists():
-        reason = ("it is a symbolic link" if path.is_symlink() else
-                  "it is not a folder" if not path.is_dir() else report_owned(path))
+        reason = (
+            "it is a symbolic link"
+            if path.is_symlink()
+            else "it is not a folder"
+            if not path.is_dir()
+            else report_owned(path)
+        )
         if reason is not None:
-            raise OutputError(f"{path}: refusing to replace it: {reason}; rag-eval only replaces a {REPORT_WHAT} it wrote",
-                              hint="choose a new path, or move the existing one away")
+            raise OutputError(
+                f"{path}: refusing to replace it: {reason}; rag-eval only replaces a {REPORT_WHAT} it wrote",
+                hint="choose a new path, or move the existing one away",
+            )
     else:
         parent = path.parent
         while not parent.exists() and parent != parent.parent:
@@ -136,15 +143,26 @@ def _column(values: list[Any], digits: int, better: str | None = None) -> list[d
     best = None
     if better and len(set(present)) > 1:
         best = max(present) if better == "high" else min(present)
-    return [{"text": value if isinstance(value, str) else _fmt(value, digits), "best": value is not None and value == best,
-             "arrow": ""} for value in values]
+    return [
+        {
+            "text": value if isinstance(value, str) else _fmt(value, digits),
+            "best": value is not None and value == best,
+            "arrow": "",
+        }
+        for value in values
+    ]
 
 
-def _table(columns: list[str], rows: list[dict[str, Any]], label: dict[str, str],
-           cells: list[list[dict[str, Any]]]) -> dict[str, Any]:
+def _table(
+    columns: list[str], rows: list[dict[str, Any]], label: dict[str, str], cells: list[list[dict[str, Any]]]
+) -> dict[str, Any]:
     """A table with a system column, then ``columns``; ``cells`` holds one list of cells per column."""
-    return {"columns": columns,
-            "rows": [{"system": label[row["name"]], "cells": [column[i] for column in cells]} for i, row in enumerate(rows)]}
+    return {
+        "columns": columns,
+        "rows": [
+            {"system": label[row["name"]], "cells": [column[i] for column in cells]} for i, row in enumerate(rows)
+        ],
+    }
 
 
 def _workers(build: dict[str, Any]) -> str:
@@ -163,23 +181,41 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
     rows, metrics = report["systems"], report["metrics"]
     label, setting = labels(report)
     quality = [_column([row["metrics"][m] for row in rows], 4, "high") for m in metrics]
-    for m, column in zip(metrics, quality):
-        for cell, row in zip(column, rows):
+    for m, column in zip(metrics, quality, strict=False):
+        for cell, row in zip(column, rows, strict=False):
             cell["arrow"] = arrow(row, m)
     page: dict[str, Any] = {
-        "report": report, "label": label, "setting": setting, "metrics": metrics,
+        "report": report,
+        "label": label,
+        "setting": setting,
+        "metrics": metrics,
         "reference": label.get(report["reference"], report["reference"]) if report.get("reference") else None,
         "quality": _table(list(metrics), rows, label, quality),
-        "cost": None, "latency": None, "kinds": None, "against": None, "differences": None, "gate": None,
+        "cost": None,
+        "latency": None,
+        "kinds": None,
+        "against": None,
+        "differences": None,
+        "gate": None,
         "untimed": [label[row["name"]] for row in rows if "latency_ms" not in row],
     }
     timed = [row for row in rows if "latency_ms" in row]
     if timed:
         builds = [row["build"] for row in timed]
         page["cost"] = _table(
-            ["build s", "tokenizer load s", "tokenize chars/s", "workers (speed-up)", "index MB", "tokens/passage",
-             "zero-hit queries", "no-answer false-hit rate"],
-            timed, label, [
+            [
+                "build s",
+                "tokenizer load s",
+                "tokenize chars/s",
+                "workers (speed-up)",
+                "index MB",
+                "tokens/passage",
+                "zero-hit queries",
+                "no-answer false-hit rate",
+            ],
+            timed,
+            label,
+            [
                 _column([b.get("seconds") or 0 for b in builds], 2, "low"),
                 _column([b.get("tokenizer_load_seconds") or 0 for b in builds], 2, "low"),
                 _column([row["tokenize_chars_per_second"] for row in timed], 0, "high"),
@@ -187,45 +223,96 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
                 _column([(b.get("index_bytes") or 0) / 1e6 for b in builds], 2, "low"),
                 _column([row["tokens_per_passage"] for row in timed], 1),
                 _column([row["zero_hit_queries"] for row in timed], 0, "low"),
-                _column([row["no_answer_false_hit_rate"] for row in timed], 4, "low")])
+                _column([row["no_answer_false_hit_rate"] for row in timed], 4, "low"),
+            ],
+        )
         statistics = ("min", "median", "mean", "p95", "p99", "max")
         page["latency"] = _table(
-            [f"search {s}" for s in statistics] + ["tokenize median", "tokenize p95"], timed, label,
+            [f"search {s}" for s in statistics] + ["tokenize median", "tokenize p95"],
+            timed,
+            label,
             [_column([row["latency_ms"]["search"].get(s) for row in timed], 3, "low") for s in statistics]
-            + [_column([row["latency_ms"]["tokenize"].get(s) for row in timed], 3, "low") for s in ("median", "p95")])
+            + [_column([row["latency_ms"]["tokenize"].get(s) for row in timed], 3, "low") for s in ("median", "p95")],
+        )
     kinds = sorted({kind for row in rows for kind in row.get("by_kind", {})})
     if len(kinds) > 1:
         first = metrics[0]
         counts = {k: next(row["by_kind"][k]["queries"] for row in rows if k in row.get("by_kind", {})) for k in kinds}
-        page["kinds"] = {**_table(kinds, rows, label,
-                                  [_column([row.get("by_kind", {}).get(k, {}).get(first) for row in rows], 4, "high")
-                                   for k in kinds]),
-                         "metric": first, "counts_text": ", ".join(f"{k} {n}" for k, n in counts.items())}
+        page["kinds"] = {
+            **_table(
+                kinds,
+                rows,
+                label,
+                [_column([row.get("by_kind", {}).get(k, {}).get(first) for row in rows], 4, "high") for k in kinds],
+            ),
+            "metric": first,
+            "counts_text": ", ".join(f"{k} {n}" for k, n in counts.items()),
+        }
     significant = [row for row in rows if row.get("significance")]
     if significant:
-        page["against"] = [{"system": label[row["name"]], "metric": m, "delta": f"{sig['delta']:+.4f}", "p": f"{sig['p']:.4f}",
-                            "p_holm": f"{sig['p_holm']:.4f}", "arrow": arrow(row, m),
-                            "wtl": f"{sig['wins']} / {sig['ties']} / {sig['losses']}"}
-                           for row in significant for m, sig in row["significance"].items()]
-    differences = [{"system": label[row["name"]], "direction": direction, "query": item["query"], "kind": item.get("kind") or "-",
-                    "delta": f"{item['delta']:+.3f}", "text": item.get("text")}
-                   for row in significant for direction, key in (("gain", "largest_gains"), ("loss", "largest_losses"))
-                   for item in row.get(key) or []]
+        page["against"] = [
+            {
+                "system": label[row["name"]],
+                "metric": m,
+                "delta": f"{sig['delta']:+.4f}",
+                "p": f"{sig['p']:.4f}",
+                "p_holm": f"{sig['p_holm']:.4f}",
+                "arrow": arrow(row, m),
+                "wtl": f"{sig['wins']} / {sig['ties']} / {sig['losses']}",
+            }
+            for row in significant
+            for m, sig in row["significance"].items()
+        ]
+    differences = [
+        {
+            "system": label[row["name"]],
+            "direction": direction,
+            "query": item["query"],
+            "kind": item.get("kind") or "-",
+            "delta": f"{item['delta']:+.3f}",
+            "text": item.get("text"),
+        }
+        for row in significant
+        for direction, key in (("gain", "largest_gains"), ("loss", "largest_losses"))
+        for item in row.get(key) or []
+    ]
     if differences:  # no heading over an empty section
-        page["differences"] = {"metric": metrics[0], "rows": differences,
-                               "has_text": any(item["text"] is not None for item in differences)}
+        page["differences"] = {
+            "metric": metrics[0],
+            "rows": differences,
+            "has_text": any(item["text"] is not None for item in differences),
+        }
     gate = report.get("gate")
     if gate is not None:
-        findings = [{"finding": finding, "system": label.get(item["system"], item["system"]), "metric": item["metric"],
-                     "old": f"{item['old']:.4f}", "new": f"{item['new']:.4f}", "delta": f"{item['new'] - item['old']:+.4f}"}
-                    for finding, key in (("regression", "regressions"), ("improvement", "improvements"))
-                    for item in gate.get(key, [])]
-        stale = [{"system": label.get(item["system"], item["system"]),
-                  "differences": "; ".join(f"{k}: {v[0]} -> {v[1]}" for k, v in item["differences"].items())}
-                 for item in gate.get("stale", [])]
-        page["gate"] = {"against": gate["against"], "tolerance": gate["tolerance"], "compared": gate["compared"],
-                        "regressions": len(gate.get("regressions", [])), "improvements": len(gate.get("improvements", [])),
-                        "findings": findings, "stale": stale, "unmatched": gate.get("unmatched", [])}
+        findings = [
+            {
+                "finding": finding,
+                "system": label.get(item["system"], item["system"]),
+                "metric": item["metric"],
+                "old": f"{item['old']:.4f}",
+                "new": f"{item['new']:.4f}",
+                "delta": f"{item['new'] - item['old']:+.4f}",
+            }
+            for finding, key in (("regression", "regressions"), ("improvement", "improvements"))
+            for item in gate.get(key, [])
+        ]
+        stale = [
+            {
+                "system": label.get(item["system"], item["system"]),
+                "differences": "; ".join(f"{k}: {v[0]} -> {v[1]}" for k, v in item["differences"].items()),
+            }
+            for item in gate.get("stale", [])
+        ]
+        page["gate"] = {
+            "against": gate["against"],
+            "tolerance": gate["tolerance"],
+            "compared": gate["compared"],
+            "regressions": len(gate.get("regressions", [])),
+            "improvements": len(gate.get("improvements", [])),
+            "findings": findings,
+            "stale": stale,
+            "unmatched": gate.get("unmatched", []),
+        }
     return page
 
 
@@ -258,7 +345,11 @@ def _templates() -> Any:
         loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
         # report.html is escaped by the engine; report.md is Markdown, escaped by the md filters.
         autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default_for_string=False, default=False),
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
     env.filters["md"] = _md
     env.filters["md_code"] = _md_code
     env.filters["md_cell"] = _md_cell
@@ -279,14 +370,17 @@ def render_html(report: dict[str, Any]) -> str:
     page = page_data(report)
     rows, label, first = report["systems"], page["label"], report["metrics"][0]
     arrows = {m: {row["name"]: arrow(row, m) for row in rows} for m in report["metrics"]}
+
     def inline(chart: charts.Chart | None) -> dict[str, Any] | None:
         # matplotlib's SVG writer escaped every label: the SVG text is markup the engine must not escape again.
         return None if chart is None else {"svg": Markup(chart.svg), "note": chart.note}
 
     page["charts"] = {
         "which": inline(charts.quality_latency(rows, label, first)),
-        "bars": [(m, inline(charts.metric_bars(rows, label, m, report["judged_queries"], arrows[m])))
-                 for m in report["metrics"]],
+        "bars": [
+            (m, inline(charts.metric_bars(rows, label, m, report["judged_queries"], arrows[m])))
+            for m in report["metrics"]
+        ],
         "recall": inline(charts.recall_curves(rows, label)) if any(row.get("recall_curve") for row in rows) else None,
         "latency": inline(charts.search_latency(rows, label)),
         "kinds": inline(charts.kind_heatmap(rows, label, first)),
@@ -308,24 +402,39 @@ def summary(report: dict[str, Any], output: Path, baseline: Path | None = None) 
     systems = []
     for row in report["systems"]:
         search = row.get("latency_ms", {}).get("search", {})
-        systems.append({
-            "name": row["name"], "tokenizer": row["tokenizer"], "builder": row["builder"], "mode": row["mode"],
-            "metrics": row["metrics"], "significance": {m: arrow(row, m) for m in report["metrics"]},
-            "search_ms": {"p50": search.get("median"), "p95": search.get("p95")},
-        })
+        systems.append(
+            {
+                "name": row["name"],
+                "tokenizer": row["tokenizer"],
+                "builder": row["builder"],
+                "mode": row["mode"],
+                "metrics": row["metrics"],
+                "significance": {m: arrow(row, m) for m in report["metrics"]},
+                "search_ms": {"p50": search.get("median"), "p95": search.get("p95")},
+            }
+        )
     gate = report.get("gate")
     return {
         "schema": "rag-eval/compare-summary/1",
-        "dataset": {"id": report["dataset"]["id"], "checksum": report["dataset"]["checksum"],
-                    "judged_queries": report["judged_queries"]},
+        "dataset": {
+            "id": report["dataset"]["id"],
+            "checksum": report["dataset"]["checksum"],
+            "judged_queries": report["judged_queries"],
+        },
         "metrics": report["metrics"],
         "reference": report["reference"],
         "systems": systems,
         "skipped": report.get("skipped", []),
-        "gate": None if gate is None else {k: gate[k] if k in ("against", "tolerance", "compared") else len(gate[k])
-                                           for k in ("against", "tolerance", "compared", "regressions", "improvements",
-                                                     "stale")},
-        "outputs": {"folder": str(output), **{name.replace(".", "_"): str(output / name) for name in REPORT_FILES},
-                    "runs": sorted(str(p) for p in (output / "runs").glob("*.run")),
-                    "baseline": None if baseline is None else str(baseline)},
+        "gate": None
+        if gate is None
+        else {
+            k: gate[k] if k in ("against", "tolerance", "compared") else len(gate[k])
+            for k in ("against", "tolerance", "compared", "regressions", "improvements", "stale")
+        },
+        "outputs": {
+            "folder": str(output),
+            **{name.replace(".", "_"): str(output / name) for name in REPORT_FILES},
+            "runs": sorted(str(p) for p in (output / "runs").glob("*.run")),
+            "baseline": None if baseline is None else str(baseline),
+        },
     }

@@ -6,9 +6,10 @@ import hashlib
 import json
 import sqlite3
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote
 
 from .. import __version__
@@ -83,9 +84,11 @@ def check_builder(dataset: Dataset, builder: Builder) -> None:
     expected = get_builder(implied).name
     if builder.name != expected:
         layout = "a BEIR folder (corpus.jsonl)" if not dataset.meta.get("corpus_dir") else f"a {expected} corpus"
-        raise RagEvalError(f"builder {builder.name!r} cannot read dataset {dataset.id!r}: {source} is {layout}, "
-                           f"which only the {expected} builder reads",
-                           hint=f"drop --builder, or give {expected} options: -b {expected}:KEY=VALUE")
+        raise RagEvalError(
+            f"builder {builder.name!r} cannot read dataset {dataset.id!r}: {source} is {layout}, "
+            f"which only the {expected} builder reads",
+            hint=f"drop --builder, or give {expected} options: -b {expected}:KEY=VALUE",
+        )
 
 
 def source_checksum(source: Path, builder: Builder) -> tuple[str, str]:
@@ -109,8 +112,15 @@ def index_path(source: Path, builder: Builder, tokenizer_spec: str) -> tuple[Pat
     number, whatever the dataset is called or where it lives.
     """
     corpus, layout = source_checksum(source, builder)
-    identity = {"cache": CACHE_FORMAT, "schema": SCHEMA_VERSION, "rag_eval": __version__, "corpus": corpus,
-                "layout": layout, "builder": builder.system, "tokenizer": tokenizer_spec}
+    identity = {
+        "cache": CACHE_FORMAT,
+        "schema": SCHEMA_VERSION,
+        "rag_eval": __version__,
+        "corpus": corpus,
+        "layout": layout,
+        "builder": builder.system,
+        "tokenizer": tokenizer_spec,
+    }
     key = hashlib.sha256(json.dumps(identity, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
     return cache_dir() / "indexes" / corpus[:16] / f"{key}.sqlite", corpus
 
@@ -150,8 +160,9 @@ def _discard(path: Path) -> None:
     path.with_suffix(".build.json").unlink(missing_ok=True)
 
 
-def cached_build(source: Path, builder: Builder, tokenizer: Tokenizer, *, progress: Progress | None = None
-                 ) -> tuple[Path, dict[str, Any]]:
+def cached_build(
+    source: Path, builder: Builder, tokenizer: Tokenizer, *, progress: Progress | None = None
+) -> tuple[Path, dict[str, Any]]:
     """The index of ``source`` for this builder and tokenizer: reused from the cache when its recorded
     tokenizer spec, builder spec and corpus checksum match, else built; and its build report."""
     path, corpus = index_path(source, builder, tokenizer.spec)
@@ -160,15 +171,21 @@ def cached_build(source: Path, builder: Builder, tokenizer: Tokenizer, *, progre
     if cached is not None:
         return path, cached | {"cached": True}
     _discard(path)
-    built: BuildReport = build(source, path, builder=builder, tokenizer=tokenizer,
-                               progress=(lambda phase, done, total: progress(f"build {phase}", done, total)) if progress else None)
+    built: BuildReport = build(
+        source,
+        path,
+        builder=builder,
+        tokenizer=tokenizer,
+        progress=(lambda phase, done, total: progress(f"build {phase}", done, total)) if progress else None,
+    )
     recorded = _recorded_meta(path)
     if recorded.get("corpus_sha256") != corpus:
         _discard(path)
         raise CorpusError(f"{source}: the source files changed while the index was built; run again")
     report = dict(built.__dict__)
-    write_text_atomic(path.with_suffix(".build.json"), json.dumps(report), owned=lambda _path: None,
-                      what="index build report")
+    write_text_atomic(
+        path.with_suffix(".build.json"), json.dumps(report), owned=lambda _path: None, what="index build report"
+    )
     return path, report | {"cached": False}
 
 
@@ -201,8 +218,18 @@ def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress
             ranked += strict_run(query.id, [(to_unit(h.chunk.key), h.score) for h in result.hits])
             if progress is not None:
                 progress("queries", number, len(queries))
-    return SystemRun(system, tokenizer.spec, builder.system, ranked, report, str(path), tokenize_times, search_times,
-                     zero_hits, false_hits)
+    return SystemRun(
+        system,
+        tokenizer.spec,
+        builder.system,
+        ranked,
+        report,
+        str(path),
+        tokenize_times,
+        search_times,
+        zero_hits,
+        false_hits,
+    )
 
 
 def strict_run(query_id: str, hits: list[tuple[str, float]]) -> list[RankedDoc]:
@@ -234,9 +261,17 @@ def latency_summary(values: list[float]) -> dict[str, float]:
     def pct(fraction: float) -> float:
         return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
-    return {name: round(value * 1000, 4) for name, value in (
-        ("min", ordered[0]), ("median", statistics.median(ordered)), ("mean", statistics.fmean(ordered)),
-        ("p95", pct(0.95)), ("p99", pct(0.99)), ("max", ordered[-1]))}
+    return {
+        name: round(value * 1000, 4)
+        for name, value in (
+            ("min", ordered[0]),
+            ("median", statistics.median(ordered)),
+            ("mean", statistics.fmean(ordered)),
+            ("p95", pct(0.95)),
+            ("p99", pct(0.99)),
+            ("max", ordered[-1]),
+        )
+    }
 
 
 def write_trec_run(runs: list[RankedDoc], path: str | Path, tag: str) -> None:

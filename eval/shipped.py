@@ -40,7 +40,9 @@ def entry(dataset_id: str) -> dict[str, Any]:
     """The manifest entry of a shipped labelled set; unknown ids list the shipped ones."""
     found = manifest().get(dataset_id)
     if found is None or found.get("kind") != "retrieval":
-        raise DatasetError(f"unknown dataset {dataset_id!r}; shipped: {', '.join(shipped_ids())}, or give a BEIR folder")
+        raise DatasetError(
+            f"unknown dataset {dataset_id!r}; shipped: {', '.join(shipped_ids())}, or give a BEIR folder"
+        )
     return found
 
 
@@ -48,7 +50,9 @@ def verify_files(dataset_id: str) -> None:
     """Check every file the manifest lists against its sha256."""
     folder = datasets_root() / dataset_id
     for name, expected in entry(dataset_id)["files"].items():
-        actual = hashlib.sha256(read_bytes(folder / name, DatasetError, label=f"datasets/{dataset_id}/{name}")).hexdigest()
+        actual = hashlib.sha256(
+            read_bytes(folder / name, DatasetError, label=f"datasets/{dataset_id}/{name}")
+        ).hexdigest()
         if actual != expected:
             raise DatasetError(f"datasets/{dataset_id}/{name} does not match its sha256 in datasets/manifest.json")
 
@@ -62,8 +66,11 @@ def passages(dataset_id: str) -> dict[str, Passage]:
     """The corpus as BEIR passages: the units its builder's chunks are judged as (lines keep their source
     ids; sections are whole, ``path#anchor``)."""
     builder = get_builder(entry(dataset_id)["builder"])
-    return {key: Passage(key, title, text)
-            for file in builder.scan(corpus_dir(dataset_id)) for key, title, text in builder.units(file)}
+    return {
+        key: Passage(key, title, text)
+        for file in builder.scan(corpus_dir(dataset_id))
+        for key, title, text in builder.units(file)
+    }
 
 
 def load_shipped(dataset_id: str) -> Dataset:
@@ -74,7 +81,8 @@ def load_shipped(dataset_id: str) -> Dataset:
     corpus = passages(dataset_id)
     queries = read_queries(folder / info["queries"])
     qrels = read_qrels(folder / info["qrels"], corpus, queries)
-    meta = {key: info[key] for key in ("builder", "mode", "as_of", "description", "licence") if key in info}
+    kept = ("builder", "mode", "as_of", "description", "licence")
+    meta: dict[str, Any] = {key: info[key] for key in kept if key in info}
     meta.update(format="shipped", path=str(folder), corpus_dir=str(corpus_dir(dataset_id)))
     return Dataset(dataset_id, corpus, queries, qrels, meta)
 

@@ -83,7 +83,11 @@ def convert_squad(paths: list[str | Path], *, dataset_id: str = "squad") -> tupl
                     original_ids.setdefault(query_id, []).append(str(qa.get("id", "")))
     summary.passages, summary.queries = len(corpus), len(queries)
     summary.qrels = sum(len(d) for d in qrels.values())
-    meta: dict[str, Any] = {"format": "squad", "sources": [str(p) for p in paths], "original_question_ids": original_ids}
+    meta: dict[str, Any] = {
+        "format": "squad",
+        "sources": [str(p) for p in paths],
+        "original_question_ids": original_ids,
+    }
     return Dataset(dataset_id, corpus, queries, qrels, meta), summary
 
 

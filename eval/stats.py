@@ -51,6 +51,6 @@ def holm(p_values: list[float]) -> list[float]:
 
 def win_tie_loss(a: list[float], b: list[float], *, epsilon: float = 1e-9) -> tuple[int, int, int]:
     """Queries where ``a`` beats, equals or trails ``b``."""
-    wins = sum(x > y + epsilon for x, y in zip(a, b))
-    losses = sum(y > x + epsilon for x, y in zip(a, b))
+    wins = sum(x > y + epsilon for x, y in zip(a, b, strict=False))
+    losses = sum(y > x + epsilon for x, y in zip(a, b, strict=False))
     return wins, len(a) - wins - losses, losses

@@ -26,25 +26,25 @@ def read_topics(path: str | Path) -> dict[str, Query]:
     queries: dict[str, Query] = {}
     if "<top>" in text:
         for block in _TOP.finditer(text):
-            line = text.count("\n", 0, block.start()) + 1
+            topic_line = text.count("\n", 0, block.start()) + 1
             fields = {field: value.strip() for field, value in _FIELD.findall(block.group(1))}
-            number = re.sub(r"^Number:\s*", "", fields.get("num", ""))
+            topic_id = re.sub(r"^Number:\s*", "", fields.get("num", ""))
             title = re.sub(r"^Topic:\s*", "", fields.get("title", ""))
-            if not number or not title:
-                raise DatasetError(f"{name}:{line}: topic without <num> or <title>")
-            if number in queries:
-                raise DatasetError(f"{name}:{line}: duplicate topic {number!r}")
-            queries[number] = Query(number, query_text(" ".join(title.split()), f"{name}:{line}"))
+            if not topic_id or not title:
+                raise DatasetError(f"{name}:{topic_line}: topic without <num> or <title>")
+            if topic_id in queries:
+                raise DatasetError(f"{name}:{topic_line}: duplicate topic {topic_id!r}")
+            queries[topic_id] = Query(topic_id, query_text(" ".join(title.split()), f"{name}:{topic_line}"))
         return queries
-    for number, line in enumerate(split_lines(text), start=1):
+    for line_number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
         parts = line.split("\t", 1)
         if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-            raise DatasetError(f"{name}:{number}: expected 'query-id<TAB>text'")
+            raise DatasetError(f"{name}:{line_number}: expected 'query-id<TAB>text'")
         if parts[0].strip() in queries:
-            raise DatasetError(f"{name}:{number}: duplicate topic {parts[0].strip()!r}")
-        queries[parts[0].strip()] = Query(parts[0].strip(), query_text(parts[1].strip(), f"{name}:{number}"))
+            raise DatasetError(f"{name}:{line_number}: duplicate topic {parts[0].strip()!r}")
+        queries[parts[0].strip()] = Query(parts[0].strip(), query_text(parts[1].strip(), f"{name}:{line_number}"))
     return queries
 
 
@@ -90,9 +90,11 @@ def read_run(path: str | Path) -> list[RankedDoc]:
         if not math.isfinite(score):  # nan, inf, 1e999: they would sort arbitrarily
             raise DatasetError(f"{name}:{number}: score {parts[4][:40]!r} is not a finite number")
         rows.setdefault(parts[0], []).append((score, parts[2]))
-    return [RankedDoc(query_id, doc_id, rank, score)
-            for query_id, docs in rows.items()
-            for rank, (score, doc_id) in enumerate(sorted(docs, key=lambda d: (-d[0], d[1])), start=1)]
+    return [
+        RankedDoc(query_id, doc_id, rank, score)
+        for query_id, docs in rows.items()
+        for rank, (score, doc_id) in enumerate(sorted(docs, key=lambda d: (-d[0], d[1])), start=1)
+    ]
 
 
 def read_any_qrels(path: str | Path) -> dict[str, dict[str, int]]:

@@ -18,7 +18,11 @@ _REAL_PKUSEG = default_model_dir()
 REAL_PKUSEG_MODEL = _REAL_PKUSEG if all((_REAL_PKUSEG / f).is_file() for f in MODEL_FILES) else None
 
 settings.register_profile(
-    "ci", derandomize=True, max_examples=200, database=None, deadline=None,
+    "ci",
+    derandomize=True,
+    max_examples=200,
+    database=None,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("long", max_examples=10_000, deadline=None, database=None)
@@ -69,7 +73,9 @@ DOCS = {
         "### 深层 标题\n\n#### 第四层\n\n四级标题下的内容。\n"
     ),
     "guide/long.md": "# 备份\n\n" + "\n\n".join([LONG_PARAGRAPH] * 8) + "\n\n" + "超长段落" * 600 + "\n",
-    "faq/fullwidth.md": "# ＦＡＱ\n\nＷｉ－Ｆｉ 密碼在設定頁面，版本 Ｖ２．３。\n\n# 資料庫備份\n\n資料庫備份會保留三十天。\n",
+    "faq/fullwidth.md": (
+        "# ＦＡＱ\n\nＷｉ－Ｆｉ 密碼在設定頁面，版本 Ｖ２．３。\n\n# 資料庫備份\n\n資料庫備份會保留三十天。\n"
+    ),
     "notes.md": "没有标题的笔记：导出前请确认权限。\n",
 }
 

@@ -65,7 +65,9 @@ def test_tokenize_without_spec_runs_every_strategy(runner: CliRunner) -> None:
     assert result.exit_code == 0
     lines = result.output.splitlines()
     assert len(lines) == 6
-    assert any(line.startswith("pkuseg") and "unavailable" in line and "models install pkuseg" in line for line in lines)
+    assert any(
+        line.startswith("pkuseg") and "unavailable" in line and "models install pkuseg" in line for line in lines
+    )
     assert any(line.startswith("jieba:") and "导出 | 文件" in line for line in lines)
 
 
@@ -83,7 +85,11 @@ def test_tokenize_json_from_stdin(runner: CliRunner) -> None:
         (["tokenize", "-t", "bigram:x=1", "x"], None, "error: unknown option 'x' for bigram; valid options: t2s"),
         (["tokenize", "-t", "unicode61:t2s=true", "x"], None, "error: unicode61 is FTS5's native tokenizer"),
         (["tokenize", "-t", "bigram", "-"], b"ok \xff\xfe", "error: standard input is not valid UTF-8 at byte 3"),
-        (["tokenize", "-t", "bigram", "a\ud800"], None, "error: TEXT: text is not valid Unicode: lone surrogate U+D800 at character 1"),
+        (
+            ["tokenize", "-t", "bigram", "a\ud800"],
+            None,
+            "error: TEXT: text is not valid Unicode: lone surrogate U+D800 at character 1",
+        ),
         (["models", "install", "pkuseg", "--sdist", "{file}"], None, "error: {file} has sha256"),
         (["models", "install", "pkuseg", "--sdist", "{file}.missing"], None, "error: No such file or directory"),
     ],

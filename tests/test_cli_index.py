@@ -34,7 +34,9 @@ def test_search_text_and_json(built) -> None:
     lines = result.output.splitlines()
     assert lines[0].split("\t")[2:] == ["compact.txt:1", "[导出]文件[保留]三十天"]
     assert lines[1].split("\t")[2:] == ["handbook.txt:2", "[导出] 文件 [保留] 30 天 ， 到期 后 清理 。"]
-    payload = json.loads(runner.invoke(cli, ["search", str(index), "导出 保留", "--as-of", "2026-10-07", "--json"]).output)
+    payload = json.loads(
+        runner.invoke(cli, ["search", str(index), "导出 保留", "--as-of", "2026-10-07", "--json"]).output
+    )
     assert payload["action_authority"] is False and len(payload["hits"]) == 3
     assert payload["hits"][0]["source_id"].startswith("compact@r1:")
 
@@ -53,7 +55,10 @@ def test_info_list_read(built) -> None:
     assert info["builder"] == "lines:max_bytes=1000000" and info["chunks"] == "12"
     listing = runner.invoke(cli, ["index", "list", str(index)]).output.splitlines()
     assert listing[0] == "handbook-v1@r1\tarchived\t-\thandbook-v1.txt\t2 lines"
-    assert runner.invoke(cli, ["read", str(index), "garden.txt"]).output == "窗台 养护 笔记\n薄荷 每周 检查 土壤 湿度 。\n\n"
+    assert (
+        runner.invoke(cli, ["read", str(index), "garden.txt"]).output
+        == "窗台 养护 笔记\n薄荷 每周 检查 土壤 湿度 。\n\n"
+    )
 
 
 def test_verify_exit_codes(built) -> None:
@@ -76,8 +81,14 @@ def test_verify_exit_codes(built) -> None:
         (["search", "{index}", "导出", "--as-of", "tomorrow"], "error: as_of 'tomorrow': use YYYY-MM-DD"),
         (["read", "{index}", "../x.txt"], "error: ../x.txt: resolves outside the corpus root"),
         (["read", "{index}", "garden.txt#nope"], "error: no section 'garden.txt#nope' in this index"),
-        (["index", "build", "{root}", "-o", "{index}", "-b", "nope"], "error: unknown builder 'nope'; choose from: lines, passages, sections"),
-        (["index", "build", "{root}", "-o", "{index}", "-b", "lines:x=1"], "error: unknown option 'x' for lines; valid options: max_bytes"),
+        (
+            ["index", "build", "{root}", "-o", "{index}", "-b", "nope"],
+            "error: unknown builder 'nope'; choose from: lines, passages, sections",
+        ),
+        (
+            ["index", "build", "{root}", "-o", "{index}", "-b", "lines:x=1"],
+            "error: unknown option 'x' for lines; valid options: max_bytes",
+        ),
         (["index", "build", "{root}", "-o", "{index}", "-b", "sections"], "error: {root}: no .md files found"),
         (["index", "info", "{root}/manifest.json"], "error: {root}/manifest.json: not a rag-eval index"),
     ],

@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.eval.compare import compare
-from rag_eval.eval.trec import read_run
 from rag_eval.eval.formats import load_dataset
 from rag_eval.eval.report import write_outputs
 from rag_eval.eval.runner import System, strict_run
+from rag_eval.eval.trec import read_run
 from rag_eval.keys import unit_of
 
 SYSTEMS = [System("bigram", "", ""), System("unicode61", "", ""), System("trigram", "", "")]
@@ -60,7 +60,7 @@ def test_runs_are_strictly_ordered(result) -> None:
             by_query.setdefault(doc.query_id, []).append(doc)
         for ranked in by_query.values():
             assert [d.rank for d in ranked] == list(range(1, len(ranked) + 1))
-            assert all(a.score > b.score for a, b in zip(ranked, ranked[1:]))
+            assert all(a.score > b.score for a, b in zip(ranked, ranked[1:], strict=False))
 
 
 def test_strict_run_keeps_best_rank_of_a_unit() -> None:
@@ -115,15 +115,33 @@ def test_compare_command_no_text_systems_file_and_outside_run(tmp_path: Path, re
     report, runs = result
     first = write_outputs(report, runs, tmp_path / "first")
     systems = tmp_path / "systems.toml"
-    systems.write_text('[[system]]\ntokenizer = "bigram"\n\n[[system]]\ntokenizer = "jieba"\nmode = "or"\n', encoding="utf-8")
+    systems.write_text(
+        '[[system]]\ntokenizer = "bigram"\n\n[[system]]\ntokenizer = "jieba"\nmode = "or"\n', encoding="utf-8"
+    )
     out = tmp_path / "out"
-    outcome = CliRunner().invoke(cli, ["compare", "evidence-mini", "--systems", str(systems), "--no-text",
-                                       "--run", f"prior={first / 'runs' / 'unicode61_lines_and.run'}", "-o", str(out)])
+    outcome = CliRunner().invoke(
+        cli,
+        [
+            "compare",
+            "evidence-mini",
+            "--systems",
+            str(systems),
+            "--no-text",
+            "--run",
+            f"prior={first / 'runs' / 'unicode61_lines_and.run'}",
+            "-o",
+            str(out),
+        ],
+    )
     assert outcome.exit_code == 0, outcome.output + outcome.stderr
     written = json.loads((out / "report.json").read_text(encoding="utf-8"))
     names = [row["name"] for row in written["systems"]]
     assert names == ["bigram | lines | and", "jieba | lines | or", "prior"]
-    assert all("text" not in item for row in written["systems"] for item in row.get("largest_gains", []) + row.get("largest_losses", []))
+    assert all(
+        "text" not in item
+        for row in written["systems"]
+        for item in row.get("largest_gains", []) + row.get("largest_losses", [])
+    )
     unicode61 = next(row for row in report["systems"] if row["name"].startswith("unicode61"))
     assert written["systems"][2]["metrics"] == unicode61["metrics"]
 
@@ -133,10 +151,18 @@ def test_compare_command_no_text_systems_file_and_outside_run(tmp_path: Path, re
     [
         (["compare", "nope", "-o", "{tmp}/x"], "error: unknown dataset 'nope'"),
         (["compare", "evidence-mini", "-t", "nope", "-o", "{tmp}/x"], "error: unknown tokenizer 'nope'"),
-        (["compare", "evidence-mini", "-t", "bigram", "--metric", "nDCG@x", "-o", "{tmp}/x"], "error: unknown metric 'nDCG@x'"),
-        (["compare", "evidence-mini", "-t", "bigram", "--reference-system", "jieba", "-o", "{tmp}/x"],
-         "error: reference system 'jieba' is not among the systems compared"),
-        (["compare", "evidence-mini", "-t", "pkuseg", "-o", "{tmp}/x"], "error: the pkuseg default model is not installed"),
+        (
+            ["compare", "evidence-mini", "-t", "bigram", "--metric", "nDCG@x", "-o", "{tmp}/x"],
+            "error: unknown metric 'nDCG@x'",
+        ),
+        (
+            ["compare", "evidence-mini", "-t", "bigram", "--reference-system", "jieba", "-o", "{tmp}/x"],
+            "error: reference system 'jieba' is not among the systems compared",
+        ),
+        (
+            ["compare", "evidence-mini", "-t", "pkuseg", "-o", "{tmp}/x"],
+            "error: the pkuseg default model is not installed",
+        ),
     ],
 )
 def test_compare_errors(tmp_path: Path, args: list[str], message: str) -> None:
@@ -148,8 +174,10 @@ def test_compare_errors(tmp_path: Path, args: list[str], message: str) -> None:
 
 def test_compare_is_deterministic(evidence) -> None:
     def numbers(report):
-        return [(row["name"], row["metrics"], row.get("significance"), row["by_kind"], row.get("ci95"))
-                for row in report["systems"]], report["per_query"]
+        return [
+            (row["name"], row["metrics"], row.get("significance"), row["by_kind"], row.get("ci95"))
+            for row in report["systems"]
+        ], report["per_query"]
 
     first, runs_a = compare(evidence, SYSTEMS[:2])
     second, runs_b = compare(evidence, SYSTEMS[:2])

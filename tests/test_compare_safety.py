@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import ALL_SPECS
 from rich.cells import cell_len
 from rich.console import Console
 
@@ -24,8 +25,6 @@ from rag_eval.eval.runner import System, run_system
 from rag_eval.query import MODES
 from rag_eval.tokenizers import TOKENIZERS
 from rag_eval.tokenizers.bigram import BigramTokenizer
-
-from conftest import ALL_SPECS
 
 
 def invoke(*args: str):
@@ -58,6 +57,7 @@ def one_error(outcome) -> str:
 @pytest.fixture
 def no_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Refusals must come before the comparison: any system run fails the test."""
+
     def refuse(*_args, **_kwargs):
         raise AssertionError("the comparison ran before the arguments were checked")
 
@@ -111,10 +111,13 @@ def _a_symlink(target: Path, previous: Path) -> None:
     target.symlink_to(target.parent / "real")
 
 
-@pytest.mark.parametrize("make", [_user_folder, _foreign_report_json, _report_plus_user_file,
-                                  _report_plus_user_run_folder, _a_file, _a_symlink])
-def test_output_that_rag_eval_did_not_write_is_refused_untouched(make, tmp_path: Path, report_folder: Path,
-                                                                 no_runs: None) -> None:
+@pytest.mark.parametrize(
+    "make",
+    [_user_folder, _foreign_report_json, _report_plus_user_file, _report_plus_user_run_folder, _a_file, _a_symlink],
+)
+def test_output_that_rag_eval_did_not_write_is_refused_untouched(
+    make, tmp_path: Path, report_folder: Path, no_runs: None
+) -> None:
     parent = tmp_path / "parent"
     parent.mkdir()
     target = parent / "proj"
@@ -126,8 +129,9 @@ def test_output_that_rag_eval_did_not_write_is_refused_untouched(make, tmp_path:
 
 
 @pytest.mark.parametrize("target", [".", "..", "./", "sub/.."])
-def test_output_cannot_be_the_working_folder_or_a_parent(target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         no_runs: None) -> None:
+def test_output_cannot_be_the_working_folder_or_a_parent(
+    target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_runs: None
+) -> None:
     work = tmp_path / "work"
     (work / "sub").mkdir(parents=True)
     (work / "notes.txt").write_text("x\n", encoding="utf-8")
@@ -162,13 +166,15 @@ def test_a_previous_report_is_replaced_and_nothing_else_changes(tmp_path: Path, 
 
 
 @pytest.mark.parametrize("content", ["my notes\n", '{"schema": "other/1", "systems": []}', "[1, 2]", "\ufeff{"])
-def test_baseline_target_that_rag_eval_did_not_write_is_refused_untouched(content: str, tmp_path: Path,
-                                                                          no_runs: None) -> None:
+def test_baseline_target_that_rag_eval_did_not_write_is_refused_untouched(
+    content: str, tmp_path: Path, no_runs: None
+) -> None:
     target = tmp_path / "baseline.json"
     target.write_text(content, encoding="utf-8")
     before = tree_hash(tmp_path)
-    error = one_error(invoke("compare", "evidence-mini", "-t", "bigram", "--write-baseline", target,
-                             "-o", tmp_path / "out"))
+    error = one_error(
+        invoke("compare", "evidence-mini", "-t", "bigram", "--write-baseline", target, "-o", tmp_path / "out")
+    )
     assert "refusing to replace it" in error
     assert tree_hash(tmp_path) == before
 
@@ -176,10 +182,30 @@ def test_baseline_target_that_rag_eval_did_not_write_is_refused_untouched(conten
 def test_baseline_target_that_is_a_folder_or_inside_the_report_is_refused(tmp_path: Path, no_runs: None) -> None:
     (tmp_path / "folder.json").mkdir()
     before = tree_hash(tmp_path)
-    assert "refusing to replace it" in one_error(invoke(
-        "compare", "evidence-mini", "-t", "bigram", "--write-baseline", tmp_path / "folder.json", "-o", tmp_path / "out"))
-    assert "inside the report folder" in one_error(invoke(
-        "compare", "evidence-mini", "-t", "bigram", "--write-baseline", tmp_path / "out" / "b.json", "-o", tmp_path / "out"))
+    assert "refusing to replace it" in one_error(
+        invoke(
+            "compare",
+            "evidence-mini",
+            "-t",
+            "bigram",
+            "--write-baseline",
+            tmp_path / "folder.json",
+            "-o",
+            tmp_path / "out",
+        )
+    )
+    assert "inside the report folder" in one_error(
+        invoke(
+            "compare",
+            "evidence-mini",
+            "-t",
+            "bigram",
+            "--write-baseline",
+            tmp_path / "out" / "b.json",
+            "-o",
+            tmp_path / "out",
+        )
+    )
     assert tree_hash(tmp_path) == before
 
 
@@ -190,7 +216,9 @@ def test_a_rag_eval_baseline_is_replaced(tmp_path: Path) -> None:
     second = invoke("compare", "evidence-mini", "-t", "unigram", "--write-baseline", target, "-o", tmp_path / "b")
     assert second.exit_code == 0, second.stderr
     data = json.loads(target.read_text(encoding="utf-8"))
-    assert data["schema"] == "rag-eval/baseline/1" and [row["name"] for row in data["systems"]] == ["unigram | lines | and"]
+    assert data["schema"] == "rag-eval/baseline/1" and [row["name"] for row in data["systems"]] == [
+        "unigram | lines | and"
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "baseline.json"]
 
 
@@ -201,15 +229,21 @@ def test_a_builder_that_cannot_read_the_dataset_layout_is_refused(tmp_path: Path
     beir = tmp_path / "hb"
     assert invoke("datasets", "export", "handbook", beir).exit_code == 0
     (beir / "notes.md").write_text("# 导出\n\n不是语料。\n", encoding="utf-8")
-    for dataset, builder, reader in [(beir, "sections", "passages"), (beir, "lines", "passages"),
-                                     ("handbook", "passages", "sections"), ("evidence-mini", "sections", "lines")]:
+    for dataset, builder, reader in [
+        (beir, "sections", "passages"),
+        (beir, "lines", "passages"),
+        ("handbook", "passages", "sections"),
+        ("evidence-mini", "sections", "lines"),
+    ]:
         error = one_error(invoke("compare", dataset, "-t", "bigram", "--builder", builder, "-o", tmp_path / "out"))
         assert f"builder {builder!r} cannot read dataset" in error and f"only the {reader} builder reads" in error
     assert not (tmp_path / "out").exists()
 
 
 def test_options_of_the_right_builder_are_accepted(tmp_path: Path) -> None:
-    outcome = invoke("compare", "evidence-mini", "-t", "bigram", "-b", "lines:max_bytes=2000000", "-o", tmp_path / "out")
+    outcome = invoke(
+        "compare", "evidence-mini", "-t", "bigram", "-b", "lines:max_bytes=2000000", "-o", tmp_path / "out"
+    )
     assert outcome.exit_code == 0, outcome.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     assert report["systems"][0]["builder"] == "lines:max_bytes=2000000"
@@ -217,9 +251,12 @@ def test_options_of_the_right_builder_are_accepted(tmp_path: Path) -> None:
 
 def _beir(folder: Path, qrels: str) -> Path:
     folder.mkdir()
-    (folder / "corpus.jsonl").write_text('{"_id": "p1", "text": "导出文件"}\n{"_id": "p2", "text": "备份数据"}\n',
-                                         encoding="utf-8")
-    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "导出"}\n{"_id": "q2", "text": "备份"}\n', encoding="utf-8")
+    (folder / "corpus.jsonl").write_text(
+        '{"_id": "p1", "text": "导出文件"}\n{"_id": "p2", "text": "备份数据"}\n', encoding="utf-8"
+    )
+    (folder / "queries.jsonl").write_text(
+        '{"_id": "q1", "text": "导出"}\n{"_id": "q2", "text": "备份"}\n', encoding="utf-8"
+    )
     (folder / "qrels").mkdir()
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels, encoding="utf-8")
     return folder
@@ -240,9 +277,16 @@ def test_a_dataset_without_a_judged_query_is_refused(tmp_path: Path, no_runs: No
 def test_a_run_in_another_id_style_is_an_error_naming_both(tmp_path: Path, report_folder: Path, evidence) -> None:
     run = report_folder / "runs" / "bigram_lines_and.run"
     foreign = tmp_path / "paths.run"
-    foreign.write_text("".join(f"{q} Q0 corpus/{d}.txt {r} {s} x\n" for q, _, d, r, s, _ in
-                               (line.split() for line in run.read_text(encoding="utf-8").splitlines())), encoding="utf-8")
-    error = one_error(invoke("compare", "evidence-mini", "-t", "bigram", "--run", f"paths={foreign}", "-o", tmp_path / "out"))
+    foreign.write_text(
+        "".join(
+            f"{q} Q0 corpus/{d}.txt {r} {s} x\n"
+            for q, _, d, r, s, _ in (line.split() for line in run.read_text(encoding="utf-8").splitlines())
+        ),
+        encoding="utf-8",
+    )
+    error = one_error(
+        invoke("compare", "evidence-mini", "-t", "bigram", "--run", f"paths={foreign}", "-o", tmp_path / "out")
+    )
     assert "are not ids of dataset 'evidence-mini'" in error and "e.g. 'corpus/" in error
     assert f"ids like {sorted(evidence.corpus)[0]!r}" in error
     assert not (tmp_path / "out").exists()
@@ -252,8 +296,10 @@ def test_a_system_that_finds_nothing_relevant_is_scored_zero(tmp_path: Path, evi
     relevant = {(q, d) for q, docs in evidence.qrels.items() for d, grade in docs.items() if grade > 0}
     wrong = [d for d in sorted(evidence.corpus) if not any(d == doc for _, doc in relevant)][:3]
     run = tmp_path / "wrong.run"
-    run.write_text("".join(f"{q} Q0 {d} {rank} {10 - rank} x\n" for q in evidence.qrels
-                           for rank, d in enumerate(wrong, start=1)), encoding="utf-8")
+    run.write_text(
+        "".join(f"{q} Q0 {d} {rank} {10 - rank} x\n" for q in evidence.qrels for rank, d in enumerate(wrong, start=1)),
+        encoding="utf-8",
+    )
     outcome = invoke("compare", "evidence-mini", "-t", "bigram", "--run", f"wrong={run}", "-o", tmp_path / "out")
     assert outcome.exit_code == 0, outcome.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
@@ -349,14 +395,18 @@ def test_unavailable_tokenizers_are_reported_as_skipped(tmp_path: Path, evidence
     systems, skipped = default_systems(evidence, None, None)
     assert unavailable_tokenizer not in {s.tokenizer for s in systems}
     assert [(s.tokenizer, s.reason, s.hint) for s in skipped if s.tokenizer == unavailable_tokenizer] == [
-        (unavailable_tokenizer, "model not installed", "run: rag-eval models install needsmodel")]
+        (unavailable_tokenizer, "model not installed", "run: rag-eval models install needsmodel")
+    ]
     outcome = invoke("compare", "evidence-mini", "-o", tmp_path / "out")
     assert outcome.exit_code == 0, outcome.stderr
     line = "needsmodel: skipped, model not installed; run: rag-eval models install needsmodel"
     assert line in outcome.stdout
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
-    assert {"tokenizer": "needsmodel", "reason": "model not installed",
-            "hint": "run: rag-eval models install needsmodel"} in report["skipped"]
+    assert {
+        "tokenizer": "needsmodel",
+        "reason": "model not installed",
+        "hint": "run: rag-eval models install needsmodel",
+    } in report["skipped"]
     assert "`needsmodel`, model not installed" in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     summary = json.loads(invoke("compare", "evidence-mini", "--json", "-o", tmp_path / "out").stdout)
     assert any(item["tokenizer"] == "needsmodel" for item in summary["skipped"])
@@ -372,8 +422,9 @@ def every_strategy(evidence):
 @pytest.fixture(scope="module")
 def mixed_settings(evidence):
     """Systems that differ in mode, so rows carry their full names."""
-    report, _ = compare(evidence, [System("pkuseg:model=mini", "", "or"), System("bigram", "", "and"),
-                                   System("trigram", "", "or")])
+    report, _ = compare(
+        evidence, [System("pkuseg:model=mini", "", "or"), System("bigram", "", "and"), System("trigram", "", "or")]
+    )
     return report
 
 
@@ -405,23 +456,45 @@ def test_json_summary_instead_of_the_table(tmp_path: Path) -> None:
     from rag_eval.eval.report import arrow
 
     out = tmp_path / "out"
-    outcome = invoke("compare", "evidence-mini", "-t", "bigram", "-t", "trigram", "-b", "lines:max_bytes=2000000",
-                     "--json", "--write-baseline", tmp_path / "b.json", "-o", out)
+    outcome = invoke(
+        "compare",
+        "evidence-mini",
+        "-t",
+        "bigram",
+        "-t",
+        "trigram",
+        "-b",
+        "lines:max_bytes=2000000",
+        "--json",
+        "--write-baseline",
+        tmp_path / "b.json",
+        "-o",
+        out,
+    )
     assert outcome.exit_code == 0, outcome.stderr
     summary = json.loads(outcome.stdout)
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert [s["name"] for s in summary["systems"]] == [row["name"] for row in report["systems"]]
-    for item, row in zip(summary["systems"], report["systems"]):
+    for item, row in zip(summary["systems"], report["systems"], strict=False):
         assert (item["tokenizer"], item["builder"], item["mode"], item["metrics"]) == (
-            row["tokenizer"], row["builder"], row["mode"], row["metrics"])
+            row["tokenizer"],
+            row["builder"],
+            row["mode"],
+            row["metrics"],
+        )
         assert item["significance"] == {m: arrow(row, m) for m in report["metrics"]}
-        assert item["search_ms"] == {"p50": row["latency_ms"]["search"]["median"], "p95": row["latency_ms"]["search"]["p95"]}
+        assert item["search_ms"] == {
+            "p50": row["latency_ms"]["search"]["median"],
+            "p95": row["latency_ms"]["search"]["p95"],
+        }
     assert summary["systems"][1]["significance"]["nDCG@10"] == "↓"
     assert summary["skipped"] == [] and summary["reference"] == "bigram | lines:max_bytes=2000000 | and"
     paths = summary["outputs"]
     assert Path(paths["report_json"]).is_file() and Path(paths["baseline"]) == tmp_path / "b.json"
-    assert [Path(p).name for p in paths["runs"]] == ["bigram_lines_max_bytes=2000000_and.run",
-                                                     "trigram_lines_max_bytes=2000000_and.run"]
+    assert [Path(p).name for p in paths["runs"]] == [
+        "bigram_lines_max_bytes=2000000_and.run",
+        "trigram_lines_max_bytes=2000000_and.run",
+    ]
 
 
 def test_mode_choices_and_tolerance_default_come_from_the_library() -> None:
@@ -431,13 +504,16 @@ def test_mode_choices_and_tolerance_default_come_from_the_library() -> None:
     assert "-b" in params["builder_spec"].opts
 
 
-def test_systems_with_one_name_are_refused_and_run_files_never_collide(tmp_path: Path, report_folder: Path,
-                                                                      no_runs: None) -> None:
+def test_systems_with_one_name_are_refused_and_run_files_never_collide(
+    tmp_path: Path, report_folder: Path, no_runs: None
+) -> None:
     from rag_eval.eval.report import run_file_names
 
     error = one_error(invoke("compare", "evidence-mini", "-t", "bigram", "-t", "bigram", "-o", tmp_path / "out"))
     assert "'bigram | lines | and' is given twice" in error
     run = report_folder / "runs" / "bigram_lines_and.run"
-    error = one_error(invoke("compare", "evidence-mini", "--run", f"x={run}", "--run", f"x={run}", "-o", tmp_path / "out"))
+    error = one_error(
+        invoke("compare", "evidence-mini", "--run", f"x={run}", "--run", f"x={run}", "-o", tmp_path / "out")
+    )
     assert "'x' is given twice" in error
     assert run_file_names(["a/b", "a b", "a_b"]) == {"a/b": "a_b", "a b": "a_b-2", "a_b": "a_b-3"}

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import make_docs
+
 from rag_eval.errors import CorpusError
 from rag_eval.search import search
 from rag_eval.store import Index
@@ -57,7 +57,9 @@ def test_empty_and_whitespace_files_are_indexed_as_nothing(docs_index) -> None:
 def test_broken_headings_are_text(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "odd.md").write_text("#没有空格不是标题\n####### 七级不是标题\n # 缩进一格是标题\n#\n\n空标题下的正文\n", encoding="utf-8")
+    (docs / "odd.md").write_text(
+        "#没有空格不是标题\n####### 七级不是标题\n # 缩进一格是标题\n#\n\n空标题下的正文\n", encoding="utf-8"
+    )
     path = tmp_path / "index.sqlite"
     build(docs, path, builder="sections", tokenizer="bigram")
     with Index.open(path) as index:
@@ -93,7 +95,8 @@ def test_lines_manifest_with_non_string_fields(tmp_path: Path) -> None:
     root = tmp_path / "corpus"
     root.mkdir()
     (root / "a.txt").write_text("一行\n", encoding="utf-8")
-    (root / "manifest.json").write_text(json.dumps([{"doc_id": 7, "revision": "r1", "status": "current", "path": "a.txt"}]),
-                                        encoding="utf-8")
+    (root / "manifest.json").write_text(
+        json.dumps([{"doc_id": 7, "revision": "r1", "status": "current", "path": "a.txt"}]), encoding="utf-8"
+    )
     with pytest.raises(CorpusError, match=r"manifest.json entry 1: invalid doc_id 7"):
         build(root, tmp_path / "index.sqlite", builder="lines", tokenizer="bigram")

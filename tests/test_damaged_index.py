@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import make_docs
+
 from rag_eval.cli import cli
 from rag_eval.writer import build
 
@@ -84,7 +84,8 @@ TAMPERED = {
     "query defaults of the wrong type": ["UPDATE meta SET value = '{\"mode\": 5}' WHERE key = 'query_defaults'"],
     "query defaults nested deep": [f"UPDATE meta SET value = '{'[' * 100_000}' WHERE key = 'query_defaults'"],
     "query defaults with an unknown field": [
-        "UPDATE meta SET value = json_set(value, '$.surprise', 1) WHERE key = 'query_defaults'"],
+        "UPDATE meta SET value = json_set(value, '$.surprise', 1) WHERE key = 'query_defaults'"
+    ],
     "malformed tokenizer spec": ["UPDATE meta SET value = 'Bad Spec!!' WHERE key = 'tokenizer'"],
     "unknown tokenizer": ["UPDATE meta SET value = 'nosuchtokenizer' WHERE key = 'tokenizer'"],
     "fingerprint of numbers": ["UPDATE meta SET value = '{\"unicode\": 1}' WHERE key = 'tokenizer_fingerprint'"],

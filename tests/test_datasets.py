@@ -10,13 +10,13 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import DatasetError
-from rag_eval.outputs import OutputError
 from rag_eval.eval.beir import load_beir, write_beir
 from rag_eval.eval.formats import load_dataset
 from rag_eval.eval.records import Dataset, Passage, Query
 from rag_eval.eval.shipped import export_shipped, load_shipped, shipped_ids
 from rag_eval.eval.squad import convert_squad
 from rag_eval.eval.trec import read_topics, read_trec_qrels, write_trec_qrels
+from rag_eval.outputs import OutputError
 
 
 def small() -> Dataset:
@@ -31,7 +31,9 @@ def test_beir_round_trip(tmp_path: Path) -> None:
     loaded = load_beir(tmp_path / "set", dataset_id="small")
     assert (loaded.corpus, loaded.queries, loaded.qrels) == (original.corpus, original.queries, original.qrels)
     assert loaded.checksum() == original.checksum()
-    assert (tmp_path / "set" / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[0] == "query-id\tcorpus-id\tscore"
+    assert (tmp_path / "set" / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[
+        0
+    ] == "query-id\tcorpus-id\tscore"
 
 
 def _beir(tmp_path: Path, corpus: str, queries: str, qrels: str) -> Path:
@@ -49,11 +51,21 @@ GOOD_QUERIES = '{"_id": "q1", "text": "甲"}\n'
 @pytest.mark.parametrize(
     ("corpus", "queries", "qrels", "message"),
     [
-        ('{"_id": "d1", "text": "x"}\n{"_id": "d1", "text": "y"}\n', GOOD_QUERIES, "", r"corpus.jsonl:2: duplicate passage id 'd1'"),
+        (
+            '{"_id": "d1", "text": "x"}\n{"_id": "d1", "text": "y"}\n',
+            GOOD_QUERIES,
+            "",
+            r"corpus.jsonl:2: duplicate passage id 'd1'",
+        ),
         ('{"_id": "d1", "text": "x"}\n{oops\n', GOOD_QUERIES, "", r"corpus.jsonl:2: invalid JSON"),
         ('{"title": "x"}\n', GOOD_QUERIES, "", r"corpus.jsonl:1: field '_id' must be a non-empty string"),
         (GOOD_CORPUS, '{"_id": "q1"}\n', "", r"queries.jsonl:1: field 'text' must be a non-empty string"),
-        (GOOD_CORPUS, GOOD_QUERIES + '{"_id": "q1", "text": "again"}\n', "", r"queries.jsonl:2: duplicate query id 'q1'"),
+        (
+            GOOD_CORPUS,
+            GOOD_QUERIES + '{"_id": "q1", "text": "again"}\n',
+            "",
+            r"queries.jsonl:2: duplicate query id 'q1'",
+        ),
         (GOOD_CORPUS, GOOD_QUERIES, "query-id\tcorpus-id\tscore\nq1\td9\t1\n", r"test.tsv:2: unknown passage id 'd9'"),
         (GOOD_CORPUS, GOOD_QUERIES, "q7\td1\t1\n", r"test.tsv:1: unknown query id 'q7'"),
         (GOOD_CORPUS, GOOD_QUERIES, "q1\td1\tyes\n", r"test.tsv:1: score 'yes' is not an integer"),
@@ -69,7 +81,9 @@ def test_bad_beir_files_name_file_and_line(tmp_path: Path, corpus: str, queries:
 def test_trec_topics_and_qrels(tmp_path: Path) -> None:
     (tmp_path / "topics.txt").write_text(
         "<top>\n<num> Number: 301\n<title> 数据 导出\n<desc> Description:\n如何导出。\n</top>\n"
-        "<top>\n<num> Number: 302\n<title> 备份\n</top>\n", encoding="utf-8")
+        "<top>\n<num> Number: 302\n<title> 备份\n</top>\n",
+        encoding="utf-8",
+    )
     assert read_topics(tmp_path / "topics.txt") == {"301": Query("301", "数据 导出"), "302": Query("302", "备份")}
     (tmp_path / "topics.tsv").write_text("1\t导出\n2\t备份 时间\n", encoding="utf-8")
     assert list(read_topics(tmp_path / "topics.tsv").values())[1] == Query("2", "备份 时间")
@@ -87,16 +101,33 @@ def test_trec_topics_and_qrels(tmp_path: Path) -> None:
 SQUAD = {
     "version": "test",
     "data": [
-        {"title": "星屿手册", "paragraphs": [
-            {"context": "导出文件保留三十天，到期后自动清理。", "qas": [
-                {"id": "a1", "question": "导出文件保留多久？", "answers": [{"text": "三十天", "answer_start": 6}]},
-                {"id": "a2", "question": "到期后会怎样？", "answers": []}]},
-            {"context": "备份在每天凌晨两点进行。", "qas": [{"id": "a3", "question": "几点备份？"}]},
-        ]},
-        {"title": "重复", "paragraphs": [
-            {"context": " 导出文件保留三十天，到期后自动清理。 ", "qas": [{"id": "a4", "question": "导出文件保留多久？"}]},
-            {"context": "另一段落也提到保留期限。", "qas": [{"id": "a5", "question": "导出文件保留多久？ "}]},
-        ]},
+        {
+            "title": "星屿手册",
+            "paragraphs": [
+                {
+                    "context": "导出文件保留三十天，到期后自动清理。",
+                    "qas": [
+                        {
+                            "id": "a1",
+                            "question": "导出文件保留多久？",
+                            "answers": [{"text": "三十天", "answer_start": 6}],
+                        },
+                        {"id": "a2", "question": "到期后会怎样？", "answers": []},
+                    ],
+                },
+                {"context": "备份在每天凌晨两点进行。", "qas": [{"id": "a3", "question": "几点备份？"}]},
+            ],
+        },
+        {
+            "title": "重复",
+            "paragraphs": [
+                {
+                    "context": " 导出文件保留三十天，到期后自动清理。 ",
+                    "qas": [{"id": "a4", "question": "导出文件保留多久？"}],
+                },
+                {"context": "另一段落也提到保留期限。", "qas": [{"id": "a5", "question": "导出文件保留多久？ "}]},
+            ],
+        },
     ],
 }
 
@@ -115,22 +146,34 @@ def test_squad_conversion_merges_duplicates(tmp_path: Path) -> None:
 def test_squad_convert_command(tmp_path: Path) -> None:
     (tmp_path / "dev.json").write_text(json.dumps(SQUAD, ensure_ascii=False), encoding="utf-8")
     runner = CliRunner()
-    result = runner.invoke(cli, ["datasets", "convert", "squad", str(tmp_path / "dev.json"), "-o", str(tmp_path / "out")])
+    result = runner.invoke(
+        cli, ["datasets", "convert", "squad", str(tmp_path / "dev.json"), "-o", str(tmp_path / "out")]
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["duplicate_questions"] == 2
     assert len(load_dataset(str(tmp_path / "out")).corpus) == 3
-    again = runner.invoke(cli, ["datasets", "convert", "squad", str(tmp_path / "dev.json"), "-o", str(tmp_path / "out")])
+    again = runner.invoke(
+        cli, ["datasets", "convert", "squad", str(tmp_path / "dev.json"), "-o", str(tmp_path / "out")]
+    )
     assert again.exit_code == 1 and "already exists" in again.stderr
     (tmp_path / "broken.json").write_text('{"data": [}', encoding="utf-8")
-    bad = runner.invoke(cli, ["datasets", "convert", "squad", str(tmp_path / "broken.json"), "-o", str(tmp_path / "o2")])
+    bad = runner.invoke(
+        cli, ["datasets", "convert", "squad", str(tmp_path / "broken.json"), "-o", str(tmp_path / "o2")]
+    )
     assert bad.exit_code == 1 and "broken.json: invalid JSON at line 1 column 11" in bad.stderr
 
 
 def test_evidence_mini_pinned() -> None:
     dataset = load_shipped("evidence-mini")
     assert dataset.stats() == {
-        "id": "evidence-mini", "passages": 26, "queries": 24, "judged_queries": 19, "qrels": 22,
-        "qrels_per_judged_query": 1.16, "avg_passage_chars": 42.1, "avg_query_chars": 7.3,
+        "id": "evidence-mini",
+        "passages": 26,
+        "queries": 24,
+        "judged_queries": 19,
+        "qrels": 22,
+        "qrels_per_judged_query": 1.16,
+        "avg_passage_chars": 42.1,
+        "avg_query_chars": 7.3,
         "query_kinds": {"compact": 2, "keyword": 11, "mixed": 3, "no-answer": 5, "question": 2, "short": 1},
     }
     first, last = list(dataset.corpus.values())[0], list(dataset.corpus.values())[-1]
@@ -175,11 +218,16 @@ def test_export_refuses_to_overwrite_and_round_trips(tmp_path: Path) -> None:
 def test_datasets_commands(tmp_path: Path) -> None:
     runner = CliRunner()
     listing = runner.invoke(cli, ["datasets", "list"])
-    assert listing.exit_code == 0 and "evidence-mini\tlines\t26 passages\t24 queries (19 judged)\t22 qrels" in listing.output
+    assert (
+        listing.exit_code == 0
+        and "evidence-mini\tlines\t26 passages\t24 queries (19 judged)\t22 qrels" in listing.output
+    )
     shown = runner.invoke(cli, ["datasets", "show", "evidence-mini"])
     assert shown.output.startswith("# evidence-mini") and "judged_queries: 19" in shown.output
     unknown = runner.invoke(cli, ["datasets", "show", "nope"])
-    assert unknown.exit_code == 1 and unknown.stderr.startswith("error: unknown dataset 'nope': not a shipped id (evidence-mini")
+    assert unknown.exit_code == 1 and unknown.stderr.startswith(
+        "error: unknown dataset 'nope': not a shipped id (evidence-mini"
+    )
     exported = runner.invoke(cli, ["datasets", "export", "evidence-mini", str(tmp_path / "x")])
     assert exported.exit_code == 0 and (tmp_path / "x" / "corpus.jsonl").is_file()
 
@@ -200,10 +248,25 @@ def test_shipped_checksum_mismatch_is_reported(monkeypatch: pytest.MonkeyPatch, 
 def test_handbook_pinned() -> None:
     dataset = load_shipped("handbook")
     assert dataset.stats() == {
-        "id": "handbook", "passages": 385, "queries": 324, "judged_queries": 289, "qrels": 1054,
-        "qrels_per_judged_query": 3.65, "avg_passage_chars": 347.6, "avg_query_chars": 10.8,
-        "query_kinds": {"compact": 36, "keyword": 36, "mixed": 36, "no-answer": 35, "paraphrase": 36, "question": 37,
-                        "short": 36, "traditional": 36, "typo": 36},
+        "id": "handbook",
+        "passages": 385,
+        "queries": 324,
+        "judged_queries": 289,
+        "qrels": 1054,
+        "qrels_per_judged_query": 3.65,
+        "avg_passage_chars": 347.6,
+        "avg_query_chars": 10.8,
+        "query_kinds": {
+            "compact": 36,
+            "keyword": 36,
+            "mixed": 36,
+            "no-answer": 35,
+            "paraphrase": 36,
+            "question": 37,
+            "short": 36,
+            "traditional": 36,
+            "typo": 36,
+        },
     }
     passages = list(dataset.corpus.values())
     assert passages[0].id == "accounts/groups-and-department-sync.md#用户组与部门同步"

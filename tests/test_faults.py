@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
@@ -11,8 +10,8 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import make_docs
+
 from rag_eval.errors import IndexFileError
 from rag_eval.search import search
 from rag_eval.store import Index
@@ -42,8 +41,10 @@ def test_sigkill_mid_transaction_keeps_the_previous_index(built, tmp_path: Path)
     before = answers(path)
     (docs / "notes.md").write_text("# 新的笔记\n\n导出以后要检查文件。\n", encoding="utf-8")
     # Killed inside the build's transaction, once its chunk rows are inserted and before the commit.
-    code = ("import os, signal, sys; from rag_eval.writer import build; build(sys.argv[1], sys.argv[2], "
-            "builder='sections', tokenizer='bigram', on_insert=lambda rows: os.kill(os.getpid(), signal.SIGKILL))")
+    code = (
+        "import os, signal, sys; from rag_eval.writer import build; build(sys.argv[1], sys.argv[2], "
+        "builder='sections', tokenizer='bigram', on_insert=lambda rows: os.kill(os.getpid(), signal.SIGKILL))"
+    )
     result = subprocess.run([sys.executable, "-c", code, str(docs), str(path)], capture_output=True, text=True)
     assert result.returncode == -signal.SIGKILL
     assert answers(path) == before
@@ -60,7 +61,9 @@ def test_full_disk_is_a_clear_error_and_keeps_the_index(built, tmp_path: Path) -
     db = sqlite3.connect(path, isolation_level=None)
     pages = db.execute("PRAGMA page_count").fetchone()[0]
     db.execute(f"PRAGMA max_page_count = {pages + 2}")
-    with pytest.raises(IndexFileError, match=r"writing the index failed \(database or disk is full\); the previous index is unchanged"):
+    with pytest.raises(
+        IndexFileError, match=r"writing the index failed \(database or disk is full\); the previous index is unchanged"
+    ):
         build(docs, path, builder="sections", tokenizer="jieba", db=db)
     db.close()
     assert answers(path) == before
@@ -102,7 +105,9 @@ def test_readers_see_the_old_or_the_new_snapshot(built, tmp_path: Path) -> None:
             else:
                 (docs / "guide" / "export.md").write_text(make_docs_text(), encoding="utf-8")
                 build(docs, path, builder="sections", tokenizer="jieba")
-                (docs / "guide" / "export.md").write_text("# 导出指南\n\n全新的导出说明：文件保留九十天。\n", encoding="utf-8")
+                (docs / "guide" / "export.md").write_text(
+                    "# 导出指南\n\n全新的导出说明：文件保留九十天。\n", encoding="utf-8"
+                )
     finally:
         stop.set()
         for thread in threads:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from conftest import tokenizer_for
 from hypothesis import given
 from hypothesis import strategies as st
-
-from conftest import tokenizer_for
 
 SAMPLES = [
     "用户可在设置页导出 CSV 文件（最多 500 MB），Python 3.11 与 iPhone15 均支持。",
@@ -23,7 +22,7 @@ def fts5_terms(clause: str, text: str) -> list[str]:
     """Terms FTS5 stores for ``text`` with tokenize=``clause``, in position order."""
     db = sqlite3.connect(":memory:")
     try:
-        db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize=\"{clause}\")")
+        db.execute(f'CREATE VIRTUAL TABLE t USING fts5(x, tokenize="{clause}")')
         db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
         db.execute("INSERT INTO t(x) VALUES (?)", (text,))
         return [term for (term,) in db.execute("SELECT term FROM v ORDER BY offset")]
@@ -31,8 +30,13 @@ def fts5_terms(clause: str, text: str) -> list[str]:
         db.close()
 
 
-NATIVE = ["unicode61", "unicode61:remove_diacritics=0", "unicode61:remove_diacritics=2", "trigram",
-          "trigram:case_sensitive=true"]
+NATIVE = [
+    "unicode61",
+    "unicode61:remove_diacritics=0",
+    "unicode61:remove_diacritics=2",
+    "trigram",
+    "trigram:case_sensitive=true",
+]
 
 
 @pytest.mark.parametrize("spec", NATIVE)

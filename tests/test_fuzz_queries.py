@@ -10,17 +10,50 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import ALL_SPECS, make_docs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import ALL_SPECS, make_docs
 from rag_eval.errors import InvalidTextError, QueryError
 from rag_eval.search import search
 from rag_eval.store import Index
 from rag_eval.writer import build
 
-FTS5_SYNTAX = ['"', "'", "*", "^", ":", "(", ")", "NEAR(", "NEAR/2", "AND", "OR", "NOT", "+", "-", "{", "}", "title:",
-               "text:", "\x00", "\x01", "\n", "\t", "\ud800", "😀", "导出", "文件", "ＡＢＣ", "ß", "\u0301", " ", "%", "\\", ";"]
+FTS5_SYNTAX = [
+    '"',
+    "'",
+    "*",
+    "^",
+    ":",
+    "(",
+    ")",
+    "NEAR(",
+    "NEAR/2",
+    "AND",
+    "OR",
+    "NOT",
+    "+",
+    "-",
+    "{",
+    "}",
+    "title:",
+    "text:",
+    "\x00",
+    "\x01",
+    "\n",
+    "\t",
+    "\ud800",
+    "😀",
+    "导出",
+    "文件",
+    "ＡＢＣ",
+    "ß",
+    "\u0301",
+    " ",
+    "%",
+    "\\",
+    ";",
+]
 QUERIES = st.one_of(
     st.text(st.characters(), max_size=80),
     st.lists(st.sampled_from(FTS5_SYNTAX), max_size=25).map("".join),

@@ -21,15 +21,36 @@ def run(*args: str):
 @pytest.fixture
 def baseline(tmp_path: Path) -> Path:
     path = tmp_path / "baseline.json"
-    outcome = run("compare", "evidence-mini", "-t", "bigram", "-t", "jieba", "--write-baseline", str(path),
-                  "-o", str(tmp_path / "first"))
+    outcome = run(
+        "compare",
+        "evidence-mini",
+        "-t",
+        "bigram",
+        "-t",
+        "jieba",
+        "--write-baseline",
+        str(path),
+        "-o",
+        str(tmp_path / "first"),
+    )
     assert outcome.exit_code == 0, outcome.stderr
     return path
 
 
 def test_unchanged_run_passes(baseline: Path, tmp_path: Path) -> None:
-    outcome = run("compare", "evidence-mini", "-t", "bigram", "-t", "jieba", "--against", str(baseline),
-                  "--fail-on-regression", "-o", str(tmp_path / "again"))
+    outcome = run(
+        "compare",
+        "evidence-mini",
+        "-t",
+        "bigram",
+        "-t",
+        "jieba",
+        "--against",
+        str(baseline),
+        "--fail-on-regression",
+        "-o",
+        str(tmp_path / "again"),
+    )
     assert outcome.exit_code == 0
     assert "gate: 2 systems compared" in outcome.stderr and "0 regressions" in outcome.stderr
     report = json.loads((tmp_path / "again" / "report.json").read_text(encoding="utf-8"))
@@ -43,8 +64,19 @@ def test_a_baseline_with_a_higher_number_fails(baseline: Path, tmp_path: Path) -
     bigram["metrics"]["nDCG@10"] = round(old + 0.1, 4)
     bigram["metrics"]["P@1"] = round(bigram["metrics"]["P@1"] - 0.1, 4)
     baseline.write_text(json.dumps(data), encoding="utf-8")
-    outcome = run("compare", "evidence-mini", "-t", "bigram", "-t", "jieba", "--against", str(baseline),
-                  "--fail-on-regression", "-o", str(tmp_path / "again"))
+    outcome = run(
+        "compare",
+        "evidence-mini",
+        "-t",
+        "bigram",
+        "-t",
+        "jieba",
+        "--against",
+        str(baseline),
+        "--fail-on-regression",
+        "-o",
+        str(tmp_path / "again"),
+    )
     assert outcome.exit_code == 1
     assert f"REGRESSION bigram | lines | and: nDCG@10 {old + 0.1:.4f} -> {old:.4f}" in outcome.stderr
     assert "improved bigram | lines | and: P@1" in outcome.stderr
@@ -67,12 +99,30 @@ def test_a_plugin_that_silently_drops_tokens_fails_the_gate(tmp_path: Path, monk
     TOKENIZERS.register(Flaky)
     try:
         monkeypatch.setenv("RAG_EVAL_CACHE", str(tmp_path / "cache-1"))
-        first = run("compare", "handbook", "-t", "flaky", "--write-baseline", str(tmp_path / "b.json"), "-o", str(tmp_path / "a"))
+        first = run(
+            "compare",
+            "handbook",
+            "-t",
+            "flaky",
+            "--write-baseline",
+            str(tmp_path / "b.json"),
+            "-o",
+            str(tmp_path / "a"),
+        )
         assert first.exit_code == 0, first.stderr
         monkeypatch.setattr(Flaky, "broken", True)
         monkeypatch.setenv("RAG_EVAL_CACHE", str(tmp_path / "cache-2"))
-        second = run("compare", "handbook", "-t", "flaky", "--against", str(tmp_path / "b.json"), "--fail-on-regression",
-                     "-o", str(tmp_path / "b"))
+        second = run(
+            "compare",
+            "handbook",
+            "-t",
+            "flaky",
+            "--against",
+            str(tmp_path / "b.json"),
+            "--fail-on-regression",
+            "-o",
+            str(tmp_path / "b"),
+        )
     finally:
         TOKENIZERS.unregister("flaky")
     assert second.exit_code == 1
@@ -85,17 +135,33 @@ def test_changed_spec_is_stale_not_a_regression(baseline: Path, tmp_path: Path) 
     jieba["tokenizer"] = jieba["tokenizer"].replace("jieba=0.42.1", "jieba=0.41.0")
     jieba["metrics"] = {k: 1.0 for k in jieba["metrics"]}
     baseline.write_text(json.dumps(data), encoding="utf-8")
-    outcome = run("compare", "evidence-mini", "-t", "bigram", "-t", "jieba", "--against", str(baseline),
-                  "--fail-on-regression", "-o", str(tmp_path / "again"))
+    outcome = run(
+        "compare",
+        "evidence-mini",
+        "-t",
+        "bigram",
+        "-t",
+        "jieba",
+        "--against",
+        str(baseline),
+        "--fail-on-regression",
+        "-o",
+        str(tmp_path / "again"),
+    )
     assert outcome.exit_code == 0
-    assert "baseline stale jieba | lines | and: tokenizer: jieba:hmm=true,mode=search,t2s=false [jieba=0.41.0" in outcome.stderr
+    assert (
+        "baseline stale jieba | lines | and: tokenizer: jieba:hmm=true,mode=search,t2s=false [jieba=0.41.0"
+        in outcome.stderr
+    )
     assert "1 stale" in outcome.stderr
 
 
 def test_gate_needs_a_baseline(tmp_path: Path) -> None:
     outcome = run("compare", "evidence-mini", "-t", "bigram", "--fail-on-regression", "-o", str(tmp_path / "x"))
     assert outcome.exit_code == 2 and "--fail-on-regression needs --against FILE" in outcome.stderr
-    missing = run("compare", "evidence-mini", "-t", "bigram", "--against", str(tmp_path / "none.json"), "-o", str(tmp_path / "x"))
+    missing = run(
+        "compare", "evidence-mini", "-t", "bigram", "--against", str(tmp_path / "none.json"), "-o", str(tmp_path / "x")
+    )
     assert missing.exit_code == 1 and "no such baseline" in missing.stderr
 
 
@@ -103,10 +169,18 @@ def test_gate_needs_a_baseline(tmp_path: Path) -> None:
 def test_committed_baselines_match_the_shipped_data(dataset: str) -> None:
     from rag_eval.eval.formats import load_dataset
 
-    baseline = json.loads((Path(__file__).parents[1] / "reports" / "baseline" / f"{dataset}.json").read_text(encoding="utf-8"))
+    baseline = json.loads(
+        (Path(__file__).parents[1] / "reports" / "baseline" / f"{dataset}.json").read_text(encoding="utf-8")
+    )
     assert baseline["dataset"]["checksum"] == load_dataset(dataset).checksum()
     assert [row["name"].split(" | ")[0] for row in baseline["systems"]] == [
-        "unicode61", "trigram", "jieba", "pkuseg:model=mini", "bigram", "unigram"]
+        "unicode61",
+        "trigram",
+        "jieba",
+        "pkuseg:model=mini",
+        "bigram",
+        "unigram",
+    ]
 
 
 @pytest.mark.parametrize("tolerance", [math.nan, math.inf, -math.inf, -0.001])
@@ -114,33 +188,48 @@ def test_a_tolerance_that_is_not_a_finite_non_negative_number_is_refused(toleran
     from rag_eval.errors import RagEvalError
     from rag_eval.eval.gate import check
 
-    report = {"dataset": {"checksum": "c"}, "systems": [{"name": "s", "tokenizer": "t", "builder": "b",
-                                                         "metrics": {"P@1": 0.1}}]}
-    baseline = {"schema": "rag-eval/baseline/1", "dataset": {"checksum": "c"},
-                "systems": [{"name": "s", "tokenizer": "t", "builder": "b", "metrics": {"P@1": 0.9}}]}
+    report = {
+        "dataset": {"checksum": "c"},
+        "systems": [{"name": "s", "tokenizer": "t", "builder": "b", "metrics": {"P@1": 0.1}}],
+    }
+    baseline = {
+        "schema": "rag-eval/baseline/1",
+        "dataset": {"checksum": "c"},
+        "systems": [{"name": "s", "tokenizer": "t", "builder": "b", "metrics": {"P@1": 0.9}}],
+    }
     with pytest.raises(RagEvalError, match="tolerance must be a finite number of at least 0"):
         check(report, baseline, tolerance=tolerance)
     assert len(check(report, baseline, tolerance=0.0).regressions) == 1
 
 
 @pytest.mark.parametrize("tolerance", ["nan", "inf", "-inf", "-1", "1e999"])
-def test_the_cli_refuses_such_a_tolerance_before_running(tolerance: str, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cli_refuses_such_a_tolerance_before_running(
+    tolerance: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import rag_eval.eval.compare as module
 
     monkeypatch.setattr(module, "run_system", lambda *a, **k: pytest.fail("ran before checking the tolerance"))
     outcome = run("compare", "evidence-mini", "-t", "bigram", "--tolerance", tolerance, "-o", str(tmp_path / "x"))
-    assert outcome.exit_code == 1 and outcome.stderr.startswith("error: tolerance must be a finite number"), outcome.stderr
+    assert outcome.exit_code == 1 and outcome.stderr.startswith("error: tolerance must be a finite number"), (
+        outcome.stderr
+    )
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("content", ['{"schema": "rag-eval/baseline/1", "dataset": {"checksum": "c"}, '
-                                     '"systems": [{"name": "s", "metrics": {"P@1": "0.5"}}]}',
-                                     '{"schema": "rag-eval/baseline/1", "dataset": {"checksum": "c"}, '
-                                     '"systems": [{"name": "s", "metrics": {"P@1": 1e999}}]}',
-                                     '{"schema": "rag-eval/baseline/1", "dataset": {"checksum": "c"}, "systems": [7]}',
-                                     '{"schema": "rag-eval/baseline/1", "systems": []}',
-                                     '{"systems": []}', "[" * 100_000, "\ud800".encode("utf-8", "surrogatepass").decode("latin-1")])
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"schema": "rag-eval/baseline/1", "dataset": {"checksum": "c"}, '
+        '"systems": [{"name": "s", "metrics": {"P@1": "0.5"}}]}',
+        '{"schema": "rag-eval/baseline/1", "dataset": {"checksum": "c"}, '
+        '"systems": [{"name": "s", "metrics": {"P@1": 1e999}}]}',
+        '{"schema": "rag-eval/baseline/1", "dataset": {"checksum": "c"}, "systems": [7]}',
+        '{"schema": "rag-eval/baseline/1", "systems": []}',
+        '{"systems": []}',
+        "[" * 100_000,
+        "\ud800".encode("utf-8", "surrogatepass").decode("latin-1"),
+    ],
+)
 def test_a_baseline_the_gate_cannot_rely_on_is_one_error_line(content: str, tmp_path: Path) -> None:
     baseline = tmp_path / "b.json"
     baseline.write_text(content, encoding="utf-8")
@@ -149,20 +238,28 @@ def test_a_baseline_the_gate_cannot_rely_on_is_one_error_line(content: str, tmp_
     assert "Traceback" not in outcome.stderr and not (tmp_path / "x").exists()
 
 
-def _report(metrics: dict[str, float], *, tokenizer: str = "bigram [x]", checksum: str = "c1",
-            name: str = "bigram | passages | or") -> dict:
+def _report(
+    metrics: dict[str, float],
+    *,
+    tokenizer: str = "bigram [x]",
+    checksum: str = "c1",
+    name: str = "bigram | passages | or",
+) -> dict:
     system = {"name": name, "tokenizer": tokenizer, "builder": "passages", "metrics": metrics}
     return {"schema": "rag-eval/baseline/1", "dataset": {"checksum": checksum}, "systems": [system]}
 
 
-@pytest.mark.parametrize(("new", "outcome"), [
-    (0.500, "same"),           # unchanged
-    (0.495, "same"),           # a drop of exactly the tolerance is not a regression
-    (0.4949, "regression"),    # just beyond it is
-    (0.4925, "regression"),    # 1.5 x the tolerance: a gate with a doubled tolerance would miss it
-    (0.5051, "improvement"),
-    (0.5049, "same"),
-])
+@pytest.mark.parametrize(
+    ("new", "outcome"),
+    [
+        (0.500, "same"),  # unchanged
+        (0.495, "same"),  # a drop of exactly the tolerance is not a regression
+        (0.4949, "regression"),  # just beyond it is
+        (0.4925, "regression"),  # 1.5 x the tolerance: a gate with a doubled tolerance would miss it
+        (0.5051, "improvement"),
+        (0.5049, "same"),
+    ],
+)
 def test_check_compares_each_metric_with_the_tolerance(new: float, outcome: str) -> None:
     from rag_eval.eval.gate import check
 
@@ -181,5 +278,7 @@ def test_check_calls_a_changed_identity_stale_and_lists_unmatched_systems() -> N
     moved = check(_report({"nDCG@10": 0.1}, checksum="c2"), base)
     assert not moved.regressions and "dataset checksum" in moved.stale[0]["differences"]
     other = check(_report({"nDCG@10": 0.9}, name="jieba | passages | or"), base)
-    assert other.unmatched == ["new system jieba | passages | or: not in the baseline",
-                               "baseline system bigram | passages | or: not in this run"]
+    assert other.unmatched == [
+        "new system jieba | passages | or: not in the baseline",
+        "baseline system bigram | passages | or: not in this run",
+    ]

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import make_docs
+
 from rag_eval.cli import cli
 from rag_eval.writer import build
 
@@ -47,8 +47,13 @@ def _loop(path: Path) -> Path:
 
 
 def _beir(folder: Path, corpus: str | None = None, queries: str | None = None, qrels: str | None = None) -> Path:
-    _write(folder / "corpus.jsonl", corpus if corpus is not None else
-           '{"_id": "d1", "title": "", "text": "导出文件保留三十天"}\n{"_id": "d2", "title": "", "text": "备份策略"}\n')
+    _write(
+        folder / "corpus.jsonl",
+        corpus
+        if corpus is not None
+        else '{"_id": "d1", "title": "", "text": "导出文件保留三十天"}\n'
+        '{"_id": "d2", "title": "", "text": "备份策略"}\n',
+    )
     _write(folder / "queries.jsonl", queries if queries is not None else '{"_id": "q1", "text": "导出"}\n')
     _write(folder / "qrels" / "test.tsv", qrels if qrels is not None else "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
     return folder
@@ -113,8 +118,12 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _beir(root / "beir" / "surrogate", queries='{"_id": "q1", "text": "\\ud800"}\n')
     _beir(root / "beir" / "grade", qrels="q1\td1\t4294967296\n")
     _beir(root / "beir" / "hugegrade", qrels="q1\td1\t99999999999999999999\n")
-    _beir(root / "beir" / "bom", corpus="\ufeff" + '{"_id": "d1", "title": "", "text": "导出"}\n',
-          queries='\ufeff{"_id": "q1", "text": "导出"}\n', qrels="\ufeffquery-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    _beir(
+        root / "beir" / "bom",
+        corpus="\ufeff" + '{"_id": "d1", "title": "", "text": "导出"}\n',
+        queries='\ufeff{"_id": "q1", "text": "导出"}\n',
+        qrels="\ufeffquery-id\tcorpus-id\tscore\nq1\td1\t1\n",
+    )
     _beir(root / "beir" / "empty-qrels", qrels="")
     _beir(root / "beir" / "unknown-id", qrels="q1\tnope\t1\n")
     (root / "beir" / "fifo").mkdir(parents=True)
@@ -122,8 +131,12 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _write(root / "beir" / "fifo" / "queries.jsonl", '{"_id": "q1", "text": "导出"}\n')
     # SQuAD files
     _write(root / "squad" / "bomb.json", DEEP)
-    _write(root / "squad" / "surrogate.json", json.dumps({"data": [{"title": "t", "paragraphs": [
-        {"context": "x", "qas": [{"id": "1", "question": "q"}]}]}]}).replace('"x"', '"\\ud800"'))
+    _write(
+        root / "squad" / "surrogate.json",
+        json.dumps(
+            {"data": [{"title": "t", "paragraphs": [{"context": "x", "qas": [{"id": "1", "question": "q"}]}]}]}
+        ).replace('"x"', '"\\ud800"'),
+    )
     _write(root / "squad" / "bigint.json", '{"data": ' + "1" * 5000 + "}")
     _fifo(root / "squad" / "fifo.json")
     # runs and qrels
@@ -159,26 +172,78 @@ def snapshot(root: Path, skip: Path | None) -> dict[str, str]:
     return found
 
 
-IDX = ["corrupt.sqlite", "foreign.db", "notes.txt", "empty.sqlite", "junk.sqlite", "fifo.sqlite", "loop.sqlite",
-       "dir.sqlite", "\udcff.sqlite", "missing.sqlite"]
-INDEX_COMMANDS = [["index", "info", "{i}"], ["index", "list", "{i}"], ["index", "verify", "{i}"],
-                  ["search", "{i}", "导出"], ["read", "{i}", "guide/export.md#导出指南"]]
-SOURCES = [("md/fifo", "sections"), ("md/bom", "sections"), ("md/loop", "sections"), ("md/control", "sections"),
-           ("md/binary", "sections"), ("md/nonutf8", "sections"), ("md/fifo/a.md", "sections"),
-           ("bad/fifo.sqlite", "passages"), ("beir/bomb", "passages"), ("beir/fifo", "passages"),
-           *[(f"lines/{name}", "lines") for name in ("bomb", "surrogate", "bigint", "duplicate", "bom", "nan", "fifo")]]
-DATASETS = ["beir/bomb", "beir/nul", "beir/surrogate", "beir/grade", "beir/hugegrade", "beir/bom", "beir/empty-qrels",
-            "beir/unknown-id", "beir/fifo", "bad/notes.txt", "bad/fifo.sqlite", "nowhere"]
+IDX = [
+    "corrupt.sqlite",
+    "foreign.db",
+    "notes.txt",
+    "empty.sqlite",
+    "junk.sqlite",
+    "fifo.sqlite",
+    "loop.sqlite",
+    "dir.sqlite",
+    "\udcff.sqlite",
+    "missing.sqlite",
+]
+INDEX_COMMANDS = [
+    ["index", "info", "{i}"],
+    ["index", "list", "{i}"],
+    ["index", "verify", "{i}"],
+    ["search", "{i}", "导出"],
+    ["read", "{i}", "guide/export.md#导出指南"],
+]
+SOURCES = [
+    ("md/fifo", "sections"),
+    ("md/bom", "sections"),
+    ("md/loop", "sections"),
+    ("md/control", "sections"),
+    ("md/binary", "sections"),
+    ("md/nonutf8", "sections"),
+    ("md/fifo/a.md", "sections"),
+    ("bad/fifo.sqlite", "passages"),
+    ("beir/bomb", "passages"),
+    ("beir/fifo", "passages"),
+    *[(f"lines/{name}", "lines") for name in ("bomb", "surrogate", "bigint", "duplicate", "bom", "nan", "fifo")],
+]
+DATASETS = [
+    "beir/bomb",
+    "beir/nul",
+    "beir/surrogate",
+    "beir/grade",
+    "beir/hugegrade",
+    "beir/bom",
+    "beir/empty-qrels",
+    "beir/unknown-id",
+    "beir/fifo",
+    "bad/notes.txt",
+    "bad/fifo.sqlite",
+    "nowhere",
+]
 CASES: list[tuple[list[str], str | None]] = [
-    *[([a.replace("{i}", f"{{root}}/bad/{name}") for a in command], None) for name in IDX for command in INDEX_COMMANDS],
-    *[(["index", "build", f"{{root}}/{source}", "-b", builder, "-o", "{out}"], "out/new.sqlite") for source, builder in SOURCES],
+    *[
+        ([a.replace("{i}", f"{{root}}/bad/{name}") for a in command], None)
+        for name in IDX
+        for command in INDEX_COMMANDS
+    ],
+    *[
+        (["index", "build", f"{{root}}/{source}", "-b", builder, "-o", "{out}"], "out/new.sqlite")
+        for source, builder in SOURCES
+    ],
     *[(["datasets", "show", f"{{root}}/{name}"], None) for name in DATASETS],
     *[(["compare", f"{{root}}/{name}", "-t", "bigram", "-o", "{out}"], "out/report") for name in DATASETS],
-    *[(["datasets", "convert", "squad", f"{{root}}/squad/{name}", "-o", "{out}"], "out/converted")
-      for name in ("bomb.json", "surrogate.json", "bigint.json", "fifo.json", "missing.json")],
-    *[(["evaluate", f"{{root}}/trec/{run}", f"{{root}}/trec/{qrels}"], None)
-      for run, qrels in (("nan.run", "good.qrels"), ("inf.run", "good.qrels"), ("good.run", "big.qrels"),
-                         ("fifo.run", "good.qrels"), ("good.run", "fifo.run"))],
+    *[
+        (["datasets", "convert", "squad", f"{{root}}/squad/{name}", "-o", "{out}"], "out/converted")
+        for name in ("bomb.json", "surrogate.json", "bigint.json", "fifo.json", "missing.json")
+    ],
+    *[
+        (["evaluate", f"{{root}}/trec/{run}", f"{{root}}/trec/{qrels}"], None)
+        for run, qrels in (
+            ("nan.run", "good.qrels"),
+            ("inf.run", "good.qrels"),
+            ("good.run", "big.qrels"),
+            ("fifo.run", "good.qrels"),
+            ("good.run", "fifo.run"),
+        )
+    ],
     # arguments that are not UTF-8
     (["search", "{root}/good/index.sqlite", NOT_UTF8], None),
     (["search", "{root}/good/index.sqlite", "导出", "--category", NOT_UTF8], None),
@@ -193,12 +258,23 @@ CASES: list[tuple[list[str], str | None]] = [
     (["compare", "{root}/good/beir", "-t", "bigram", "--metric", NOT_UTF8, "-o", "{out}"], "out/report"),
     (["index", "build", "{root}/good/docs", "-b", NOT_UTF8, "-o", "{out}"], "out/new.sqlite"),
     # outputs that exist and are not rag-eval's
-    *[(["compare", "{root}/good/beir", "-t", "bigram", "-o", f"{{root}}/{target}"], None)
-      for target in ("out/project", "out/fifo-out", "out/link-out", "bad/notes.txt", "bad/foreign.db")],
+    *[
+        (["compare", "{root}/good/beir", "-t", "bigram", "-o", f"{{root}}/{target}"], None)
+        for target in ("out/project", "out/fifo-out", "out/link-out", "bad/notes.txt", "bad/foreign.db")
+    ],
     (["compare", "{root}/good/beir", "-t", "bigram", "-o", "{out}", "--write-baseline", "{root}/bad/notes.txt"], None),
-    *[(["index", "build", "{root}/good/docs", "-b", "sections", "-o", f"{{root}}/{target}"], None)
-      for target in ("bad/foreign.db", "bad/notes.txt", "bad/fifo.sqlite", "bad/dir.sqlite", "bad/junk.sqlite",
-                     "bad/corrupt.sqlite", "out/link-out")],
+    *[
+        (["index", "build", "{root}/good/docs", "-b", "sections", "-o", f"{{root}}/{target}"], None)
+        for target in (
+            "bad/foreign.db",
+            "bad/notes.txt",
+            "bad/fifo.sqlite",
+            "bad/dir.sqlite",
+            "bad/junk.sqlite",
+            "bad/corrupt.sqlite",
+            "out/link-out",
+        )
+    ],
     (["datasets", "export", "evidence-mini", "{root}/out/project"], None),
     (["datasets", "convert", "squad", "{root}/squad/bomb.json", "-o", "{root}/out/project"], None),
     (["models", "train-pkuseg", "-o", "{root}/out/project"], None),

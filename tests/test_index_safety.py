@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import make_docs
 from largecorpus import generate
+
 from rag_eval.cli import cli
 from rag_eval.errors import IndexFileError
 from rag_eval.read import verify_index
@@ -86,7 +86,10 @@ def test_build_writes_into_new_empty_or_own_files(tmp_path: Path, docs: Path) ->
 
 def token_rows(path: Path) -> list[tuple[str, str, str]]:
     with Index.open(path) as index:
-        return [(row["key"], row["text"], row["fts_body"]) for row in index.db.execute("SELECT key, text, fts_body FROM chunks")]
+        return [
+            (row["key"], row["text"], row["fts_body"])
+            for row in index.db.execute("SELECT key, text, fts_body FROM chunks")
+        ]
 
 
 def test_sync_after_a_builder_option_change_retokenizes(tmp_path: Path, docs: Path) -> None:
@@ -132,8 +135,10 @@ def lines_corpus(folder: Path, word: str) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "doc.txt").write_text("".join(f"导出记录 {word}{n} 第{n}行\n" for n in range(30)), encoding="utf-8")
-    (folder / "manifest.json").write_text(json.dumps([{"doc_id": "doc", "revision": "r1", "status": "current",
-                                                       "expires": None, "path": "doc.txt"}]), encoding="utf-8")
+    (folder / "manifest.json").write_text(
+        json.dumps([{"doc_id": "doc", "revision": "r1", "status": "current", "expires": None, "path": "doc.txt"}]),
+        encoding="utf-8",
+    )
     return folder
 
 
@@ -173,10 +178,14 @@ def test_an_open_index_follows_a_rebuild_with_another_tokenizer(when: str, tmp_p
     if when == "between searches":
         build(docs, path, builder="sections", tokenizer="unicode61")
     else:
-        index.db.set_trace_callback(lambda sql: "bm25(" in sql and index.tokenizer.name == "bigram"
-                                    and not getattr(index, "_rebuilt", False)
-                                    and (setattr(index, "_rebuilt", True),
-                                         build(docs, path, builder="sections", tokenizer="unicode61")))
+        index.db.set_trace_callback(
+            lambda sql: (
+                "bm25(" in sql
+                and index.tokenizer.name == "bigram"
+                and not getattr(index, "_rebuilt", False)
+                and (setattr(index, "_rebuilt", True), build(docs, path, builder="sections", tokenizer="unicode61"))
+            )
+        )
     found = [(h.chunk.key, h.score) for h in search(index, "猫头鹰").hits]
     index.db.set_trace_callback(None)
     assert index.tokenizer.name == "unicode61"
@@ -185,7 +194,9 @@ def test_an_open_index_follows_a_rebuild_with_another_tokenizer(when: str, tmp_p
     index.close()
 
 
-def test_an_index_opened_for_one_tokenizer_fails_clearly_after_a_rebuild_with_another(tmp_path: Path, docs: Path) -> None:
+def test_an_index_opened_for_one_tokenizer_fails_clearly_after_a_rebuild_with_another(
+    tmp_path: Path, docs: Path
+) -> None:
     path = tmp_path / "index.sqlite"
     build(docs, path, builder="sections", tokenizer="bigram")
     index = Index.open(path, tokenizer="bigram")
@@ -251,9 +262,16 @@ def test_a_killed_pooled_build_leaves_no_worker_and_no_lock(sig: int, tmp_path: 
     generate(tmp_path / "corpus", 3)  # ~3 MB: several seconds of jieba in two workers
     path = tmp_path / "index.sqlite"
     env = {**os.environ, "RAG_EVAL_WORKERS": "2"}
-    code = "import sys; from rag_eval.writer import build; build(sys.argv[1], sys.argv[2], builder='sections', tokenizer='jieba')"
-    parent = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "corpus"), str(path)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    code = (
+        "import sys; from rag_eval.writer import build; "
+        "build(sys.argv[1], sys.argv[2], builder='sections', tokenizer='jieba')"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "corpus"), str(path)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     workers: set[int] = set()
     deadline = time.monotonic() + 120
     while len(workers) < 2 and parent.poll() is None and time.monotonic() < deadline:
@@ -291,7 +309,9 @@ def test_verify_reports_files_added_since_the_build(tmp_path: Path, docs: Path) 
 def test_keys_of_files_whose_names_hold_a_hash_read_back(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     (docs / "c#").mkdir(parents=True)
-    (docs / "c#" / "notes#1.md").write_text("# 安装\n\n导出工具的安装步骤。\n\n## 配置\n\n导出目录的配置。\n", encoding="utf-8")
+    (docs / "c#" / "notes#1.md").write_text(
+        "# 安装\n\n导出工具的安装步骤。\n\n## 配置\n\n导出目录的配置。\n", encoding="utf-8"
+    )
     path = tmp_path / "index.sqlite"
     build(docs, path, builder="sections", tokenizer="bigram")
     runner = CliRunner()
@@ -312,8 +332,7 @@ def test_keys_of_files_whose_names_hold_a_hash_read_back(tmp_path: Path) -> None
 def test_a_closed_pipe_ends_a_listing_quietly(tmp_path: Path, docs: Path) -> None:
     path = tmp_path / "index.sqlite"
     build(docs, path, builder="sections", tokenizer="bigram")
-    script = f"{sys.executable} -m rag_eval index list {path} | head -c 1 >/dev/null; " \
-             f"exit ${{PIPESTATUS[0]}}"
+    script = f"{sys.executable} -m rag_eval index list {path} | head -c 1 >/dev/null; exit ${{PIPESTATUS[0]}}"
     many = tmp_path / "many"
     for number in range(400):  # enough output to outlast the pipe buffer
         _write_doc(many, number)
@@ -323,21 +342,26 @@ def test_a_closed_pipe_ends_a_listing_quietly(tmp_path: Path, docs: Path) -> Non
         result = subprocess.run(["bash", "-c", script.replace(str(path), str(index))], capture_output=True, text=True)
         assert result.stderr == "", result.stderr
         assert result.returncode in (0, 1), result.returncode
-    datasets = subprocess.run(["bash", "-c", f"{sys.executable} -m rag_eval datasets show handbook | head -n 1"],
-                              capture_output=True, text=True)
+    datasets = subprocess.run(
+        ["bash", "-c", f"{sys.executable} -m rag_eval datasets show handbook | head -n 1"],
+        capture_output=True,
+        text=True,
+    )
     assert datasets.stderr == "" and datasets.stdout.strip()
 
 
 def _write_doc(folder: Path, number: int) -> None:
     folder.mkdir(exist_ok=True)
-    (folder / f"doc{number:03d}.md").write_text("".join(f"## 第{n}节\n\n导出文件第{n}段。\n\n" for n in range(20)),
-                                                encoding="utf-8")
+    (folder / f"doc{number:03d}.md").write_text(
+        "".join(f"## 第{n}节\n\n导出文件第{n}段。\n\n" for n in range(20)), encoding="utf-8"
+    )
 
 
 def _sections_corpus(folder: Path, word: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "doc.md").write_text("".join(f"## 第{n}节\n\n导出记录 {word}{n} 第{n}行\n\n" for n in range(30)),
-                                   encoding="utf-8")
+    (folder / "doc.md").write_text(
+        "".join(f"## 第{n}节\n\n导出记录 {word}{n} 第{n}行\n\n" for n in range(30)), encoding="utf-8"
+    )
     return folder
 
 
@@ -355,7 +379,9 @@ def test_readers_during_rebuilds_see_whole_snapshots(builder: str, tmp_path: Pat
         build(versions[version], static, builder=builder, tokenizer=spec)
         with Index.open(static) as index:
             for query in queries:
-                expected[query].add(tuple((h.chunk.key, h.score, h.snippet) for h in search(index, query, limit=5).hits))
+                expected[query].add(
+                    tuple((h.chunk.key, h.score, h.snippet) for h in search(index, query, limit=5).hits)
+                )
     path = tmp_path / "index.sqlite"
     build(versions["old"], path, builder=builder, tokenizer="bigram")
     checked, wrong, errors = [0], [], []
@@ -392,8 +418,13 @@ def test_readers_during_rebuilds_see_whole_snapshots(builder: str, tmp_path: Pat
 
 def test_progress_reports_the_model_load_and_the_bytes_indexed(tmp_path: Path, docs: Path) -> None:
     seen: list[tuple[str, int, int]] = []
-    build(docs, tmp_path / "index.sqlite", builder="sections", tokenizer="pkuseg:model=mini",
-          progress=lambda phase, done, total: seen.append((phase, done, total)))
+    build(
+        docs,
+        tmp_path / "index.sqlite",
+        builder="sections",
+        tokenizer="pkuseg:model=mini",
+        progress=lambda phase, done, total: seen.append((phase, done, total)),
+    )
     assert seen[:2] == [("loading pkuseg", 0, 1), ("loading pkuseg", 1, 1)]
     indexed = [(done, total) for phase, done, total in seen if phase == "index"]
     assert indexed[-1][0] == indexed[-1][1] > 0 and [d for d, _ in indexed] == sorted(d for d, _ in indexed)

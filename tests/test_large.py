@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from largecorpus import generate
 
 # Peak RSS from /proc/self/status VmHWM: the high-water mark of this process image. (ru_maxrss would
@@ -32,8 +31,11 @@ print(json.dumps({"chunks": report.chunks, "seconds": time.perf_counter() - star
 
 def build_in_child(tmp_path: Path, megabytes: float) -> dict:
     generate(tmp_path / "corpus", megabytes)
-    result = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "corpus"), str(tmp_path / "index.sqlite")],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, str(tmp_path / "corpus"), str(tmp_path / "index.sqlite")],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 

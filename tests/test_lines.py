@@ -44,7 +44,10 @@ def edit_manifest(root: Path, change) -> None:
         (lambda m: m[0].update(expires="2026-1-1"), r"entry 1: expires '2026-1-1': use YYYY-MM-DD"),
         (lambda m: m[0].update(expires="20261001"), r"use YYYY-MM-DD"),
         (lambda m: m[0].update(path="../outside.txt"), r"entry 1: \.\./outside.txt: resolves outside the corpus root"),
-        (lambda m: m[0].update(path="/etc/hosts.txt"), r"entry 1: /etc/hosts.txt: relative paths with / separators only"),
+        (
+            lambda m: m[0].update(path="/etc/hosts.txt"),
+            r"entry 1: /etc/hosts.txt: relative paths with / separators only",
+        ),
         (lambda m: m[0].update(path="notes.md"), r"entry 1: path 'notes.md' must be a relative path to a .txt file"),
         (lambda m: m.append("x"), r"entry 7: expected an object"),
     ],
@@ -94,8 +97,10 @@ def test_line_numbers_match_an_editor(tmp_path: Path) -> None:
     root = tmp_path / "corpus"
     root.mkdir()
     (root / "doc.txt").write_bytes("第一行\r\n\r\n第三行\x0c仍是第三行\n导出在第四行\n".encode())
-    (root / "manifest.json").write_text(json.dumps([{"doc_id": "doc", "revision": "r1", "status": "current",
-                                                    "expires": None, "path": "doc.txt"}]), encoding="utf-8")
+    (root / "manifest.json").write_text(
+        json.dumps([{"doc_id": "doc", "revision": "r1", "status": "current", "expires": None, "path": "doc.txt"}]),
+        encoding="utf-8",
+    )
     build(root, tmp_path / "index.sqlite", builder="lines", tokenizer="bigram")
     with Index.open(tmp_path / "index.sqlite") as index:
         hit = search(index, "导出", as_of="2026-01-01").hits[0]
@@ -116,17 +121,24 @@ def test_verify_reports_stale_and_missing(corpus: Path, tmp_path: Path) -> None:
 
 
 def test_verify_source_never_raises(corpus: Path) -> None:
-    for hit in ({}, {"path": "../x", "line": 1, "sha256": "", "text": ""}, {"path": "handbook.txt", "line": "2",
-                "sha256": "x", "text": "x"}, {"path": "handbook.txt", "line": 99, "sha256": "x", "text": "x"}):
+    for hit in (
+        {},
+        {"path": "../x", "line": 1, "sha256": "", "text": ""},
+        {"path": "handbook.txt", "line": "2", "sha256": "x", "text": "x"},
+        {"path": "handbook.txt", "line": 99, "sha256": "x", "text": "x"},
+    ):
         assert verify_source(corpus, hit) is False
 
 
 def test_search_contract(corpus: Path, tmp_path: Path) -> None:
     build(corpus, tmp_path / "index.sqlite", builder="lines", tokenizer="jieba")
     with Index.open(tmp_path / "index.sqlite") as index:
-        for bad, message in [("x" * 201, "201 characters; the limit is 200"), ("a\x00b", "NUL"),
-                             (" ".join("a" * 13), "13 whitespace-separated terms; the limit is 12"),
-                             ("a\ud800", "lone surrogate")]:
+        for bad, message in [
+            ("x" * 201, "201 characters; the limit is 200"),
+            ("a\x00b", "NUL"),
+            (" ".join("a" * 13), "13 whitespace-separated terms; the limit is 12"),
+            ("a\ud800", "lone surrogate"),
+        ]:
             with pytest.raises((QueryError, ValueError), match=message):
                 search(index, bad, as_of="2026-10-07")
         with pytest.raises(QueryError, match="limit must be an integer from 1 to 20"):

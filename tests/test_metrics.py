@@ -28,8 +28,11 @@ QRELS = [Qrel("q1", "d1", 2), Qrel("q1", "d2", 1), Qrel("q1", "d9", 0), Qrel("q2
 
 
 def test_hand_computed_values() -> None:
-    means, per_query = evaluate(QRELS, run(("q1", "d2"), ("q1", "d1"), ("q2", "d5"), ("q2", "d3")),
-                                ["nDCG@10", "RR@10", "P@1", "R@1", "MAP@100"])
+    means, per_query = evaluate(
+        QRELS,
+        run(("q1", "d2"), ("q1", "d1"), ("q2", "d5"), ("q2", "d3")),
+        ["nDCG@10", "RR@10", "P@1", "R@1", "MAP@100"],
+    )
     # q1 ranks d2 (rel 1) then d1 (rel 2). trec_eval's ndcg_cut uses the grade itself as the gain:
     # DCG = 1/log2(2) + 2/log2(3), ideal DCG = 2/log2(2) + 1/log2(3).
     dcg, idcg = 1 + 2 / math.log2(3), 2 + 1 / math.log2(3)
@@ -49,8 +52,17 @@ def test_queries_without_positive_judgements_are_not_averaged() -> None:
     assert set(per_query) == {"q1"} and means["P@1"] == 1.0
 
 
-@pytest.mark.parametrize(("name", "canonical"), [("nDCG@10", "nDCG@10"), ("MRR@10", "RR@10"), ("MAP@100", "AP@100"),
-                                                  ("R@100", "R@100"), ("P@1", "P@1"), ("Recall@5", "R@5")])
+@pytest.mark.parametrize(
+    ("name", "canonical"),
+    [
+        ("nDCG@10", "nDCG@10"),
+        ("MRR@10", "RR@10"),
+        ("MAP@100", "AP@100"),
+        ("R@100", "R@100"),
+        ("P@1", "P@1"),
+        ("Recall@5", "R@5"),
+    ],
+)
 def test_metric_names(name: str, canonical: str) -> None:
     assert str(parse_metric(name)) == canonical
 
@@ -95,17 +107,23 @@ def test_invalid_metrics_are_refused_before_pytrec_eval(name: str) -> None:
         parse_metric(name)
 
 
-@pytest.mark.parametrize("name", ["P@0", "nDCG@-1", "R@1e9", "RR(rel=-1)", "P@x", "nope@3", "P(foo=1)@5", "ERR@20",
-                                  "IPrec@2.0", "P(rel=0)@1"])
+@pytest.mark.parametrize(
+    "name",
+    ["P@0", "nDCG@-1", "R@1e9", "RR(rel=-1)", "P@x", "nope@3", "P(foo=1)@5", "ERR@20", "IPrec@2.0", "P(rel=0)@1"],
+)
 @pytest.mark.parametrize("command", ["compare", "evaluate"])
 def test_invalid_metrics_end_in_one_error_line_through_the_cli(command: str, name: str, tmp_path: Path) -> None:
     """Run as a process: an invalid parameter reaching pytrec_eval kills the process with SIGABRT."""
     (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 0\n", encoding="utf-8")
     (tmp_path / "run.txt").write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d3 2 1.0 x\n", encoding="utf-8")
-    args = (["compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "out")] if command == "compare"
-            else ["evaluate", str(tmp_path / "run.txt"), str(tmp_path / "qrels.txt")])
-    done = subprocess.run([sys.executable, "-m", "rag_eval", *args, "--metric", name], capture_output=True, text=True,
-                          timeout=120)
+    args = (
+        ["compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "out")]
+        if command == "compare"
+        else ["evaluate", str(tmp_path / "run.txt"), str(tmp_path / "qrels.txt")]
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "rag_eval", *args, "--metric", name], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 1, (done.returncode, done.stderr)
     lines = done.stderr.splitlines()
     assert lines[0].startswith("error: ") and f"{name!r}" in lines[0], done.stderr
@@ -114,9 +132,19 @@ def test_invalid_metrics_end_in_one_error_line_through_the_cli(command: str, nam
 
 
 def test_valid_parameters_are_computed() -> None:
-    means, _ = evaluate(QRELS, run(("q1", "d2"), ("q1", "d1"), ("q2", "d5"), ("q2", "d3")),
-                        ["RR(rel=2)@10", "P(rel=2)@2", "nDCG(gains={0:0,1:1,2:3})@10", "SetF(beta=2.0)", "IPrec@0.5",
-                         "Success@1", "AP"])
+    means, _ = evaluate(
+        QRELS,
+        run(("q1", "d2"), ("q1", "d1"), ("q2", "d5"), ("q2", "d3")),
+        [
+            "RR(rel=2)@10",
+            "P(rel=2)@2",
+            "nDCG(gains={0:0,1:1,2:3})@10",
+            "SetF(beta=2.0)",
+            "IPrec@0.5",
+            "Success@1",
+            "AP",
+        ],
+    )
     assert means["RR(rel=2)@10"] == pytest.approx(0.5 / 3)  # only q1's d1 has grade 2, at rank 2
     assert means["P(rel=2)@2"] == pytest.approx(0.5 / 3)
     assert means["Success@1"] == pytest.approx(1 / 3)
@@ -165,7 +193,9 @@ def test_qrels_without_a_judged_query_are_refused(qrels: list[Qrel]) -> None:
 
 
 def test_names_of_one_measure_each_get_its_values() -> None:
-    means, _ = evaluate(QRELS, run(("q1", "d2"), ("q2", "d3")), ["MRR@10", "RR@10", "Precision@1", "P@1", "R@1", "Recall@1"])
+    means, _ = evaluate(
+        QRELS, run(("q1", "d2"), ("q2", "d3")), ["MRR@10", "RR@10", "Precision@1", "P@1", "R@1", "Recall@1"]
+    )
     assert means["MRR@10"] == means["RR@10"] == pytest.approx(2 / 3)
     assert means["Precision@1"] == means["P@1"] == pytest.approx(2 / 3)
     assert means["Recall@1"] == means["R@1"] > 0
@@ -176,10 +206,16 @@ def test_reciprocal_rank_at_k_breaks_ties_as_trec_eval_does() -> None:
     import pytrec_eval
 
     qrels = [Qrel("q1", "a", 1), Qrel("q1", "b", 0), Qrel("q2", "m", 1)]
-    tied = [RankedDoc("q1", "a", 1, 1.0), RankedDoc("q1", "b", 2, 1.0), RankedDoc("q2", "x", 1, 3.0),
-            RankedDoc("q2", "m", 2, 2.0), RankedDoc("q2", "z", 3, 2.0)]
+    tied = [
+        RankedDoc("q1", "a", 1, 1.0),
+        RankedDoc("q1", "b", 2, 1.0),
+        RankedDoc("q2", "x", 1, 3.0),
+        RankedDoc("q2", "m", 2, 2.0),
+        RankedDoc("q2", "z", 3, 2.0),
+    ]
     reference = pytrec_eval.RelevanceEvaluator({"q1": {"a": 1, "b": 0}, "q2": {"m": 1}}, {"recip_rank"}).evaluate(
-        {"q1": {"a": 1.0, "b": 1.0}, "q2": {"x": 3.0, "m": 2.0, "z": 2.0}})
+        {"q1": {"a": 1.0, "b": 1.0}, "q2": {"x": 3.0, "m": 2.0, "z": 2.0}}
+    )
     _, per_query = evaluate(qrels, tied, ["RR@10", "RR@1", "RR@2", "RR"])
     for query in ("q1", "q2"):
         assert per_query[query]["RR@10"] == per_query[query]["RR"] == pytest.approx(reference[query]["recip_rank"])

@@ -91,7 +91,9 @@ def test_install_rejects_an_archive_without_the_model(tmp_path: Path) -> None:
     with tarfile.open(path, "w:gz") as archive:
         info = tarfile.TarInfo("pkuseg-0.0.25/setup.py")
         archive.addfile(info, io.BytesIO(b""))
-    with pytest.raises(ModelError, match=r"does not contain pkuseg-0.0.25/pkuseg/models/default/features.pkl, .*weights.npz"):
+    with pytest.raises(
+        ModelError, match=r"does not contain pkuseg-0.0.25/pkuseg/models/default/features.pkl, .*weights.npz"
+    ):
         install_pkuseg_model(path, target=tmp_path / "default", expected_sha256=sha256(path))
     assert not (tmp_path / "default").exists()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
-
 from conftest import tokenizer_for
+
 from rag_eval.errors import InvalidTextError
 from rag_eval.tokenizers import get_tokenizer, normalise, normalise_with_offsets
 from rag_eval.tokenizers.normalise import _SCAN_LIMITS, _fold_char

@@ -21,7 +21,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT), "-w", str(out)],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     (built,) = out.glob("rag_eval-*.whl")
     return built
@@ -47,8 +48,11 @@ def test_wheel_has_one_top_level_package(wheel: Path) -> None:
 
 def test_installed_wheel_works_outside_the_repository(wheel: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
     code = (
         "import rag_eval, sys\n"
         "from rag_eval.eval.shipped import load_shipped\n"
@@ -57,10 +61,13 @@ def test_installed_wheel_works_outside_the_repository(wheel: Path, tmp_path: Pat
         "print(len(load_shipped('handbook').corpus) > 100, get_tokenizer('pkuseg:model=mini').terms('导出文件'))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
-    result = subprocess.run([sys.executable, "-c", code, str(site)], cwd=tmp_path, capture_output=True, text=True, env=env)
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(site)], cwd=tmp_path, capture_output=True, text=True, env=env
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True ['导出', '文件']"
-    cli = subprocess.run([sys.executable, "-m", "rag_eval", "datasets", "list"], cwd=tmp_path, capture_output=True,
-                         text=True, env=env)
+    cli = subprocess.run(
+        [sys.executable, "-m", "rag_eval", "datasets", "list"], cwd=tmp_path, capture_output=True, text=True, env=env
+    )
     assert cli.returncode == 0, cli.stderr
     assert cli.stdout.startswith("evidence-mini\tlines\t26 passages")

@@ -49,8 +49,10 @@ class AsciiTokenizer(Tokenizer):
         return "ascii"
 
     def _tokenize(self, text: str) -> list[Token]:
-        return [Token(m.group().translate(_ASCII_FOLD), m.start(), m.end())
-                for m in regex.finditer(r"[0-9A-Za-z\u0080-\U0010FFFF]+", text.split("\x00", 1)[0])]
+        return [
+            Token(m.group().translate(_ASCII_FOLD), m.start(), m.end())
+            for m in regex.finditer(r"[0-9A-Za-z\u0080-\U0010FFFF]+", text.split("\x00", 1)[0])
+        ]
 
 
 _ASCII_FOLD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -72,8 +74,10 @@ class ParagraphsBuilder(Builder):
 
     def chunks(self, file: SourceFile) -> list[Chunk]:
         paragraphs = [p.strip() for p in file.text().split("\n\n") if p.strip()]
-        return [Chunk(key=f"{file.path}:p{n}", text=p, path=file.path, doc=file.path, title=file.path,
-                      sha256=file.sha256) for n, p in enumerate(paragraphs, start=1)]
+        return [
+            Chunk(key=f"{file.path}:p{n}", text=p, path=file.path, doc=file.path, title=file.path, sha256=file.sha256)
+            for n, p in enumerate(paragraphs, start=1)
+        ]
 
     def query_defaults(self) -> QueryDefaults:
         return QueryDefaults(mode="or", snippet="window", open_marker="<", close_marker=">", ellipsis="...")
@@ -92,8 +96,11 @@ class TsvFormat(DatasetFormat):
         folder = Path(reference)
         builder = ParagraphsBuilder()
         root, refs = builder.plan(folder / "docs")
-        corpus = {key: Passage(key, title, text) for ref in refs
-                  for key, title, text in builder.units(builder.read(root, ref))}
+        corpus = {
+            key: Passage(key, title, text)
+            for ref in refs
+            for key, title, text in builder.units(builder.read(root, ref))
+        }
         queries = {}
         for line in (folder / "queries.tsv").read_text(encoding="utf-8").splitlines():
             query_id, text = line.split("\t")
@@ -102,15 +109,29 @@ class TsvFormat(DatasetFormat):
         for line in (folder / "qrels.tsv").read_text(encoding="utf-8").splitlines():
             query_id, doc_id, grade = line.split("\t")
             qrels.setdefault(query_id, {})[doc_id] = int(grade)
-        return Dataset(folder.name, corpus, queries, qrels,
-                       {"format": self.name, "path": str(folder), "corpus_dir": str(folder / "docs"),
-                        "builder": builder.name, "mode": "or"})
+        return Dataset(
+            folder.name,
+            corpus,
+            queries,
+            qrels,
+            {
+                "format": self.name,
+                "path": str(folder),
+                "corpus_dir": str(folder / "docs"),
+                "builder": builder.name,
+                "mode": "or",
+            },
+        )
 
 
 @pytest.fixture
 def plugins() -> Iterator[None]:
-    registered = [(TOKENIZERS, WhitespaceTokenizer), (TOKENIZERS, AsciiTokenizer), (BUILDERS, ParagraphsBuilder),
-                  (DATASET_FORMATS, TsvFormat)]
+    registered = [
+        (TOKENIZERS, WhitespaceTokenizer),
+        (TOKENIZERS, AsciiTokenizer),
+        (BUILDERS, ParagraphsBuilder),
+        (DATASET_FORMATS, TsvFormat),
+    ]
     for registry, cls in registered:
         registry.register(cls)
     yield
@@ -123,11 +144,13 @@ def dataset(tmp_path: Path) -> Path:
     folder = tmp_path / "set"
     (folder / "docs").mkdir(parents=True)
     (folder / "docs" / "export.txt").write_text(
-        "导出 文件 保留 三十 天 。\n\nexport files are kept for 30 days\n\n备份 每天 凌晨 运行\n", encoding="utf-8")
+        "导出 文件 保留 三十 天 。\n\nexport files are kept for 30 days\n\n备份 每天 凌晨 运行\n", encoding="utf-8"
+    )
     (folder / "docs" / "billing.txt").write_text("账单 每月 一日 生成\n\ninvoice monthly\n", encoding="utf-8")
     (folder / "queries.tsv").write_text("q1\t导出 文件\nq2\texport days\nq3\t账单 生成\n", encoding="utf-8")
-    (folder / "qrels.tsv").write_text("q1\texport.txt:p1\t1\nq2\texport.txt:p2\t1\nq3\tbilling.txt:p1\t1\n",
-                                      encoding="utf-8")
+    (folder / "qrels.tsv").write_text(
+        "q1\texport.txt:p1\t1\nq2\texport.txt:p2\t1\nq3\tbilling.txt:p1\t1\n", encoding="utf-8"
+    )
     return folder
 
 
@@ -157,8 +180,21 @@ def test_plugins_work_through_every_command(plugins: None, dataset: Path, tmp_pa
     assert [h["key"] for h in phrase["hits"]] == ["export.txt:p2"]
     shown = run("datasets", "show", str(dataset), "--json")
     assert json.loads(shown)["judged_queries"] == 3
-    report = json.loads(run("compare", str(dataset), "-t", spec, "-t", "bigram", "--reference-system", "bigram",
-                            "--json", "-o", str(tmp_path / "report")))
+    report = json.loads(
+        run(
+            "compare",
+            str(dataset),
+            "-t",
+            spec,
+            "-t",
+            "bigram",
+            "--reference-system",
+            "bigram",
+            "--json",
+            "-o",
+            str(tmp_path / "report"),
+        )
+    )
     rows = {row["name"].split(":")[0].split(" |")[0]: row for row in report["systems"]}
     assert rows[spec]["metrics"]["R@10"] == 1.0 and "paragraphs-test" in rows[spec]["name"]
     run_file = next((tmp_path / "report" / "runs").glob(f"{spec}*.run"))
@@ -192,8 +228,11 @@ def test_no_module_branches_on_a_plug_in_name() -> None:
                 if not isinstance(node, (ast.Compare, ast.Match)):
                     continue
                 for constant in ast.walk(node):
-                    if (isinstance(constant, ast.Constant) and constant.value in OWN_MODULE
-                            and OWN_MODULE[constant.value] != relative):
+                    if (
+                        isinstance(constant, ast.Constant)
+                        and constant.value in OWN_MODULE
+                        and OWN_MODULE[constant.value] != relative
+                    ):
                         found.append(f"{relative}:{node.lineno}: {ast.unparse(node)}")
     assert not found, "branches on plug-in names:\n" + "\n".join(found)
 
@@ -202,6 +241,10 @@ def test_the_name_check_catches_a_branch(tmp_path: Path) -> None:
     """The check above finds what it looks for (a module with one such branch)."""
     source = 'def f(tokenizer):\n    return 1 if tokenizer.name == "trigram" else 2\n'
     tree = ast.parse(source)
-    hits = [node for node in ast.walk(tree) if isinstance(node, ast.Compare)
-            and any(isinstance(c, ast.Constant) and c.value in OWN_MODULE for c in ast.walk(node))]
+    hits = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare)
+        and any(isinstance(c, ast.Constant) and c.value in OWN_MODULE for c in ast.walk(node))
+    ]
     assert len(hits) == 1

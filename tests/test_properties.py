@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from conftest import ALL_SPECS, tokenizer_for
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import ALL_SPECS, tokenizer_for
 from rag_eval.errors import InvalidTextError
 from rag_eval.tokenizers import normalise
 
 SOME_UNICODE = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
 WITH_SURROGATES = st.text(st.characters(), max_size=30)
-CJK_HEAVY = st.text(st.sampled_from(list("导出文件保留三十天資料庫備份會ＡＢＣ１２３ﬁ㍻ßé\u0301 ，。.-+#_😀〇𠮷ひ한")), max_size=40)
+CJK_HEAVY = st.text(
+    st.sampled_from(list("导出文件保留三十天資料庫備份會ＡＢＣ１２３ﬁ㍻ßé\u0301 ，。.-+#_😀〇𠮷ひ한")), max_size=40
+)
 
 
 @pytest.mark.parametrize("spec", ALL_SPECS)
@@ -42,7 +44,5 @@ def test_normalise_is_nfkc_casefold_per_unit(text: str) -> None:
     import regex
 
     units = regex.findall(r".\p{M}*", text, flags=regex.DOTALL)
-    expected = "".join(
-        unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", u).casefold()) for u in units
-    )
+    expected = "".join(unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", u).casefold()) for u in units)
     assert normalise(text) == expected

@@ -108,9 +108,12 @@ def _shipped_manifest(root: Path) -> Any:
 
 
 def _manifest(first: str = '"c"', note: str = '"x"') -> str:
-    return ('[{"doc_id": "a", "revision": "r1", "status": "current", "expires": null, "path": "a.txt"},\n'
-            '{"doc_id": "b", "revision": "r1", "status": "current", "expires": null, "path": "b.txt"},\n'
-            f'{{"doc_id": {first}, "revision": "r1", "status": "current", "expires": null, "path": "c.txt", "note": {note}}}]\n')
+    return (
+        '[{"doc_id": "a", "revision": "r1", "status": "current", "expires": null, "path": "a.txt"},\n'
+        '{"doc_id": "b", "revision": "r1", "status": "current", "expires": null, "path": "b.txt"},\n'
+        f'{{"doc_id": {first}, "revision": "r1", "status": "current", "expires": null, "path": "c.txt", '
+        f'"note": {note}}}]\n'
+    )
 
 
 def _jsonl(id_json: str = '"d2"', text_json: str = '"乙"') -> str:
@@ -118,13 +121,14 @@ def _jsonl(id_json: str = '"d2"', text_json: str = '"乙"') -> str:
 
 
 def _squad_json(id_json: str = '"a1"', text_json: str = '"导出文件保留三十天。"') -> str:
-    return ('{"version": "t", "data": [{"title": "手册",\n"paragraphs": [\n'
-            f'{{"context": {text_json}, "qas": [{{"id": {id_json}, "question": "保留多久？"}}]}}]}}]}}\n')
+    return (
+        '{"version": "t", "data": [{"title": "手册",\n"paragraphs": [\n'
+        f'{{"context": {text_json}, "qas": [{{"id": {id_json}, "question": "保留多久？"}}]}}]}}]}}\n'
+    )
 
 
 def _shipped_json(id_json: str = '"x"', text_json: str = '"a set"') -> str:
-    return ('{"x": {"kind": "retrieval",\n"files": {},\n'
-            f'"id": {id_json}, "description": {text_json}}}}}\n')
+    return f'{{"x": {{"kind": "retrieval",\n"files": {{}},\n"id": {id_json}, "description": {text_json}}}}}\n'
 
 
 _LINES_FILES = {"a.txt": "第一行\n第二行\n", "b.txt": "乙\n", "c.txt": "丙\n"}
@@ -154,32 +158,103 @@ class Reader:
 
 
 READERS = [
-    Reader("lines-manifest", "manifest.json", {"manifest.json": _manifest(), **_LINES_FILES}, _lines_plan,
-           CorpusError, False, _manifest),
+    Reader(
+        "lines-manifest",
+        "manifest.json",
+        {"manifest.json": _manifest(), **_LINES_FILES},
+        _lines_plan,
+        CorpusError,
+        False,
+        _manifest,
+    ),
     Reader("lines-source", "a.txt", {"manifest.json": _manifest(), **_LINES_FILES}, _lines_chunks, CorpusError, False),
     # A directory named doc.md is a folder of the tree, not a file: it is searched, not refused.
-    Reader("sections-markdown", "docs/doc.md", {"docs/doc.md": "# 标题\n\n正文。\n\n## 小节\n\n更多。\n"}, _sections,
-           CorpusError, False, skip=frozenset({"directory", "missing"})),
+    Reader(
+        "sections-markdown",
+        "docs/doc.md",
+        {"docs/doc.md": "# 标题\n\n正文。\n\n## 小节\n\n更多。\n"},
+        _sections,
+        CorpusError,
+        False,
+        skip=frozenset({"directory", "missing"}),
+    ),
     Reader("passages-corpus", "corpus.jsonl", {"corpus.jsonl": _jsonl()}, _passages, CorpusError, True, _jsonl),
-    Reader("beir-corpus", "corpus.jsonl", {"corpus.jsonl": _jsonl()}, lambda r: beir.read_corpus(r / "corpus.jsonl"),
-           DatasetError, True, _jsonl),
-    Reader("beir-queries", "queries.jsonl", {"queries.jsonl": _jsonl()}, lambda r: beir.read_queries(r / "queries.jsonl"),
-           DatasetError, True, _jsonl),
-    Reader("beir-qrels", "test.tsv", {"test.tsv": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t0\n"},
-           lambda r: beir.read_qrels(r / "test.tsv"), DatasetError, True),
-    Reader("trec-topics-sgml", "topics.txt", {"topics.txt": "<top>\n<num> Number: 301\n<title> 数据 导出\n</top>\n"},
-           lambda r: read_topics(r / "topics.txt"), DatasetError, False),
-    Reader("trec-topics-tsv", "topics.tsv", {"topics.tsv": "1\t导出\n2\t备份\n"}, lambda r: read_topics(r / "topics.tsv"),
-           DatasetError, True),
-    Reader("trec-qrels", "qrels.txt", {"qrels.txt": "q1 0 d1 1\nq1 0 d2 0\n"}, lambda r: read_trec_qrels(r / "qrels.txt"),
-           DatasetError, True),
-    Reader("any-qrels", "qrels.txt", {"qrels.txt": "q1 0 d1 1\nq1 0 d2 0\n"}, lambda r: read_any_qrels(r / "qrels.txt"),
-           DatasetError, True),
-    Reader("trec-run", "run.txt", {"run.txt": "q1 Q0 d1 1 2.5 x\nq1 Q0 d2 2 1.5 x\n"}, lambda r: read_run(r / "run.txt"),
-           DatasetError, True),
+    Reader(
+        "beir-corpus",
+        "corpus.jsonl",
+        {"corpus.jsonl": _jsonl()},
+        lambda r: beir.read_corpus(r / "corpus.jsonl"),
+        DatasetError,
+        True,
+        _jsonl,
+    ),
+    Reader(
+        "beir-queries",
+        "queries.jsonl",
+        {"queries.jsonl": _jsonl()},
+        lambda r: beir.read_queries(r / "queries.jsonl"),
+        DatasetError,
+        True,
+        _jsonl,
+    ),
+    Reader(
+        "beir-qrels",
+        "test.tsv",
+        {"test.tsv": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t0\n"},
+        lambda r: beir.read_qrels(r / "test.tsv"),
+        DatasetError,
+        True,
+    ),
+    Reader(
+        "trec-topics-sgml",
+        "topics.txt",
+        {"topics.txt": "<top>\n<num> Number: 301\n<title> 数据 导出\n</top>\n"},
+        lambda r: read_topics(r / "topics.txt"),
+        DatasetError,
+        False,
+    ),
+    Reader(
+        "trec-topics-tsv",
+        "topics.tsv",
+        {"topics.tsv": "1\t导出\n2\t备份\n"},
+        lambda r: read_topics(r / "topics.tsv"),
+        DatasetError,
+        True,
+    ),
+    Reader(
+        "trec-qrels",
+        "qrels.txt",
+        {"qrels.txt": "q1 0 d1 1\nq1 0 d2 0\n"},
+        lambda r: read_trec_qrels(r / "qrels.txt"),
+        DatasetError,
+        True,
+    ),
+    Reader(
+        "any-qrels",
+        "qrels.txt",
+        {"qrels.txt": "q1 0 d1 1\nq1 0 d2 0\n"},
+        lambda r: read_any_qrels(r / "qrels.txt"),
+        DatasetError,
+        True,
+    ),
+    Reader(
+        "trec-run",
+        "run.txt",
+        {"run.txt": "q1 Q0 d1 1 2.5 x\nq1 Q0 d2 2 1.5 x\n"},
+        lambda r: read_run(r / "run.txt"),
+        DatasetError,
+        True,
+    ),
     Reader("squad", "squad.json", {"squad.json": _squad_json()}, _squad, DatasetError, False, _squad_json),
-    Reader("shipped-manifest", "manifest.json", {"manifest.json": _shipped_json()}, _shipped_manifest,
-           DatasetError, False, _shipped_json),
+    Reader(
+        "shipped-manifest",
+        "manifest.json",
+        {"manifest.json": _shipped_json()},
+        _shipped_manifest,
+        DatasetError,
+        False,
+        _shipped_json,
+    ),
 ]
 JSON_READERS = [reader for reader in READERS if reader.json is not None]
 
@@ -298,7 +373,11 @@ def test_valid_json_edges_are_accepted(tmp_path: Path, reader: Reader) -> None:
 @pytest.mark.parametrize(
     ("name", "content", "where"),
     [
-        ("queries.jsonl", '{"_id": "q1", "text": "好"}\n{"_id": "q2", "text": "导出\\u0000保留"}\n', "queries.jsonl:2: "),
+        (
+            "queries.jsonl",
+            '{"_id": "q1", "text": "好"}\n{"_id": "q2", "text": "导出\\u0000保留"}\n',
+            "queries.jsonl:2: ",
+        ),
         ("topics.tsv", "1\t导出\n2\t导\x00出\n", "topics.tsv:2: "),
         ("topics.txt", "<top>\n<num> Number: 301\n<title> 导\x00出\n</top>\n", "topics.txt:1: "),
     ],
@@ -313,7 +392,9 @@ def test_a_nul_in_a_query_names_file_and_line(tmp_path: Path, name: str, content
 
 def test_a_nul_in_a_squad_question_is_refused(tmp_path: Path) -> None:
     (tmp_path / "squad.json").write_text(_squad_json().replace("保留多久？", "保留\\u0000多久"), encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"squad.json: data\[0\].paragraphs\[0\].qas\[0\]: query text contains a NUL"):
+    with pytest.raises(
+        DatasetError, match=r"squad.json: data\[0\].paragraphs\[0\].qas\[0\]: query text contains a NUL"
+    ):
         convert_squad([tmp_path / "squad.json"])
 
 
@@ -365,8 +446,10 @@ def test_run_scores_in_any_decimal_form_are_read(tmp_path: Path) -> None:
 def _lines_corpus(root: Path, paths: list[str]) -> Path:
     root.mkdir()
     (root / "a.txt").write_text("导出 文件\n", encoding="utf-8")
-    manifest = [{"doc_id": f"d{n}", "revision": "r1", "status": "current", "expires": None, "path": path}
-                for n, path in enumerate(paths, start=1)]
+    manifest = [
+        {"doc_id": f"d{n}", "revision": "r1", "status": "current", "expires": None, "path": path}
+        for n, path in enumerate(paths, start=1)
+    ]
     (root / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return root
 
@@ -377,12 +460,22 @@ def test_two_manifest_entries_naming_one_file_are_refused(tmp_path: Path, second
     root = _lines_corpus(tmp_path / "corpus", ["a.txt", second])
     (root / "sub").mkdir()
     (root / "link.txt").symlink_to("a.txt")
-    with pytest.raises(CorpusError, match=rf"manifest.json entry 2: path '{second}' names the same file as entry 1 \('a.txt'\)"):
+    with pytest.raises(
+        CorpusError, match=rf"manifest.json entry 2: path '{second}' names the same file as entry 1 \('a.txt'\)"
+    ):
         build(root, tmp_path / "index.sqlite", builder="lines", tokenizer="bigram")
     assert not (tmp_path / "index.sqlite").exists()
 
 
-UNSAFE_NAMES = ["new\nline.txt", "tab\there.txt", "bell\x07.txt", "del\x7f.txt", "c1\x85.txt", "csi\x9b.txt", "esc\x1b[31m.txt"]
+UNSAFE_NAMES = [
+    "new\nline.txt",
+    "tab\there.txt",
+    "bell\x07.txt",
+    "del\x7f.txt",
+    "c1\x85.txt",
+    "csi\x9b.txt",
+    "esc\x1b[31m.txt",
+]
 
 
 @pytest.mark.parametrize("name", UNSAFE_NAMES, ids=repr)
@@ -391,8 +484,10 @@ def test_control_characters_in_a_manifest_path_are_refused(tmp_path: Path, name:
     (root / name).write_text("导出\n", encoding="utf-8")
     with pytest.raises(CorpusError) as caught:
         build(root, tmp_path / "index.sqlite", builder="lines", tokenizer="bigram")
-    assert str(caught.value) == (f"manifest.json entry 1: {name!r}: the file name contains a control character "
-                                 f"(U+{ord(next(c for c in name if c in UNSAFE_CHARS)):04X}); rename the file")
+    assert str(caught.value) == (
+        f"manifest.json entry 1: {name!r}: the file name contains a control character "
+        f"(U+{ord(next(c for c in name if c in UNSAFE_CHARS)):04X}); rename the file"
+    )
 
 
 UNSAFE_CHARS = "\n\t\x07\x7f\x85\x9b\x1b"
@@ -450,16 +545,23 @@ def test_textio_readers_refuse_special_files(tmp_path: Path) -> None:
     from rag_eval.textio import iter_jsonl, iter_lines, read_bytes, read_json, read_text
 
     os.mkfifo(tmp_path / "fifo")
-    readers: list[Callable[..., Any]] = [read_bytes, read_text, read_json,
-                                         lambda p, e: list(iter_lines(p, e)), lambda p, e: list(iter_jsonl(p, e))]
+    readers: list[Callable[..., Any]] = [
+        read_bytes,
+        read_text,
+        read_json,
+        lambda p, e: list(iter_lines(p, e)),
+        lambda p, e: list(iter_jsonl(p, e)),
+    ]
     for read in readers:
-        error = refused(lambda: read(tmp_path / "fifo", CorpusError), fifos=(tmp_path / "fifo",))
+        error = refused(lambda read=read: read(tmp_path / "fifo", CorpusError), fifos=(tmp_path / "fifo",))
         assert str(error) == f"{tmp_path}/fifo: is a FIFO (named pipe), not a regular file"
-        error = refused(lambda: read(Path("/dev/null"), DatasetError))
+        error = refused(lambda read=read: read(Path("/dev/null"), DatasetError))
         assert str(error) == "/dev/null: is a character device, not a regular file"
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(str(tmp_path / "sock"))
-        assert str(refused(lambda: read_bytes(tmp_path / "sock", DatasetError))).endswith("sock: is a socket, not a regular file")
+        assert str(refused(lambda: read_bytes(tmp_path / "sock", DatasetError))).endswith(
+            "sock: is a socket, not a regular file"
+        )
 
 
 def test_textio_sizes_labels_and_boms(tmp_path: Path) -> None:
@@ -509,8 +611,12 @@ def invoke(args: list[str], fifos: tuple[Path, ...] = ()) -> Result:
     return outcome["value"]
 
 
-def _beir_folder(root: Path, corpus: str = _jsonl(), queries: str = '{"_id": "q1", "text": "甲"}\n',
-                 qrels: str = "query-id\tcorpus-id\tscore\nq1\td1\t1\n") -> Path:
+def _beir_folder(
+    root: Path,
+    corpus: str = _jsonl(),
+    queries: str = '{"_id": "q1", "text": "甲"}\n',
+    qrels: str = "query-id\tcorpus-id\tscore\nq1\td1\t1\n",
+) -> Path:
     (root / "qrels").mkdir(parents=True)
     (root / "corpus.jsonl").write_text(corpus, encoding="utf-8")
     (root / "queries.jsonl").write_text(queries, encoding="utf-8")
@@ -524,7 +630,10 @@ def _beir_folder(root: Path, corpus: str = _jsonl(), queries: str = '{"_id": "q1
         ({"corpus": _jsonl(text_json=DEEP)}, ("corpus.jsonl:2: JSON nested deeper than 64",)),
         ({"corpus": _jsonl(text_json="1" * 5000)}, ("corpus.jsonl:2: an integer of 5000 digits",)),
         ({"corpus": _jsonl(id_json='"\\ud800"')}, ("corpus.jsonl:2: a \\ud800 escape",)),
-        ({"queries": '{"_id": "q1", "text": "甲\\u0000"}\n'}, ("queries.jsonl:1: query text contains a NUL character",)),
+        (
+            {"queries": '{"_id": "q1", "text": "甲\\u0000"}\n'},
+            ("queries.jsonl:1: query text contains a NUL character",),
+        ),
         ({"qrels": "q1\td1\t4294967296\n"}, ("test.tsv:1: relevance grade 4294967296 is outside 0..100",)),
     ],
     ids=["deep", "digits", "surrogate", "nul-query", "grade"],
@@ -536,8 +645,12 @@ def test_datasets_show_reports_one_error(tmp_path: Path, folder: dict[str, str],
 
 def test_datasets_show_accepts_boms(tmp_path: Path) -> None:
     bom = "\ufeff"
-    root = _beir_folder(tmp_path / "set", bom + _jsonl(), bom + '{"_id": "q1", "text": "甲"}\n',
-                        bom + "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    root = _beir_folder(
+        tmp_path / "set",
+        bom + _jsonl(),
+        bom + '{"_id": "q1", "text": "甲"}\n',
+        bom + "query-id\tcorpus-id\tscore\nq1\td1\t1\n",
+    )
     result = invoke(["datasets", "show", root, "--json"])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.output)["qrels"] == 1
@@ -553,8 +666,9 @@ def test_datasets_show_accepts_boms(tmp_path: Path) -> None:
     ],
     ids=["surrogate", "deep", "nan", "fifo"],
 )
-def test_datasets_convert_reports_one_error_and_writes_nothing(tmp_path: Path, content: str | None,
-                                                              words: tuple[str, ...]) -> None:
+def test_datasets_convert_reports_one_error_and_writes_nothing(
+    tmp_path: Path, content: str | None, words: tuple[str, ...]
+) -> None:
     source = tmp_path / "in" / "squad.json"
     source.parent.mkdir()
     if content is None:
@@ -589,6 +703,7 @@ def _failing_write(real: Callable[..., Path]) -> Callable[..., Path]:
     def write(dataset: Any, folder: Any, **options: Any) -> Path:
         real(dataset, folder, **options)  # a half-written folder, then a failure
         raise RagEvalError("writing failed (simulated)")
+
     return write
 
 
@@ -603,8 +718,10 @@ def test_a_failing_convert_leaves_no_half_folder(tmp_path: Path, monkeypatch: py
     (tmp_path / ".out.partial").mkdir()
     (tmp_path / ".out.partial" / "mine.txt").write_text("keep", encoding="utf-8")
     before = tree(tmp_path)
-    one_error_line(invoke(["datasets", "convert", "squad", tmp_path / "squad.json", "-o", tmp_path / "out"]),
-                   "writing failed (simulated)")
+    one_error_line(
+        invoke(["datasets", "convert", "squad", tmp_path / "squad.json", "-o", tmp_path / "out"]),
+        "writing failed (simulated)",
+    )
     assert tree(tmp_path) == before
 
 
@@ -646,8 +763,9 @@ def test_index_build_lines_reports_one_error(tmp_path: Path, change: str, words:
         (root / "manifest.json").write_text(DEEP, encoding="utf-8")
     elif change == "bom":
         (root / "manifest.json").write_bytes(b"\xef\xbb\xbf" + (root / "manifest.json").read_bytes())
-    result = invoke(["index", "build", root, "-b", "lines", "-t", "bigram", "-o", tmp_path / "x.sqlite"],
-                    fifos=(root / "a.txt",))
+    result = invoke(
+        ["index", "build", root, "-b", "lines", "-t", "bigram", "-o", tmp_path / "x.sqlite"], fifos=(root / "a.txt",)
+    )
     if change == "bom":
         assert result.exit_code == 0, result.stderr
         return
@@ -659,8 +777,10 @@ def test_index_build_sections_refuses_a_newline_in_a_file_name(tmp_path: Path) -
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a\nb.md").write_text("# 标题\n", encoding="utf-8")
-    one_error_line(invoke(["index", "build", docs, "-b", "sections", "-o", tmp_path / "x.sqlite"]),
-                   "'a\\nb.md': the file name contains a control character (U+000A)")
+    one_error_line(
+        invoke(["index", "build", docs, "-b", "sections", "-o", tmp_path / "x.sqlite"]),
+        "'a\\nb.md': the file name contains a control character (U+000A)",
+    )
 
 
 @pytest.mark.parametrize(
@@ -670,8 +790,11 @@ def test_index_build_sections_refuses_a_newline_in_a_file_name(tmp_path: Path) -
         ("q1 Q0 d1 1 1e999 x\n", "q1 0 d1 1\n", ("run.txt:1: score '1e999' is not a finite number",)),
         ("q1 Q0 d1 1 2 x\n", "q1 0 d1 4294967296\n", ("qrels.txt:1: relevance grade 4294967296 is outside 0..100",)),
         ("q1 Q0 d1 1 2 x\n", "q1\td1\t-1\n", ("qrels.txt:1: relevance grade -1 is outside 0..100",)),
-        ("q1 Q0 d1 1 2 x\n", "\ufeffquery-id\tcorpus-id\tscore\nq1\td1\t99999999999999999999\n",
-         ("qrels.txt:2: relevance grade 99999999999999999999 is outside 0..100",)),
+        (
+            "q1 Q0 d1 1 2 x\n",
+            "\ufeffquery-id\tcorpus-id\tscore\nq1\td1\t99999999999999999999\n",
+            ("qrels.txt:2: relevance grade 99999999999999999999 is outside 0..100",),
+        ),
     ],
     ids=["nan", "1e999", "2**32", "-1", "20-digits-after-bom"],
 )

@@ -15,7 +15,7 @@ from rag_eval.tokenizers import TOKENIZERS, Tokenizer
 from rag_eval.tokenizers.bigram import BigramTokenizer
 
 PLUGIN = textwrap.dedent(
-    '''
+    """
     from rag_eval.tokenizers import PythonTokenizer
 
     class WhitespaceTokenizer(PythonTokenizer):
@@ -25,7 +25,7 @@ PLUGIN = textwrap.dedent(
         def _spans(self, text):
             import re
             return [m.span() for m in re.finditer(r"\\S+", text)]
-    '''
+    """
 )
 
 
@@ -33,10 +33,14 @@ PLUGIN = textwrap.dedent(
 def plugin_path(tmp_path: Path):
     """A real installed-looking distribution: a module plus a dist-info with entry_points.txt."""
     (tmp_path / "rag_eval_demo_plugin.py").write_text(PLUGIN, encoding="utf-8")
-    (tmp_path / "rag_eval_broken_plugin.py").write_text("raise ImportError('missing native library')\n", encoding="utf-8")
+    (tmp_path / "rag_eval_broken_plugin.py").write_text(
+        "raise ImportError('missing native library')\n", encoding="utf-8"
+    )
     dist = tmp_path / "rag_eval_demo_plugin-1.0.dist-info"
     dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: rag-eval-demo-plugin\nVersion: 1.0\n", encoding="utf-8")
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: rag-eval-demo-plugin\nVersion: 1.0\n", encoding="utf-8"
+    )
     (dist / "entry_points.txt").write_text(
         "[rag_eval.tokenizers]\n"
         "whitespace = rag_eval_demo_plugin:WhitespaceTokenizer\n"
@@ -59,7 +63,11 @@ def test_plugin_discovered_through_entry_point(plugin_path: Path) -> None:
 
 def test_broken_plugin_breaks_only_itself(plugin_path: Path) -> None:
     registry: Registry[Tokenizer] = Registry("rag_eval.tokenizers", "tokenizer")
-    with pytest.raises(RegistryError, match=r"tokenizer 'broken' failed to load from rag_eval_broken_plugin:Broken: ImportError: missing native library"):
+    with pytest.raises(
+        RegistryError,
+        match=r"tokenizer 'broken' failed to load from rag_eval_broken_plugin:Broken: "
+        r"ImportError: missing native library",
+    ):
         registry["broken"]
     assert registry["bigram"] is BigramTokenizer
     assert registry["whitespace"].name == "whitespace"
@@ -68,7 +76,9 @@ def test_broken_plugin_breaks_only_itself(plugin_path: Path) -> None:
 def test_plugin_listed_by_cli(plugin_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "rag_eval", "tokenizers"],
-        capture_output=True, text=True, env={**__import__("os").environ, "PYTHONPATH": str(plugin_path)},
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "PYTHONPATH": str(plugin_path)},
     )
     assert result.returncode == 0, result.stderr
     assert "whitespace  (Python)  available" in result.stdout
@@ -98,7 +108,9 @@ def test_register_at_run_time() -> None:
 
 
 def test_unknown_name_lists_registered_names() -> None:
-    with pytest.raises(RegistryError, match=r"unknown tokenizer 'bigrams'; choose from: bigram, jieba, pkuseg, trigram"):
+    with pytest.raises(
+        RegistryError, match=r"unknown tokenizer 'bigrams'; choose from: bigram, jieba, pkuseg, trigram"
+    ):
         TOKENIZERS["bigrams"]
 
 
@@ -108,7 +120,8 @@ def test_names_do_not_import_strategy_modules() -> None:
         "from rag_eval.tokenizers import TOKENIZERS\n"
         "names = sorted(TOKENIZERS)\n"
         "from rag_eval.cli import cli\n"
-        "heavy = [m for m in ('jieba', 'spacy_pkuseg', 'opencc', 'rag_eval.tokenizers.jieba', 'rag_eval.tokenizers.pkuseg') if m in sys.modules]\n"
+        "heavy = [m for m in ('jieba', 'spacy_pkuseg', 'opencc', 'rag_eval.tokenizers.jieba',\n"
+        "                     'rag_eval.tokenizers.pkuseg') if m in sys.modules]\n"
         "print(len(names), heavy)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -26,8 +26,14 @@ HOSTILE_TEXT = "<b>粗体</b> & *星* `代码` | 管道"
 CHARTS = ["chart-which", *(f"chart-bars-{i}" for i in range(1, 7)), "chart-recall", "chart-latency", "chart-kinds"]
 #: Debian's chromium: Playwright drives it and never downloads a browser of its own.
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +41,13 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A real compare with an outside run (no latency) and a gate, as ``rag-eval compare`` writes it."""
     root = tmp_path_factory.mktemp("reports")
     first = run_compare("evidence-mini", output=root / "first", tokenizers=["bigram", "unigram"])
-    second = run_compare("evidence-mini", output=root / "second", tokenizers=["bigram", "trigram"],
-                         outside=[OutsideRun("outside", first.output / "runs" / "unigram_lines_and.run")],
-                         against=first.output / "report.json")
+    second = run_compare(
+        "evidence-mini",
+        output=root / "second",
+        tokenizers=["bigram", "trigram"],
+        outside=[OutsideRun("outside", first.output / "runs" / "unigram_lines_and.run")],
+        against=first.output / "report.json",
+    )
     return {"first": first.output, "second": second.output}
 
 
@@ -171,9 +181,12 @@ def test_rendering_is_reproducible(report: dict[str, Any], markdown: str, html: 
 
 
 def test_gate_and_skipped_systems_are_shown(report: dict[str, Any]) -> None:
-    report["skipped"] = [{"tokenizer": "pkuseg", "reason": "the model is not installed", "hint": "run: rag-eval models install pkuseg"}]
-    report["gate"]["regressions"] = [{"system": "bigram | lines | and", "metric": "nDCG@10", "old": 0.9, "new": 0.8211,
-                                      "tolerance": 0.005}]
+    report["skipped"] = [
+        {"tokenizer": "pkuseg", "reason": "the model is not installed", "hint": "run: rag-eval models install pkuseg"}
+    ]
+    report["gate"]["regressions"] = [
+        {"system": "bigram | lines | and", "metric": "nDCG@10", "old": 0.9, "new": 0.8211, "tolerance": 0.005}
+    ]
     markdown, page = render_markdown(report), Page(render_html(report))
     assert "`pkuseg`, the model is not installed; run: rag-eval models install pkuseg." in markdown
     assert "| REGRESSION | `bigram` | nDCG@10 | 0.9000 | 0.8211 | -0.0789 |" in markdown
@@ -201,9 +214,9 @@ def test_outside_runs_only_no_latency_anywhere(report: dict[str, Any]) -> None:
 
 
 def test_outside_run_beside_timed_systems(markdown: str, html: str) -> None:
-    which = html[html.index('id="chart-which"'):html.index("</figure>", html.index('id="chart-which"'))]
+    which = html[html.index('id="chart-which"') : html.index("</figure>", html.index('id="chart-which"'))]
     assert "outside (no latency)" in which and "Pareto front" in which
-    latency = html[html.index('id="chart-latency"'):html.index("</figure>", html.index('id="chart-latency"'))]
+    latency = html[html.index('id="chart-latency"') : html.index("</figure>", html.index('id="chart-latency"'))]
     assert ">outside<" not in latency
     assert "No costs or latency for outside runs: `outside`." in markdown
 
@@ -245,7 +258,7 @@ def test_pareto_front() -> None:
 def test_charts_have_axes_and_a_log_latency_axis(html: str) -> None:
     def chart(name: str) -> str:
         start = html.index(f'id="{name}"')
-        return html[start:html.index("</figure>", start)]
+        return html[start : html.index("</figure>", start)]
 
     recall = chart("chart-recall")
     assert "recall@k" in recall and "k (cut-off, log scale)" in recall
@@ -268,16 +281,20 @@ def test_templates_are_package_data() -> None:
 
 
 def test_jinja2_and_matplotlib_load_only_when_a_report_is_rendered() -> None:
-    code = ("import sys\nfrom click.testing import CliRunner\nfrom rag_eval.cli import cli\n"
-            "import rag_eval.eval.report, rag_eval.eval.compare\n"
-            "assert CliRunner().invoke(cli, ['--help']).exit_code == 0\n"
-            "print(sorted({'jinja2', 'matplotlib', 'markupsafe'} & set(sys.modules)))\n")
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom rag_eval.cli import cli\n"
+        "import rag_eval.eval.report, rag_eval.eval.compare\n"
+        "assert CliRunner().invoke(cli, ['--help']).exit_code == 0\n"
+        "print(sorted({'jinja2', 'matplotlib', 'markupsafe'} & set(sys.modules)))\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable (Debian: apt-get install chromium; .ci/run installs it)")
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium executable (Debian: apt-get install chromium; .ci/run installs it)"
+)
 def test_report_in_headless_chromium(folders: dict[str, Path], tmp_path: Path) -> None:
     """The page as a browser shows it: no console error, no request, every chart drawn, every system in the tables."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra")
@@ -292,7 +309,10 @@ def test_report_in_headless_chromium(folders: dict[str, Path], tmp_path: Path) -
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1240, "height": 900})
-            page.on("console", lambda message: problems.append(message.text) if message.type in ("error", "warning") else None)
+            page.on(
+                "console",
+                lambda message: problems.append(message.text) if message.type in ("error", "warning") else None,
+            )
             page.on("pageerror", lambda error: problems.append(str(error)))
             page.on("request", lambda request: requests.append(request.url))
             page.goto((folder / "report.html").as_uri(), wait_until="load")

@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import ALL_SPECS
-from rag_eval.builders.sections import AnchorSet, slugify, split_markdown, split_oversized, Section
+
+from rag_eval.builders.sections import AnchorSet, Section, slugify, split_markdown, split_oversized
 from rag_eval.compat import DocIndex
 from rag_eval.errors import ReadError
 from rag_eval.read import list_entries, read
@@ -23,8 +23,16 @@ def test_anchor_set_checks_every_candidate() -> None:
     assert [anchors.reserve(slugify(h)) for h in ("A", "A", "A-2")] == ["a", "a-2", "a-2-2"]
 
 
-@pytest.mark.parametrize(("heading", "slug"), [("导出 文件", "导出-文件"), ("ＦＡＱ", "faq"), ("!!!", "section"),
-                                                ("Python 3.11 安装", "python-3-11-安装"), ("", "section")])
+@pytest.mark.parametrize(
+    ("heading", "slug"),
+    [
+        ("导出 文件", "导出-文件"),
+        ("ＦＡＱ", "faq"),
+        ("!!!", "section"),
+        ("Python 3.11 安装", "python-3-11-安装"),
+        ("", "section"),
+    ],
+)
 def test_slugify(heading: str, slug: str) -> None:
     assert slugify(heading) == slug
 
@@ -66,7 +74,13 @@ def test_oversized_split_at_blank_lines_and_hard_cut_only_for_one_paragraph() ->
     section = Section("x", "X", "X", "\n\n".join(["甲" * 900, "乙" * 900, "丙" * 900]) + "\n\n" + "丁" * 4500)
     parts = split_oversized(section, 2000)
     assert [p.anchor for p in parts] == ["x", "x~2", "x~3", "x~4", "x~5"]
-    assert [p.text for p in parts] == ["甲" * 900 + "\n\n" + "乙" * 900, "丙" * 900, "丁" * 2000, "丁" * 2000, "丁" * 500]
+    assert [p.text for p in parts] == [
+        "甲" * 900 + "\n\n" + "乙" * 900,
+        "丙" * 900,
+        "丁" * 2000,
+        "丁" * 2000,
+        "丁" * 500,
+    ]
 
 
 def test_anchors_stable_across_rebuilds(docs: Path, tmp_path: Path) -> None:
@@ -91,8 +105,19 @@ def test_read_by_anchor_and_whole_file(docs: Path, tmp_path: Path) -> None:
         assert "anchors in guide/export.md: _preamble, 导出指南" in (caught.value.hint or "")
 
 
-@pytest.mark.parametrize("target", ["../secret.md", "/etc/passwd", "guide/../../secret.md", "guide\\..\\secret.md",
-                                    "notes.md\x00.txt", "link.md", "C:/x.md", ""])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "../secret.md",
+        "/etc/passwd",
+        "guide/../../secret.md",
+        "guide\\..\\secret.md",
+        "notes.md\x00.txt",
+        "link.md",
+        "C:/x.md",
+        "",
+    ],
+)
 def test_read_refuses_traversal(docs: Path, tmp_path: Path, target: str) -> None:
     (tmp_path / "secret.md").write_text("secret", encoding="utf-8")
     os.symlink(tmp_path / "secret.md", docs / "link.md")
@@ -115,14 +140,23 @@ def test_percent_encoding_is_not_decoded(docs: Path, tmp_path: Path) -> None:
 SNIPPETS = {
     ("bigram", "wi-fi 密码"): ("faq/fullwidth.md#faq", "# ＦＡＱ\n\n【Ｗｉ－Ｆｉ】 密碼在設定頁面，版本 Ｖ２．３。"),
     ("jieba", "wi-fi 密码"): ("faq/fullwidth.md#faq", "# ＦＡＱ\n\n【Ｗｉ】－【Ｆｉ】 密碼在設定頁面，版本 Ｖ２．３。"),
-    ("unigram", "wi-fi 密码"): ("faq/fullwidth.md#faq", "# ＦＡＱ\n\n【Ｗｉ－Ｆｉ】 【密】碼在設定頁面，版本 Ｖ２．３。"),
+    ("unigram", "wi-fi 密码"): (
+        "faq/fullwidth.md#faq",
+        "# ＦＡＱ\n\n【Ｗｉ－Ｆｉ】 【密】碼在設定頁面，版本 Ｖ２．３。",
+    ),
     ("bigram:t2s=true", "资料库备份"): ("faq/fullwidth.md#資料庫備份", "# 【資料庫備份】\n\n資料庫備份會保留三十天。"),
     ("jieba", "資料庫备份"): ("faq/fullwidth.md#資料庫備份", "# 【資料庫】備份\n\n資料庫備份會保留三十天。"),
     ("trigram", "資料庫"): ("faq/fullwidth.md#資料庫備份", "# 【資料庫】備份\n\n資料庫備份會保留三十天。"),
-    ("unicode61", "导出文件"): ("guide/export.md#导出文件",
-                                "## 【导出文件】\n\n在设置页面点击导出按钮，选择 CSV 或 Excel 格式。\n\n```bash\n# 这不是标题\nexport --all\n```"),
-    ("pkuseg:model=mini", "导出文件"): ("guide/export.md#导出文件",
-                                        "## 【导出文件】\n\n在设置页面点击导出按钮，选择 CSV 或 Excel 格式。\n\n```bash\n# 这不是标题\nexport --all\n```"),
+    ("unicode61", "导出文件"): (
+        "guide/export.md#导出文件",
+        "## 【导出文件】\n\n在设置页面点击导出按钮，选择 CSV 或 Excel 格式。\n\n"
+        "```bash\n# 这不是标题\nexport --all\n```",
+    ),
+    ("pkuseg:model=mini", "导出文件"): (
+        "guide/export.md#导出文件",
+        "## 【导出文件】\n\n在设置页面点击导出按钮，选择 CSV 或 Excel 格式。\n\n"
+        "```bash\n# 这不是标题\nexport --all\n```",
+    ),
 }
 
 
@@ -136,7 +170,9 @@ def test_exact_snippets(docs: Path, tmp_path: Path, spec: str, query: str) -> No
 
 
 def test_long_section_snippet_is_a_window_with_ellipses(docs: Path, tmp_path: Path) -> None:
-    (docs / "guide" / "window.md").write_text("# 窗口\n\n" + "无关内容。" * 80 + "关键词导出在这里" + "其他内容。" * 80, encoding="utf-8")
+    (docs / "guide" / "window.md").write_text(
+        "# 窗口\n\n" + "无关内容。" * 80 + "关键词导出在这里" + "其他内容。" * 80, encoding="utf-8"
+    )
     path = tmp_path / "index.sqlite"
     build(docs, path, builder="sections", tokenizer="jieba")
     with Index.open(path) as index:

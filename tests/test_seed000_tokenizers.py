@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "seed"))
+from conftest import ALL_SPECS  # noqa: E402
 from make_corpus import make  # noqa: E402
 
-from conftest import ALL_SPECS  # noqa: E402
 from rag_eval.compat import connect, retrieve, search_tool, sync, verify_source  # noqa: E402
 
 TODAY = "2026-10-07"
@@ -35,7 +35,9 @@ BASE = {
 EXPECTED = {
     "unicode61": {},
     "trigram": {  # every query word here is under 3 characters: trigram matches nothing
-        "daochu_baoliu": set(), "sixty_days_before_expiry": 0, "quoted": 0,
+        "daochu_baoliu": set(),
+        "sixty_days_before_expiry": 0,
+        "quoted": 0,
         "update_query": ("保留 30 天", "phrase"),
     },
     "jieba": {"daochu_baoliu": SEGMENTING["docs"], "daochu_finds_compact": True, "quoted": 3},
@@ -87,7 +89,20 @@ def test_compact_line(seeded) -> None:
     assert found is expected(spec, "daochu_finds_compact")
 
 
-@pytest.mark.parametrize("query", ["导出 OR 薄荷", "x'; DROP TABLE chunks; --", "NEAR(", "导出 : (", '" OR "', '"导出', "导出*", "^导出", "text:导出"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "导出 OR 薄荷",
+        "x'; DROP TABLE chunks; --",
+        "NEAR(",
+        "导出 : (",
+        '" OR "',
+        '"导出',
+        "导出*",
+        "^导出",
+        "text:导出",
+    ],
+)
 def test_operators_are_data(seeded, query: str) -> None:
     spec, db, _ = seeded
     retrieve(db, query, as_of=TODAY)  # must not raise a SQL or MATCH syntax error

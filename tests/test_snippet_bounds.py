@@ -10,14 +10,19 @@ import re
 from pathlib import Path
 
 import pytest
+from benchtext import bench_text
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 import rag_eval.snippets as snippets
 from rag_eval.builders.sections import (
-    MAX_HEADING_CHARS, AnchorSet, atx_heading, clip_heading, slugify, split_markdown,
+    MAX_HEADING_CHARS,
+    AnchorSet,
+    atx_heading,
+    clip_heading,
+    slugify,
+    split_markdown,
 )
-from benchtext import bench_text
 from rag_eval.read import list_entries
 from rag_eval.search import search
 from rag_eval.snippets import SCAN_CHARS, token_snippet, window_snippet
@@ -26,8 +31,8 @@ from rag_eval.tokenizers import Token
 from rag_eval.tokenizers.normalise import normalise_with_offsets
 from rag_eval.writer import build
 
-
 # --- references: the code before the bounds -------------------------------------------------------
+
 
 def ref_mark(text: str, spans: list[tuple[int, int]], open_marker: str, close_marker: str) -> str:
     for start, end in sorted(spans, reverse=True):
@@ -58,8 +63,16 @@ def ref_term_positions(text: str, terms: tuple[str, ...], *, t2s: bool = False) 
 
 
 def ref_window_snippet(
-    text: str, terms: tuple[str, ...], *, open_marker: str = "【", close_marker: str = "】", ellipsis: str = "…",
-    window: int = 150, max_highlights: int = 5, max_len: int = 300, t2s: bool = False,
+    text: str,
+    terms: tuple[str, ...],
+    *,
+    open_marker: str = "【",
+    close_marker: str = "】",
+    ellipsis: str = "…",
+    window: int = 150,
+    max_highlights: int = 5,
+    max_len: int = 300,
+    t2s: bool = False,
 ) -> str:
     positions = ref_term_positions(text, terms, t2s=t2s)
     if not positions:
@@ -82,8 +95,14 @@ def ref_window_snippet(
 
 
 def ref_token_snippet(
-    text: str, tokens: list[Token], terms: set[str], *, open_marker: str = "[", close_marker: str = "]",
-    ellipsis: str = " … ", size: int = 18,
+    text: str,
+    tokens: list[Token],
+    terms: set[str],
+    *,
+    open_marker: str = "[",
+    close_marker: str = "]",
+    ellipsis: str = " … ",
+    size: int = 18,
 ) -> str:
     if not tokens:
         return text
@@ -128,15 +147,39 @@ class RefAnchorSet:
 # Few distinct characters, so terms occur often and overlap; full-width, ligature, ㍻, decomposed é,
 # ß and traditional characters make raw and normalised offsets differ.
 ALPHABET = "导出文件资料库資料庫ab AＡ ﬁ㍻e\u0301ß，。"
-VOCABULARY = ["导出", "出文", "文件", "导", "件", "资料", "料库", "资料库", "a", "ab", "b", "fi", "平成", "ss", "é", "e",
-              ",", "x", "资"]
+VOCABULARY = [
+    "导出",
+    "出文",
+    "文件",
+    "导",
+    "件",
+    "资料",
+    "料库",
+    "资料库",
+    "a",
+    "ab",
+    "b",
+    "fi",
+    "平成",
+    "ss",
+    "é",
+    "e",
+    ",",
+    "x",
+    "资",
+]
 TEXTS = st.text(st.sampled_from(ALPHABET), max_size=120)
-TERMS = st.lists(st.one_of(st.sampled_from(VOCABULARY), st.text(st.sampled_from("导出文件资料库abfi,é"), max_size=3)),
-                 max_size=6).map(tuple)
-SETTINGS = st.fixed_dictionaries({
-    "window": st.integers(-2, 40), "max_len": st.integers(0, 80), "max_highlights": st.integers(0, 6),
-    "t2s": st.booleans(),
-})
+TERMS = st.lists(
+    st.one_of(st.sampled_from(VOCABULARY), st.text(st.sampled_from("导出文件资料库abfi,é"), max_size=3)), max_size=6
+).map(tuple)
+SETTINGS = st.fixed_dictionaries(
+    {
+        "window": st.integers(-2, 40),
+        "max_len": st.integers(0, 80),
+        "max_highlights": st.integers(0, 6),
+        "t2s": st.booleans(),
+    }
+)
 
 
 @given(text=TEXTS, terms=TERMS, settings=SETTINGS)
@@ -145,7 +188,9 @@ def test_window_snippet_equals_the_quadratic_reference(text: str, terms: tuple[s
 
 
 @given(text=TEXTS.filter(bool), terms=TERMS, settings=SETTINGS)
-def test_window_snippet_is_exact_up_to_both_documented_bounds(text: str, terms: tuple[str, ...], settings: dict) -> None:
+def test_window_snippet_is_exact_up_to_both_documented_bounds(
+    text: str, terms: tuple[str, ...], settings: dict
+) -> None:
     """A text of exactly ``scan_chars`` characters with exactly ``max_occurrences`` occurrences is still exact."""
     occurrences = max(1, len(ref_term_positions(text, terms, t2s=settings["t2s"])))
     bounded = window_snippet(text, terms, scan_chars=len(text), max_occurrences=occurrences, **settings)
@@ -185,7 +230,9 @@ def test_a_10_mb_passage_normalises_one_region(monkeypatch: pytest.MonkeyPatch) 
     assert used[0] <= SCAN_CHARS + 400
 
 
-@pytest.mark.parametrize("offset", [SCAN_CHARS - 3, SCAN_CHARS - 1, SCAN_CHARS, 2 * SCAN_CHARS - 20, 3 * SCAN_CHARS - 2])
+@pytest.mark.parametrize(
+    "offset", [SCAN_CHARS - 3, SCAN_CHARS - 1, SCAN_CHARS, 2 * SCAN_CHARS - 20, 3 * SCAN_CHARS - 2]
+)
 def test_a_term_far_into_a_long_text_is_found_by_a_linear_scan(monkeypatch: pytest.MonkeyPatch, offset: int) -> None:
     """Regions overlap, so a term across a region border is found; each character is read about once."""
     text = "空" * offset + "ＡＢＣ" + "空" * (3 * SCAN_CHARS - offset)
@@ -204,18 +251,24 @@ def test_the_window_is_chosen_among_the_first_max_occurrences() -> None:
 
 def test_a_long_text_takes_its_window_from_the_first_region_with_an_occurrence() -> None:
     text = "。" * 30 + "甲" + "。" * 100 + "甲乙丙" + "。" * 100
-    assert window_snippet(text, ("甲", "乙", "丙"), window=5, max_len=10, scan_chars=100) == "…。。。。。【甲】。。。。…"
+    assert (
+        window_snippet(text, ("甲", "乙", "丙"), window=5, max_len=10, scan_chars=100) == "…。。。。。【甲】。。。。…"
+    )
     assert window_snippet(text, ("乙",), window=5, max_len=10, scan_chars=100) == "…。。。。甲【乙】丙。。。…"
 
 
 # --- token_snippet -------------------------------------------------------------------------------
 
+
 @st.composite
 def token_lists(draw: st.DrawFn) -> tuple[str, list[Token]]:
     text = draw(st.text(st.sampled_from("导出文件ab "), max_size=60))
     spans = draw(st.lists(st.tuples(st.integers(0, len(text)), st.integers(1, 3)), max_size=40))
-    tokens = [Token(draw(st.sampled_from(VOCABULARY[:8])), start, min(len(text), start + width))
-              for start, width in sorted(spans) if start < len(text)]
+    tokens = [
+        Token(draw(st.sampled_from(VOCABULARY[:8])), start, min(len(text), start + width))
+        for start, width in sorted(spans)
+        if start < len(text)
+    ]
     return text, tokens
 
 
@@ -234,8 +287,12 @@ def test_token_snippet_rejects_a_size_below_one() -> None:
 
 LINE_TEXT = st.text(st.sampled_from(" \t#a文\r"), max_size=16)
 # Mostly lines shaped like headings: an indent, a run of '#', then anything.
-LINES = st.one_of(LINE_TEXT, st.builds(lambda indent, level, rest: " " * indent + "#" * level + rest,
-                                       st.integers(0, 5), st.integers(0, 8), LINE_TEXT))
+LINES = st.one_of(
+    LINE_TEXT,
+    st.builds(
+        lambda indent, level, rest: " " * indent + "#" * level + rest, st.integers(0, 5), st.integers(0, 8), LINE_TEXT
+    ),
+)
 
 
 @given(line=LINES)

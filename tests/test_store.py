@@ -7,8 +7,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from conftest import ALL_SPECS, tokenizer_for
+
 from rag_eval.errors import CorpusError, IndexFileError, MissingSourceError
 from rag_eval.search import search
 from rag_eval.store import Index, RagEvalWarning, build_lock
@@ -30,8 +30,10 @@ def stored_terms(path: Path, rowid: int) -> tuple[list[str], list[str]]:
 @pytest.mark.parametrize("spec", ALL_SPECS)
 def test_fts5vocab_terms_equal_python_tokens(spec: str, docs: Path, tmp_path: Path) -> None:
     extra = docs / "symbols.md"
-    extra.write_text("# C++ 与 C#\n\nPython 3.11、Wi-Fi 6、iPhone15 和 ＡＢＣ１２３；价格 1,200 元（含税）。Straße ﬁle ㍻\n",
-                     encoding="utf-8")
+    extra.write_text(
+        "# C++ 与 C#\n\nPython 3.11、Wi-Fi 6、iPhone15 和 ＡＢＣ１２３；价格 1,200 元（含税）。Straße ﬁle ㍻\n",
+        encoding="utf-8",
+    )
     path = tmp_path / "index.sqlite"
     build(docs, path, builder="sections", tokenizer=spec)
     tokenizer = tokenizer_for(spec)
@@ -84,7 +86,8 @@ def test_incremental_sync_retokenizes_only_changed_files(docs: Path, tmp_path: P
 def _snapshot(path: Path) -> list:
     with Index.open(path) as index:
         return [(h.chunk.key, h.score, h.snippet) for h in search(index, "导出 文件", limit=10).hits] + [
-            dict(index.meta)]
+            dict(index.meta)
+        ]
 
 
 def test_failed_build_leaves_the_previous_index(docs: Path, tmp_path: Path) -> None:
@@ -148,7 +151,9 @@ def test_changed_model_is_an_error_and_version_drift_a_warning(tmp_path: Path, d
     path = tmp_path / "index.sqlite"
     build(docs, path, builder="sections", tokenizer=f"jieba:userdict={words}")
     words.write_text("导出指南 5 n\n", encoding="utf-8")
-    with pytest.raises(IndexFileError, match=r"the tokenizer changed since this index was built \(userdict: built with sha256:"):
+    with pytest.raises(
+        IndexFileError, match=r"the tokenizer changed since this index was built \(userdict: built with sha256:"
+    ):
         Index.open(path)
     words.write_text("导出指南 100 n\n", encoding="utf-8")
     db = sqlite3.connect(path)
@@ -163,8 +168,13 @@ def test_changed_model_is_an_error_and_version_drift_a_warning(tmp_path: Path, d
 
 def test_ties_are_broken_by_chunk_id(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"_id": f"p{i}", "title": "", "text": "同样的文本"}, ensure_ascii=False) + "\n"
-                              for i in (3, 1, 2)), encoding="utf-8")
+    corpus.write_text(
+        "".join(
+            json.dumps({"_id": f"p{i}", "title": "", "text": "同样的文本"}, ensure_ascii=False) + "\n"
+            for i in (3, 1, 2)
+        ),
+        encoding="utf-8",
+    )
     path = tmp_path / "index.sqlite"
     build(corpus, path, builder="passages", tokenizer="bigram")
     with Index.open(path) as index:
@@ -190,8 +200,12 @@ def test_passages_errors_name_file_and_line(tmp_path: Path, lines: str, message:
 
 def test_passages_index_titles(tmp_path: Path) -> None:
     (tmp_path / "corpus.jsonl").write_text(
-        json.dumps({"_id": "d1", "title": "数据导出", "text": "正文没有那个词。"}, ensure_ascii=False) + "\n"
-        + json.dumps({"_id": "d2", "title": "其他", "text": "正文也不相关。"}, ensure_ascii=False) + "\n", encoding="utf-8")
+        json.dumps({"_id": "d1", "title": "数据导出", "text": "正文没有那个词。"}, ensure_ascii=False)
+        + "\n"
+        + json.dumps({"_id": "d2", "title": "其他", "text": "正文也不相关。"}, ensure_ascii=False)
+        + "\n",
+        encoding="utf-8",
+    )
     build(tmp_path, tmp_path / "index.sqlite", builder="passages:title_weight=2", tokenizer="jieba")
     with Index.open(tmp_path / "index.sqlite") as index:
         assert [h.chunk.key for h in search(index, "导出").hits] == ["d1"]
@@ -220,7 +234,9 @@ def test_opening_with_another_tokenizer_is_an_error(docs: Path, tmp_path: Path) 
     path = tmp_path / "index.sqlite"
     build(docs, path, builder="sections", tokenizer="jieba")
     Index.open(path, tokenizer="jieba:mode=search").close()  # the same options, spelled out
-    with pytest.raises(IndexFileError, match=r"built with tokenizer jieba:hmm=true,mode=search,t2s=false, not bigram:t2s=false"):
+    with pytest.raises(
+        IndexFileError, match=r"built with tokenizer jieba:hmm=true,mode=search,t2s=false, not bigram:t2s=false"
+    ):
         Index.open(path, tokenizer="bigram")
     with pytest.raises(IndexFileError, match=r"not jieba:hmm=true,mode=precise,t2s=false"):
         Index.open(path, tokenizer="jieba:mode=precise")
@@ -247,7 +263,9 @@ def test_compat_connection_with_another_tokenizer(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("spec", ["jieba", "pkuseg:model=mini"])
-def test_process_pool_gives_the_same_index(spec: str, docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_process_pool_gives_the_same_index(
+    spec: str, docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import rag_eval.tokenize_pool as pool
 
     serial = build(docs, tmp_path / "serial.sqlite", builder="sections", tokenizer=spec)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from ..errors import RagEvalError, RegistryError
 from ..registry import Registry
@@ -37,8 +38,9 @@ class TokenizeResult(NamedTuple):
     error: str | None = None
 
 
-def tokenize_many(specs: list[str], text: str, *,
-                  progress: Callable[[str, int, int], None] | None = None) -> list[TokenizeResult]:
+def tokenize_many(
+    specs: list[str], text: str, *, progress: Callable[[str, int, int], None] | None = None
+) -> list[TokenizeResult]:
     """Tokenize ``text`` with each spec; no specs means every registered strategy.
 
     Named specs must work (their errors propagate). When comparing every strategy, one that is

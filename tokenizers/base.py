@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, ClassVar, Iterable, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import regex
 
@@ -137,7 +138,7 @@ class Tokenizer(Configurable):
 
     @property
     def spec(self) -> str:
-        """Stable identity: canonical system spec plus the fingerprint, e.g. ``jieba:mode=search,... [jieba=0.42.1]``."""
+        """Stable identity: canonical system spec plus fingerprint, e.g. ``jieba:mode=search,... [jieba=0.42.1]``."""
         details = ", ".join(f"{key}={value}" for key, value in sorted(self.fingerprint().items()))
         return f"{self.system} [{details}]" if details else self.system
 

@@ -26,5 +26,5 @@ class BigramTokenizer(PythonTokenizer):
             if match.lastgroup == "word" or end - start == 1:
                 spans.append((start, end))
             else:
-                spans += zip(range(start, end - 1), range(start + 2, end + 1))
+                spans += zip(range(start, end - 1), range(start + 2, end + 1), strict=False)
         return spans

@@ -15,8 +15,9 @@ import os
 import re
 import sqlite3
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from ..cache import cache_dir
@@ -51,7 +52,7 @@ def check_fts5(tokenizer: str = "unicode61") -> None:
 class Unicode61Rules:
     """Tokens (a start character, then token characters) and per-character folding of ``unicode61``."""
 
-    token_chars: "re.Pattern[str]"
+    token_chars: re.Pattern[str]
     fold: dict[int, int | None]
 
 
@@ -66,7 +67,7 @@ def _cache_file(kind: str) -> Path:
     return cache_dir() / "fts5" / f"{kind}-sqlite{sqlite3.sqlite_version}-v{_FORMAT}.json"
 
 
-def _load_or_derive(kind: str, derive) -> dict:  # type: ignore[no-untyped-def]
+def _load_or_derive(kind: str, derive: Callable[[], dict]) -> dict:
     path = _cache_file(kind)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -89,7 +90,7 @@ def _vocab_terms(clause: str, rows: list[str]) -> list[str]:
     check_fts5(clause.split()[0])
     db = sqlite3.connect(":memory:")
     try:
-        db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize=\"{clause}\")")
+        db.execute(f'CREATE VIRTUAL TABLE t USING fts5(x, tokenize="{clause}")')
         db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
         db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(rows, start=1))
         return [term for (term,) in db.execute("SELECT term FROM v ORDER BY doc, offset")]
@@ -117,8 +118,13 @@ def _derive_unicode61(remove_diacritics: int) -> dict:
     # A token starts only with a letter, digit or private-use character; diacritics merely continue
     # one. Probe "?a": a character that can start a token yields one term other than "a".
     rows = [" ".join(chr(c) + _PROBE for c in token_codes[i : i + _BATCH]) for i in range(0, len(token_codes), _BATCH)]
-    starts = [code for code, term in zip(token_codes, _vocab_terms(f"unicode61 remove_diacritics {remove_diacritics}", rows))
-              if term != _PROBE]
+    starts = [
+        code
+        for code, term in zip(
+            token_codes, _vocab_terms(f"unicode61 remove_diacritics {remove_diacritics}", rows), strict=False
+        )
+        if term != _PROBE
+    ]
     return {"token_class": char_class(token_codes), "start_class": char_class(starts), "fold": fold}
 
 
@@ -129,11 +135,11 @@ def _derive_trigram(case_sensitive: int) -> dict:
     terms = _vocab_terms(f"trigram case_sensitive {case_sensitive}", [text])
     if len(terms) != len(codes):  # pragma: no cover - would mean trigram skips characters
         raise RuntimeError(f"trigram probe returned {len(terms)} terms for {len(codes)} characters")
-    fold = {str(code): ord(term[0]) for code, term in zip(codes, terms) if term[0] != chr(code)}
+    fold = {str(code): ord(term[0]) for code, term in zip(codes, terms, strict=False) if term[0] != chr(code)}
     return {"fold": fold}
 
 
-@lru_cache(maxsize=None)
+@cache
 def unicode61_rules(remove_diacritics: int) -> Unicode61Rules:
     """The rules of ``unicode61 remove_diacritics N`` in this SQLite."""
     data = _load_or_derive(f"unicode61-rd{remove_diacritics}", lambda: _derive_unicode61(remove_diacritics))
@@ -142,7 +148,7 @@ def unicode61_rules(remove_diacritics: int) -> Unicode61Rules:
     return Unicode61Rules(pattern, {int(k): v for k, v in data["fold"].items()})
 
 
-@lru_cache(maxsize=None)
+@cache
 def trigram_rules(case_sensitive: int) -> TrigramRules:
     """The rules of ``trigram case_sensitive N`` in this SQLite."""
     data = _load_or_derive(f"trigram-cs{case_sensitive}", lambda: _derive_trigram(case_sensitive))

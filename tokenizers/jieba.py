@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import warnings
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..cache import cache_dir
 from ..errors import SpecError
@@ -32,7 +33,13 @@ class JiebaTokenizer(PythonTokenizer):
     summary = "jieba word segmentation, search mode (cut_for_search) by default"
     option_set = with_options(
         PythonTokenizer.option_set,
-        Option("mode", "search: words plus dictionary sub-words; precise: one segmentation", "search", str, ("search", "precise")),
+        Option(
+            "mode",
+            "search: words plus dictionary sub-words; precise: one segmentation",
+            "search",
+            str,
+            ("search", "precise"),
+        ),
         Option("userdict", "path of a jieba user dictionary (word [freq] [tag] per line)", "", _existing_file),
         Option("hmm", "let jieba's HMM join unknown words", True, parse_bool),
     )

@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 from ..errors import RagEvalError
 from ..registry import Registry
+from .base import Tokenizer
 
 
 class TokenizerInfo(NamedTuple):
@@ -21,12 +22,12 @@ class TokenizerInfo(NamedTuple):
     summary: str
 
 
-def describe_all(registry: Registry) -> list[TokenizerInfo]:  # type: ignore[type-arg]
+def describe_all(registry: Registry[Tokenizer]) -> list[TokenizerInfo]:
     """Describe every registered tokenizer without failing on a broken or unavailable one."""
     rows = []
     for name in registry:
         try:
-            cls = registry[name]
+            cls: type[Tokenizer] = registry[name]
         except RagEvalError as exc:
             rows.append(TokenizerInfo(name, "plug-in", False, str(exc), "", [], "", ""))
             continue

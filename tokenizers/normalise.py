@@ -41,8 +41,8 @@ def _fold_char(unit: str) -> str:
 
 @dataclass(frozen=True)
 class _Tables:
-    special: "re.Pattern[str]"  # finds any character that needs the slow path
-    units: "re.Pattern[str]"  # a character with its combining marks, or one whose normal form has another length
+    special: re.Pattern[str]  # finds any character that needs the slow path
+    units: re.Pattern[str]  # a character with its combining marks, or one whose normal form has another length
     one_to_one: dict[int, str]  # characters that change into exactly one other character (Ａ -> a, ， -> ,)
 
 
@@ -192,4 +192,4 @@ def t2s_table() -> dict[int, str]:
     converted = opencc.OpenCC("t2s").convert("\n".join(han)).split("\n")
     if len(converted) != len(han):  # pragma: no cover - guards an OpenCC behaviour change
         raise RuntimeError("OpenCC t2s changed the number of lines in a character list")
-    return {ord(src): dst for src, dst in zip(han, converted) if src != dst and len(dst) == 1}
+    return {ord(src): dst for src, dst in zip(han, converted, strict=False) if src != dst and len(dst) == 1}

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import UnavailableError
 from ..models import model_checksum, resolve_pkuseg_model
@@ -43,7 +44,11 @@ class PkusegTokenizer(PythonTokenizer):
     summary = "pkuseg CRF word segmentation (spacy-pkuseg) with a local model"
     option_set = with_options(
         PythonTokenizer.option_set,
-        Option("model", "mini (shipped), default (installed) or a model directory; '' = $RAG_EVAL_PKUSEG_MODEL, then default", ""),
+        Option(
+            "model",
+            "mini (shipped), default (installed) or a model directory; '' = $RAG_EVAL_PKUSEG_MODEL, then default",
+            "",
+        ),
         Option("userdict", "'' = pkuseg's built-in dictionary, none, or a path with one word per line", "", _userdict),
     )
     libraries = ("spacy-pkuseg",)
@@ -85,7 +90,9 @@ class PkusegTokenizer(PythonTokenizer):
     def _load(self) -> None:
         _label, path = resolve_pkuseg_model(self.options["model"])
         details = self.fingerprint()
-        self._segmenter = _load_pkuseg(str(path), details["model"], self.options["userdict"], details.get("userdict", ""))
+        self._segmenter = _load_pkuseg(
+            str(path), details["model"], self.options["userdict"], details.get("userdict", "")
+        )
 
     def _spans(self, text: str) -> Iterator[tuple[int, int]]:
         # pkuseg returns the words of the text in order with whitespace removed; find each in turn.

@@ -7,8 +7,8 @@ from typing import ClassVar
 
 from ..spec import Option, OptionSet, parse_bool
 from .base import QueryTerms, Token, Tokenizer
-from .normalise import normalise
 from .fts5_rules import check_fts5, trigram_rules
+from .normalise import normalise
 
 
 class TrigramTokenizer(Tokenizer):

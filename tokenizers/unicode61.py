@@ -23,8 +23,15 @@ class Unicode61Tokenizer(Tokenizer):
     summary = "FTS5's native unicode61 (whole Han runs are single tokens: the no-segmentation baseline)"
     native: ClassVar[bool] = True
     option_set = OptionSet(
-        (Option("remove_diacritics", "0: keep, 1: remove from single-diacritic letters, 2: remove all (FTS5 values)",
-                1, int, ("0", "1", "2")),)
+        (
+            Option(
+                "remove_diacritics",
+                "0: keep, 1: remove from single-diacritic letters, 2: remove all (FTS5 values)",
+                1,
+                int,
+                ("0", "1", "2"),
+            ),
+        )
     )
 
     @property

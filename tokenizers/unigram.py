@@ -21,5 +21,5 @@ class UnigramTokenizer(PythonTokenizer):
             if match.lastgroup == "word":
                 spans.append((start, end))
             else:
-                spans += zip(range(start, end), range(start + 1, end + 1))
+                spans += zip(range(start, end), range(start + 1, end + 1), strict=False)
         return spans

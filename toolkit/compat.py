@@ -78,10 +78,19 @@ def retrieve(db: sqlite3.Connection, query: str, *, as_of: str, limit: int = 10)
     hits = search(index, query, mode="and", as_of=as_of, limit=limit).hits
     return [
         {
-            "id": hit.id, "source_id": hit.chunk.key, "doc_id": hit.chunk.doc, "revision": hit.chunk.revision,
-            "path": hit.chunk.path, "sha256": hit.chunk.sha256, "line": hit.chunk.line, "text": hit.chunk.text,
-            "status": hit.chunk.status, "expires": hit.chunk.expires, "title": hit.chunk.title,
-            "snippet": hit.snippet, "lexical_score": hit.score,
+            "id": hit.id,
+            "source_id": hit.chunk.key,
+            "doc_id": hit.chunk.doc,
+            "revision": hit.chunk.revision,
+            "path": hit.chunk.path,
+            "sha256": hit.chunk.sha256,
+            "line": hit.chunk.line,
+            "text": hit.chunk.text,
+            "status": hit.chunk.status,
+            "expires": hit.chunk.expires,
+            "title": hit.chunk.title,
+            "snippet": hit.snippet,
+            "lexical_score": hit.score,
         }
         for hit in hits
     ]
@@ -89,8 +98,13 @@ def retrieve(db: sqlite3.Connection, query: str, *, as_of: str, limit: int = 10)
 
 def search_tool(db: sqlite3.Connection, query: str, *, as_of: str) -> dict[str, Any]:
     """Seed 000's tool result: evidence only, ``action_authority: false``, no answer field."""
-    return {"kind": "document_evidence", "query": query, "as_of": as_of,
-            "hits": retrieve(db, query, as_of=as_of), "action_authority": False}
+    return {
+        "kind": "document_evidence",
+        "query": query,
+        "as_of": as_of,
+        "hits": retrieve(db, query, as_of=as_of),
+        "action_authority": False,
+    }
 
 
 @dataclass(frozen=True)
@@ -109,8 +123,14 @@ class SearchHit:
 class DocIndex:
     """Seed 001's Markdown section index: ``build()`` offline, then ``search``, ``list`` and ``read``."""
 
-    def __init__(self, docs_root: str | Path, db_path: str | Path = ":memory:", *, tokenizer: str = "jieba",
-                 max_chars: int = 2000) -> None:
+    def __init__(
+        self,
+        docs_root: str | Path,
+        db_path: str | Path = ":memory:",
+        *,
+        tokenizer: str = "jieba",
+        max_chars: int = 2000,
+    ) -> None:
         self.docs_root = Path(docs_root).resolve()
         self.db_path = str(db_path)
         self.tokenizer = tokenizer
@@ -119,16 +139,25 @@ class DocIndex:
 
     def build(self) -> int:
         """Full rebuild from ``docs_root``; returns the number of sections."""
-        report = writer.build(self.docs_root, self.db_path, builder=f"sections:max_chars={self.max_chars}",
-                             tokenizer=self.tokenizer, db=self.db)
+        report = writer.build(
+            self.docs_root,
+            self.db_path,
+            builder=f"sections:max_chars={self.max_chars}",
+            tokenizer=self.tokenizer,
+            db=self.db,
+        )
         self.db.rag_eval_index = None  # type: ignore[attr-defined]
         return report.chunks
 
     def search(self, query: str, limit: int = 10, *, category: str | None = None) -> list[SearchHit]:
         """Sections ranked by bm25 over an OR of the query's tokens, with 【】 snippets."""
         hits = search(_index(self.db), query, limit=limit, category=category).hits
-        return [SearchHit(h.chunk.path, h.chunk.anchor, h.chunk.title, h.chunk.heading_path, h.chunk.category,
-                          h.snippet, h.score) for h in hits]
+        return [
+            SearchHit(
+                h.chunk.path, h.chunk.anchor, h.chunk.title, h.chunk.heading_path, h.chunk.category, h.snippet, h.score
+            )
+            for h in hits
+        ]
 
     def list(self, category: str | None = None) -> list[dict[str, Any]]:
         """Every section (path, anchor, title, heading path, category, length), optionally one category."""

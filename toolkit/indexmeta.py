@@ -18,8 +18,15 @@ from .tokenizers.fts5_rules import check_fts5
 SCHEMA_VERSION = 1
 #: Tables and meta keys every index has; an index without them (or with values of the wrong shape) is damaged.
 REQUIRED_TABLES = frozenset({"meta", "chunks", "files", "search"})
-REQUIRED_META = ("schema_version", "builder", "tokenizer", "tokenizer_spec", "tokenizer_fingerprint", "query_defaults",
-                 "source_root")
+REQUIRED_META = (
+    "schema_version",
+    "builder",
+    "tokenizer",
+    "tokenizer_spec",
+    "tokenizer_fingerprint",
+    "query_defaults",
+    "source_root",
+)
 
 
 class RagEvalWarning(UserWarning):
@@ -44,16 +51,22 @@ def check_fingerprint(path: str, recorded: dict[str, str], tokenizer: Tokenizer)
     hard = sorted(k for k in changed if not tokenizer.is_version_key(k))
     if hard:
         details = "; ".join(f"{k}: built with {recorded.get(k)}, now {current.get(k)}" for k in hard)
-        raise IndexFileError(f"{path}: the tokenizer changed since this index was built ({details})",
-                             hint="rebuild it with: rag-eval index build")
+        raise IndexFileError(
+            f"{path}: the tokenizer changed since this index was built ({details})",
+            hint="rebuild it with: rag-eval index build",
+        )
     if changed:
         details = ", ".join(f"{k} {recorded.get(k)} -> {current.get(k)}" for k in sorted(changed))
-        warnings.warn(f"{path}: library versions changed since the build ({details}); rebuild to be sure "
-                      "results match", RagEvalWarning, stacklevel=3)
+        warnings.warn(
+            f"{path}: library versions changed since the build ({details}); rebuild to be sure results match",
+            RagEvalWarning,
+            stacklevel=3,
+        )
 
 
-def load_meta(db: sqlite3.Connection, path: str, *, expected: str | None = None,
-              tokenizer: Tokenizer | None = None) -> tuple[dict[str, str], Tokenizer]:
+def load_meta(
+    db: sqlite3.Connection, path: str, *, expected: str | None = None, tokenizer: Tokenizer | None = None
+) -> tuple[dict[str, str], Tokenizer]:
     """The index's meta, checked, and its tokenizer (``tokenizer``: an already loaded one with the same spec).
 
     Missing or malformed meta is an IndexFileError saying the index is damaged, never a traceback;
@@ -62,23 +75,30 @@ def load_meta(db: sqlite3.Connection, path: str, *, expected: str | None = None,
     meta = read_meta(db)
     where = path or "database"
     if not meta:
-        raise IndexFileError(f"{where}: not a rag-eval index (no meta table)", hint="build one with: rag-eval index build")
+        raise IndexFileError(
+            f"{where}: not a rag-eval index (no meta table)", hint="build one with: rag-eval index build"
+        )
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     lost = sorted(REQUIRED_TABLES - tables)
     if lost:
-        raise IndexFileError(f"{where}: damaged index: table {', '.join(lost)} is missing",
-                             hint="rebuild it with: rag-eval index build")
+        raise IndexFileError(
+            f"{where}: damaged index: table {', '.join(lost)} is missing", hint="rebuild it with: rag-eval index build"
+        )
     missing = [key for key in REQUIRED_META if key not in meta]
     if missing:
-        raise IndexFileError(f"{where}: damaged index: its meta table lacks {', '.join(missing)}",
-                             hint="rebuild it with: rag-eval index build")
+        raise IndexFileError(
+            f"{where}: damaged index: its meta table lacks {', '.join(missing)}",
+            hint="rebuild it with: rag-eval index build",
+        )
     if meta["schema_version"] != str(SCHEMA_VERSION):
         raise IndexFileError(f"{where}: index schema {meta['schema_version']!r} is not {SCHEMA_VERSION}; rebuild it")
     try:
         recorded = tokenizer if tokenizer is not None else get_tokenizer(meta["tokenizer"])
         get_builder(meta["builder"])
     except SpecError as exc:
-        raise IndexFileError(f"{where}: damaged index meta: {exc}", hint="rebuild it with: rag-eval index build") from None
+        raise IndexFileError(
+            f"{where}: damaged index meta: {exc}", hint="rebuild it with: rag-eval index build"
+        ) from None
     except RagEvalError as exc:
         raise IndexFileError(f"{where}: this index needs {exc}", hint=exc.hint) from None
     if expected is not None and get_tokenizer(expected).system != recorded.system:
@@ -99,8 +119,9 @@ def _json_meta(where: str, meta: dict[str, str], key: str) -> Any:
     try:
         return json.loads(meta[key])
     except (ValueError, RecursionError) as exc:
-        raise IndexFileError(f"{where}: damaged index meta: {key} is not JSON ({exc})",
-                             hint="rebuild it with: rag-eval index build") from None
+        raise IndexFileError(
+            f"{where}: damaged index meta: {key} is not JSON ({exc})", hint="rebuild it with: rag-eval index build"
+        ) from None
 
 
 _DEFAULT_TYPES = typing.get_type_hints(QueryDefaults)
@@ -129,7 +150,6 @@ def parse_defaults(where: str, meta: dict[str, str]) -> QueryDefaults:
             return QueryDefaults(**data)
         except TypeError as exc:
             problem = str(exc)
-    raise IndexFileError(f"{where}: damaged index meta: query_defaults: {problem}",
-                         hint="rebuild it with: rag-eval index build")
-
-
+    raise IndexFileError(
+        f"{where}: damaged index meta: query_defaults: {problem}", hint="rebuild it with: rag-eval index build"
+    )

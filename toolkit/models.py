@@ -11,11 +11,11 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Callable
 
 from .cache import cache_dir
 from .errors import ModelError, UnavailableError
@@ -112,8 +112,10 @@ class ModelInfo:
 def list_models() -> list[ModelInfo]:
     """The shipped and installed pkuseg models."""
     rows = []
-    for name, note in (("mini", "shipped: trained by rag-eval on its own text, for tests and CI"),
-                       ("default", f"pkuseg's default model from the PyPI sdist; install: {INSTALL_COMMAND}")):
+    for name, note in (
+        ("mini", "shipped: trained by rag-eval on its own text, for tests and CI"),
+        ("default", f"pkuseg's default model from the PyPI sdist; install: {INSTALL_COMMAND}"),
+    ):
         path = _named(name)
         assert path is not None
         present = not _missing_files(path)
@@ -124,8 +126,19 @@ def list_models() -> list[ModelInfo]:
 
 def download_pkuseg_sdist(folder: Path) -> Path:
     """``pip download`` the pkuseg sdist (no dependencies, no build isolation) into ``folder``."""
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-build-isolation",
-               "--no-binary", "pkuseg", PKUSEG_SDIST, "-d", str(folder)]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-binary",
+        "pkuseg",
+        PKUSEG_SDIST,
+        "-d",
+        str(folder),
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     found = sorted(folder.glob("pkuseg-0.0.25.tar.gz"))
     if result.returncode != 0 or not found:
@@ -248,7 +261,9 @@ def train_pkuseg_model(training_text: Path, output: Path, *, iterations: int = 2
         raise ModelError(f"{training_text}: not valid UTF-8 at byte {exc.start}") from None
     words = sum(len(line.split()) for line in lines)
     if words < 2:
-        raise ModelError(f"{training_text}: no segmented text (expected words separated by spaces, one sentence a line)")
+        raise ModelError(
+            f"{training_text}: no segmented text (expected words separated by spaces, one sentence a line)"
+        )
     import spacy_pkuseg
 
     # Trained next to the target and moved into place at the end: an existing folder is replaced only when

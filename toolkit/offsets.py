@@ -41,7 +41,7 @@ def decode(data: bytes, texts: list[str]) -> list[Token]:
         value = shift = 0
     tokens = []
     start = 0
-    for text, index in zip(texts, range(0, len(values), 2)):
+    for text, index in zip(texts, range(0, len(values), 2), strict=False):
         start += values[index]
         tokens.append(Token(text, start, start + values[index + 1]))
     return tokens

@@ -35,14 +35,18 @@ def checked_target(target: str | Path, *, what: str) -> Path:
     path = Path(os.path.abspath(raw))
     cwd = Path(os.getcwd())
     if path == cwd or path in cwd.parents or not path.name:
-        raise OutputError(f"{raw}: the {what} cannot be the current folder or one of its parents",
-                          hint="name a new folder, e.g. -o out/report")
+        raise OutputError(
+            f"{raw}: the {what} cannot be the current folder or one of its parents",
+            hint="name a new folder, e.g. -o out/report",
+        )
     return path
 
 
 def _refuse(path: Path, reason: str, what: str) -> OutputError:
-    return OutputError(f"{path}: refusing to replace it: {reason}; rag-eval only replaces a {what} it wrote",
-                       hint="choose a new path, or move the existing one away")
+    return OutputError(
+        f"{path}: refusing to replace it: {reason}; rag-eval only replaces a {what} it wrote",
+        hint="choose a new path, or move the existing one away",
+    )
 
 
 @contextmanager

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .builders.base import SourceFile
 from .errors import CorpusError, RagEvalError, ReadError
@@ -35,13 +36,20 @@ def read_entry(index: Index, target: str, *, root: str | Path | None = None) -> 
     path, anchor = split_target(target)
     if anchor:
         with index.reading():
-            row = index.db.execute("SELECT key, path, anchor, title, heading_path, category, sha256, text FROM chunks "
-                                   "WHERE path = ? AND anchor = ?", (path, anchor)).fetchone()
+            row = index.db.execute(
+                "SELECT key, path, anchor, title, heading_path, category, sha256, text FROM chunks "
+                "WHERE path = ? AND anchor = ?",
+                (path, anchor),
+            ).fetchone()
             if row is None:
-                known = [r[0] for r in index.db.execute("SELECT anchor FROM chunks WHERE path = ? ORDER BY id LIMIT 8",
-                                                        (path,))]
+                known = [
+                    r[0]
+                    for r in index.db.execute("SELECT anchor FROM chunks WHERE path = ? ORDER BY id LIMIT 8", (path,))
+                ]
         if row is None:
-            hint = f"anchors in {path}: {', '.join(known)}" if known else "list sections with: rag-eval index list INDEX"
+            hint = (
+                f"anchors in {path}: {', '.join(known)}" if known else "list sections with: rag-eval index list INDEX"
+            )
             if "#" in target and not known:
                 hint += f"; to read the whole file {target}, add a trailing '#'"
             raise ReadError(f"no section {target!r} in this index", hint=hint)
@@ -56,8 +64,16 @@ def read_entry(index: Index, target: str, *, root: str | Path | None = None) -> 
             raise ReadError(f"no file {label!r} under the corpus root") from None
         raise
     text = decode_utf8(data, label, ReadError)
-    return {"key": path, "path": path, "anchor": "", "title": "", "heading_path": "", "category": "",
-            "sha256": hashlib.sha256(data).hexdigest(), "text": text}
+    return {
+        "key": path,
+        "path": path,
+        "anchor": "",
+        "title": "",
+        "heading_path": "",
+        "category": "",
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "text": text,
+    }
 
 
 def verify_source(root: str | Path, hit: Mapping[str, Any]) -> bool:
@@ -70,8 +86,12 @@ def verify_source(root: str | Path, hit: Mapping[str, Any]) -> bool:
         raw = read_bytes(path, ReadError)
         lines = split_lines(decode_utf8(raw, str(hit["path"]), ReadError))
         line = hit["line"]
-        return (hashlib.sha256(raw).hexdigest() == hit["sha256"] and type(line) is int
-                and 1 <= line <= len(lines) and lines[line - 1] == hit["text"])
+        return (
+            hashlib.sha256(raw).hexdigest() == hit["sha256"]
+            and type(line) is int
+            and 1 <= line <= len(lines)
+            and lines[line - 1] == hit["text"]
+        )
     except (OSError, RagEvalError, KeyError, TypeError, ValueError):
         return False
 
@@ -106,7 +126,7 @@ def verify_index(index: Index, root: str | Path | None = None, *, per_chunk: boo
     builder = index.builder
     with index.reading():
         files = [tuple(row) for row in index.db.execute("SELECT path, sha256, chunks FROM files ORDER BY rowid")]
-        stored = {path: [] for path, _, _ in files}
+        stored: dict[str, list[tuple]] = {path: [] for path, _, _ in files}
         for row in index.db.execute("SELECT key, path, title, text, fts_title, fts_body FROM chunks ORDER BY id"):
             stored.setdefault(row["path"], []).append(tuple(row))
     try:
@@ -127,8 +147,9 @@ def verify_index(index: Index, root: str | Path | None = None, *, per_chunk: boo
     return statuses
 
 
-def _check_file(index: Index, base: Path, path: str, sha: str, rows: list[tuple], listed: dict[str, Any] | None,
-                plan_error: str) -> tuple[str, str]:
+def _check_file(
+    index: Index, base: Path, path: str, sha: str, rows: list[tuple], listed: dict[str, Any] | None, plan_error: str
+) -> tuple[str, str]:
     try:
         data = read_bytes(safe_path(base, path), ReadError, label=path)
     except RagEvalError as exc:
@@ -150,9 +171,14 @@ def _check_file(index: Index, base: Path, path: str, sha: str, rows: list[tuple]
     tokenizer = index.tokenizer
     if not tokenizer.native:
         titles = [title if builder.index_title else "" for _key, title, _text in made]
-        fresh, _report = tokenize_chunks(tokenizer, list(zip(titles, [text for _k, _t, text in made])), keep_offsets=False)
+        fresh, _report = tokenize_chunks(
+            tokenizer, list(zip(titles, [text for _k, _t, text in made], strict=False)), keep_offsets=False
+        )
         if [(t, b) for t, b, _o in fresh] != [(fts_title, fts_body) for *_rest, fts_title, fts_body in rows]:
-            return "stale", f"its stored tokens differ from what {tokenizer.system} makes of its text; rebuild the index"
+            return (
+                "stale",
+                f"its stored tokens differ from what {tokenizer.system} makes of its text; rebuild the index",
+            )
     return "ok", ""
 
 
@@ -163,8 +189,13 @@ def list_entries(index: Index, *, category: str | None = None) -> list[dict[str,
     where, params = ("WHERE category = ?", [category]) if category is not None else ("", [])
     with index.reading():
         if index.builder.list_by == "document":
-            sql = (f"SELECT doc, revision, status, expires, path, category, title, count(*) AS lines, min(id) AS first "
-                   f"FROM chunks {where} GROUP BY doc ORDER BY first")
+            sql = (
+                f"SELECT doc, revision, status, expires, path, category, title, count(*) AS lines, min(id) AS first "
+                f"FROM chunks {where} GROUP BY doc ORDER BY first"
+            )
             return [{k: row[k] for k in row.keys() if k != "first"} for row in index.db.execute(sql, params)]
-        sql = f"SELECT key, path, anchor, title, heading_path, category, length(text) AS chars FROM chunks {where} ORDER BY id"
+        sql = (
+            "SELECT key, path, anchor, title, heading_path, category, length(text) AS chars "
+            f"FROM chunks {where} ORDER BY id"
+        )
         return [dict(row) for row in index.db.execute(sql, params)]

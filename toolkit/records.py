@@ -59,6 +59,12 @@ class Hit(NamedTuple):
         if chunk.anchor:
             data["anchor"] = chunk.anchor
         if chunk.line is not None:
-            data.update(line=chunk.line, revision=chunk.revision, sha256=chunk.sha256, status=chunk.status,
-                        expires=chunk.expires, source_id=chunk.key)
+            data.update(
+                line=chunk.line,
+                revision=chunk.revision,
+                sha256=chunk.sha256,
+                status=chunk.status,
+                expires=chunk.expires,
+                source_id=chunk.key,
+            )
         return data

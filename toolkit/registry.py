@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
-from typing import Generic, TypeVar, Union
+from typing import Generic, TypeVar
 
 from .errors import RegistryError
 
 T = TypeVar("T")
-_Source = Union[EntryPoint, type]
+_Source = EntryPoint | type
 
 
 class Registry(Mapping[str, type], Generic[T]):
@@ -65,7 +65,9 @@ class Registry(Mapping[str, type], Generic[T]):
             return self._loaded[name]
         sources = self._discover()
         if name in self._conflicts:
-            raise RegistryError(f"{self.kind} {name!r} is declared twice by installed packages: {self._conflicts[name]}")
+            raise RegistryError(
+                f"{self.kind} {name!r} is declared twice by installed packages: {self._conflicts[name]}"
+            )
         source = sources.get(name)
         if source is None:
             raise self.unknown(name)

@@ -8,13 +8,13 @@ from typing import Any
 
 from .builders.lines import iso_date
 from .errors import CorpusError, IndexFileError, QueryError
-from .query import CompiledQuery, compile_query, quote
 from .offsets import decode as decode_offsets
+from .query import CompiledQuery, compile_query, quote
 from .records import Chunk, Hit
 from .snippets import token_snippet, window_snippet
 from .store import Index
-from .tokenizers import Token, normalise
 from .textio import text_argument
+from .tokenizers import Token, normalise
 
 
 @dataclass
@@ -79,23 +79,39 @@ def search(
     raise IndexFileError(f"{index.path}: the index was rebuilt {_ATTEMPTS} times during one search; try again")
 
 
-def _search_once(index: Index, query: str, mode: str | None, limit: int | None, as_of: str | None,
-                 category: str | None, path_prefix: str | None, snippets: bool, deep: bool,
-                 explain: bool) -> SearchResult | None:
+def _search_once(
+    index: Index,
+    query: str,
+    mode: str | None,
+    limit: int | None,
+    as_of: str | None,
+    category: str | None,
+    path_prefix: str | None,
+    snippets: bool,
+    deep: bool,
+    explain: bool,
+) -> SearchResult | None:
     """One attempt; None when the index turned out to be rebuilt with other settings (retry)."""
     defaults = index.defaults
     # A single statement reads one snapshot by itself and returns the build generation with its rows;
     # anything that issues more statements runs inside one read transaction instead.
-    several = (explain or (snippets and defaults.snippet == "fts5") or (mode or defaults.mode) == "phrase"
-               or index.generation is None)
+    several = (
+        explain
+        or (snippets and defaults.snippet == "fts5")
+        or (mode or defaults.mode) == "phrase"
+        or index.generation is None
+    )
     with index.reading() if several else index.errors():
         defaults = index.defaults
         mode = mode or defaults.mode
-        checked = _check_limit(defaults.default_limit if limit is None else limit,
-                               10**9 if deep else defaults.max_results)
+        checked = _check_limit(
+            defaults.default_limit if limit is None else limit, 10**9 if deep else defaults.max_results
+        )
         started = time.perf_counter()
         compiled = compile_query(
-            index.tokenizer, query, mode,
+            index.tokenizer,
+            query,
+            mode,
             max_chars=None if deep else defaults.max_query_chars,
             max_terms=None if deep else defaults.max_terms,
         )
@@ -135,8 +151,9 @@ def _generation(index: Index) -> str | None:
     return None if row is None else row[0]
 
 
-def _ranked(index: Index, compiled: CompiledQuery, limit: int, as_of: str | None, category: str | None,
-            path_prefix: str | None) -> tuple[list[Hit], str | None]:
+def _ranked(
+    index: Index, compiled: CompiledQuery, limit: int, as_of: str | None, category: str | None, path_prefix: str | None
+) -> tuple[list[Hit], str | None]:
     """The hits and the build generation they were read from: returned by the statement itself, or read
     right after it when it found nothing (None for a phrase-filtered search, which runs in a transaction)."""
     params: list[Any] = [compiled.expression]
@@ -188,8 +205,10 @@ def _ranking_sql(index: Index, as_of: bool, category: bool, path_prefix: bool) -
         if path_prefix:
             where.append("substr(c.path, 1, ?) = ?")
         weights = f"{index.defaults.title_weight!r}, {index.defaults.body_weight!r}"
-        cached = (f"SELECT search.rowid AS id, bm25(search, {weights}) AS score FROM search{join} "
-                  f"WHERE {' AND '.join(where)} ORDER BY score, search.rowid")
+        cached = (
+            f"SELECT search.rowid AS id, bm25(search, {weights}) AS score FROM search{join} "
+            f"WHERE {' AND '.join(where)} ORDER BY score, search.rowid"
+        )
         index.statements[key] = cached
     return cached
 
@@ -206,10 +225,12 @@ def top_statement(index: Index, ranking: str | None = None) -> str:
     cached = index.statements.get(ranking)
     if cached is None:
         # The last column is the build generation, read in the same statement (the same snapshot) as the rows.
-        cached = index.statements[ranking] = (f"SELECT r.id, r.score, {CHUNK_FIELDS}, "
-                                              f"(SELECT value FROM meta WHERE key = 'generation') "
-                                              f"FROM ({ranking} LIMIT ?) AS r "
-                                              f"JOIN chunks c ON c.id = r.id")
+        cached = index.statements[ranking] = (
+            f"SELECT r.id, r.score, {CHUNK_FIELDS}, "
+            f"(SELECT value FROM meta WHERE key = 'generation') "
+            f"FROM ({ranking} LIMIT ?) AS r "
+            f"JOIN chunks c ON c.id = r.id"
+        )
     return cached
 
 
@@ -222,10 +243,18 @@ def _add_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> Non
     tokenizer = index.tokenizer
     if defaults.snippet == "fts5" and tokenizer.native and not tokenizer.overlapping_tokens and hits:
         ids = [hit.id for hit in hits]
-        sql = (f"SELECT rowid, snippet(search, 1, ?, ?, ?, ?) FROM search WHERE search MATCH ? "
-               f"AND rowid IN ({','.join('?' * len(ids))})")
-        params = [defaults.open_marker, defaults.close_marker, defaults.ellipsis, defaults.snippet_tokens,
-                  compiled.expression, *ids]
+        sql = (
+            f"SELECT rowid, snippet(search, 1, ?, ?, ?, ?) FROM search WHERE search MATCH ? "
+            f"AND rowid IN ({','.join('?' * len(ids))})"
+        )
+        params = [
+            defaults.open_marker,
+            defaults.close_marker,
+            defaults.ellipsis,
+            defaults.snippet_tokens,
+            compiled.expression,
+            *ids,
+        ]
         found = dict(index.db.execute(sql, params).fetchall())
         for position, hit in enumerate(hits):
             hits[position] = hit._replace(snippet=found.get(hit.id, hit.chunk.text))
@@ -236,27 +265,43 @@ def _add_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> Non
     if defaults.snippet == "fts5" and hits:
         marks = ",".join("?" * len(hits))
         for chunk_id, body, offsets in index.db.execute(
-            f"SELECT id, fts_body, offsets FROM chunks WHERE id IN ({marks}) AND offsets IS NOT NULL", [h.id for h in hits]
+            f"SELECT id, fts_body, offsets FROM chunks WHERE id IN ({marks}) AND offsets IS NOT NULL",
+            [h.id for h in hits],
         ):
             stored[chunk_id] = decode_offsets(offsets, body.split(" ") if body else [])
     for position, hit in enumerate(hits):
         if defaults.snippet == "fts5":
             tokens = stored[hit.id] if hit.id in stored else tokenizer.tokenize(hit.chunk.text)
-            snippet = token_snippet(hit.chunk.text, tokens, terms,
-                                    open_marker=defaults.open_marker, close_marker=defaults.close_marker,
-                                    ellipsis=defaults.ellipsis, size=defaults.snippet_tokens)
+            snippet = token_snippet(
+                hit.chunk.text,
+                tokens,
+                terms,
+                open_marker=defaults.open_marker,
+                close_marker=defaults.close_marker,
+                ellipsis=defaults.ellipsis,
+                size=defaults.snippet_tokens,
+            )
         else:
-            snippet = window_snippet(hit.chunk.text, compiled.highlight, open_marker=defaults.open_marker,
-                                     close_marker=defaults.close_marker, ellipsis=defaults.ellipsis,
-                                     window=defaults.window, max_highlights=defaults.max_highlights,
-                                     max_len=defaults.max_len, t2s=t2s)
+            snippet = window_snippet(
+                hit.chunk.text,
+                compiled.highlight,
+                open_marker=defaults.open_marker,
+                close_marker=defaults.close_marker,
+                ellipsis=defaults.ellipsis,
+                window=defaults.window,
+                max_highlights=defaults.max_highlights,
+                max_len=defaults.max_len,
+                t2s=t2s,
+            )
         hits[position] = hit._replace(snippet=snippet)
 
 
 def _explain(index: Index, compiled: CompiledQuery) -> dict[str, Any]:
     per_term = {}
     for term in compiled.terms:
-        per_term[term] = index.db.execute("SELECT count(*) FROM search WHERE search MATCH ?", (quote(term),)).fetchone()[0]
+        per_term[term] = index.db.execute(
+            "SELECT count(*) FROM search WHERE search MATCH ?", (quote(term),)
+        ).fetchone()[0]
     return {
         "tokenizer": index.tokenizer.spec,
         "mode": compiled.mode,
@@ -269,8 +314,9 @@ def _explain(index: Index, compiled: CompiledQuery) -> dict[str, Any]:
     }
 
 
-def search_tool(index: Index, query: str, *, as_of: str | None, limit: int | None = None,
-                **options: Any) -> dict[str, Any]:
+def search_tool(
+    index: Index, query: str, *, as_of: str | None, limit: int | None = None, **options: Any
+) -> dict[str, Any]:
     """Seed 000's agent tool result: evidence with full provenance, never an answer or authority.
 
     ``as_of`` is a host policy value (configuration or an option), not a date taken from the query.

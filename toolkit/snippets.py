@@ -104,9 +104,18 @@ def _densest_center(positions: list[tuple[int, int, str]], window: int) -> int:
 
 
 def window_snippet(
-    text: str, terms: tuple[str, ...], *, open_marker: str = "【", close_marker: str = "】", ellipsis: str = "…",
-    window: int = 150, max_highlights: int = 5, max_len: int = 300, t2s: bool = False,
-    scan_chars: int = SCAN_CHARS, max_occurrences: int = MAX_OCCURRENCES,
+    text: str,
+    terms: tuple[str, ...],
+    *,
+    open_marker: str = "【",
+    close_marker: str = "】",
+    ellipsis: str = "…",
+    window: int = 150,
+    max_highlights: int = 5,
+    max_len: int = 300,
+    t2s: bool = False,
+    scan_chars: int = SCAN_CHARS,
+    max_occurrences: int = MAX_OCCURRENCES,
 ) -> str:
     """Seed 001's snippet: the ±``window`` span around the occurrence with the most distinct terms nearby,
     cut to ``max_len``, ``…`` at cut ends; the first ``max_len`` characters when no term occurs literally.
@@ -153,8 +162,14 @@ def window_snippet(
 
 
 def token_snippet(
-    text: str, tokens: list[Token], terms: set[str], *, open_marker: str = "[", close_marker: str = "]",
-    ellipsis: str = " … ", size: int = 18,
+    text: str,
+    tokens: list[Token],
+    terms: set[str],
+    *,
+    open_marker: str = "[",
+    close_marker: str = "]",
+    ellipsis: str = " … ",
+    size: int = 18,
 ) -> str:
     """An FTS5-style snippet from a tokenizer's tokens: the ``size``-token window with the most distinct
     matching terms (earliest on ties), matching tokens marked, ``ellipsis`` where the text is cut.

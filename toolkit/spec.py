@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, ClassVar, Self
 
 from .errors import SpecError
 
@@ -20,7 +21,7 @@ class SystemSpec:
     options: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def parse(cls, text: str) -> "SystemSpec":
+    def parse(cls, text: str) -> SystemSpec:
         """Parse ``NAME[:key=value,...]``; whitespace around parts is ignored."""
         name, _, rest = text.strip().partition(":")
         name = name.strip()
@@ -123,7 +124,7 @@ class Configurable:
         """Subclasses refuse option combinations here, before the values are parsed."""
 
     @classmethod
-    def from_spec(cls, spec: SystemSpec) -> "Configurable":
+    def from_spec(cls, spec: SystemSpec) -> Self:
         """Instantiate from a parsed spec with this class's name."""
         return cls(**dict(spec.options))
 

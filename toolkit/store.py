@@ -4,19 +4,29 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import quote
 
 from .builders import Builder, get_builder
 from .errors import IndexFileError
-from .locks import build_lock
 from .indexmeta import SCHEMA_VERSION, RagEvalWarning, load_meta, parse_defaults, read_meta
+from .locks import build_lock
 from .textio import file_kind
 from .tokenizers import Tokenizer
 
-__all__ = ["Index", "RagEvalWarning", "SCHEMA_VERSION", "build_lock", "connect", "foreign_reason", "index_size", "read_meta"]
+__all__ = [
+    "Index",
+    "RagEvalWarning",
+    "SCHEMA_VERSION",
+    "build_lock",
+    "connect",
+    "foreign_reason",
+    "index_size",
+    "read_meta",
+]
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -45,8 +55,21 @@ CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, chunks INTEGER NOT NULL);
 """
 #: Every table an index holds (FTS5's shadow tables of ``search`` included; ``*_old`` only inside a build).
-OWN_TABLES = frozenset({"meta", "chunks", "files", "chunks_old", "files_old", "search", "search_data", "search_idx",
-                        "search_docsize", "search_config", "search_content"})
+OWN_TABLES = frozenset(
+    {
+        "meta",
+        "chunks",
+        "files",
+        "chunks_old",
+        "files_old",
+        "search",
+        "search_data",
+        "search_idx",
+        "search_docsize",
+        "search_config",
+        "search_content",
+    }
+)
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 
@@ -87,8 +110,11 @@ def foreign_reason(path: str | Path) -> str | None:
     except sqlite3.Error as exc:
         return f"it cannot be read as a SQLite database ({exc})"
     try:
-        tables = sorted(row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-                        if not row[0].startswith("sqlite_"))
+        tables = sorted(
+            row[0]
+            for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if not row[0].startswith("sqlite_")
+        )
         if not tables:
             return None
         meta = read_meta(db) if "meta" in tables else {}
@@ -111,8 +137,13 @@ def _open_readonly(path: str, *, check_same_thread: bool = True) -> sqlite3.Conn
     if not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK):
         modes.append("immutable=1")
     for number, mode in enumerate(modes, start=1):
-        db = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
-                             check_same_thread=check_same_thread, isolation_level=None)
+        db = sqlite3.connect(
+            f"{uri}?{mode}",
+            uri=True,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            check_same_thread=check_same_thread,
+            isolation_level=None,
+        )
         try:
             db.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return db
@@ -123,16 +154,22 @@ def _open_readonly(path: str, *, check_same_thread: bool = True) -> sqlite3.Conn
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def connect(path: str | Path, *, check_same_thread: bool = True, write: bool = True,
-            factory: type[sqlite3.Connection] = sqlite3.Connection) -> sqlite3.Connection:
+def connect(
+    path: str | Path,
+    *,
+    check_same_thread: bool = True,
+    write: bool = True,
+    factory: type[sqlite3.Connection] = sqlite3.Connection,
+) -> sqlite3.Connection:
     """A connection in autocommit mode with a busy timeout and Row results.
 
     ``write=True`` (builds) switches the file to WAL. Readers (``write=False``) need no write access: when
     the file cannot be opened for writing they fall back to a read-only connection.
     """
     path = str(path)
-    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=check_same_thread,
-                         isolation_level=None, factory=factory)
+    db = sqlite3.connect(
+        path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=check_same_thread, isolation_level=None, factory=factory
+    )
     if not write and path != ":memory:":
         try:
             db.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -155,8 +192,16 @@ class Index:
     tokenizer and query defaults are re-read before anything is answered with stale ones.
     """
 
-    def __init__(self, db: sqlite3.Connection, path: str, meta: dict[str, str], tokenizer: Tokenizer,
-                 *, expected: str | None = None, version: int = 0) -> None:
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        path: str,
+        meta: dict[str, str],
+        tokenizer: Tokenizer,
+        *,
+        expected: str | None = None,
+        version: int = 0,
+    ) -> None:
         self.db = db
         self.path = path
         self.expected = expected
@@ -173,7 +218,7 @@ class Index:
         self.statements: dict[Any, str] = {}
 
     @classmethod
-    def open(cls, path: str | Path, *, tokenizer: str | None = None, check_same_thread: bool = True) -> "Index":
+    def open(cls, path: str | Path, *, tokenizer: str | None = None, check_same_thread: bool = True) -> Index:
         """Open an existing index; a tokenizer whose options or model changed since the build is an error,
         and so is ``tokenizer`` (a spec) when it names another tokenizer or other options than the index's."""
         path = str(path)
@@ -192,7 +237,7 @@ class Index:
             raise
 
     @classmethod
-    def from_connection(cls, db: sqlite3.Connection, path: str = "", *, tokenizer: str | None = None) -> "Index":
+    def from_connection(cls, db: sqlite3.Connection, path: str = "", *, tokenizer: str | None = None) -> Index:
         """Wrap an open connection to an index (``tokenizer``: the spec the caller expects, if any)."""
         with _mapped_errors(path, opening=True), _transaction(db):
             meta, recorded = load_meta(db, path, expected=tokenizer)
@@ -226,7 +271,9 @@ class Index:
         meta = read_meta(self.db)
         if meta == self.meta:
             return
-        if meta.get("tokenizer_spec") == self.meta.get("tokenizer_spec") and meta.get("tokenizer") == self.meta.get("tokenizer"):
+        if meta.get("tokenizer_spec") == self.meta.get("tokenizer_spec") and meta.get("tokenizer") == self.meta.get(
+            "tokenizer"
+        ):
             _meta, tokenizer = load_meta(self.db, self.path, expected=self.expected, tokenizer=self.tokenizer)
         else:
             _meta, tokenizer = load_meta(self.db, self.path, expected=self.expected)
@@ -251,7 +298,7 @@ class Index:
         """Close the connection."""
         self.db.close()
 
-    def __enter__(self) -> "Index":
+    def __enter__(self) -> Index:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -282,10 +329,14 @@ def _mapped_errors(path: str, *, opening: bool = False) -> Iterator[None]:
         yield
     except sqlite3.DatabaseError as exc:
         if opening:
-            raise IndexFileError(f"{path or 'database'}: not a rag-eval index or damaged ({exc})",
-                                 hint="rebuild it with: rag-eval index build") from None
-        raise IndexFileError(f"{path or 'database'}: cannot read the index ({exc}); the file may be damaged",
-                             hint="check it with: rag-eval index verify; rebuild it with: rag-eval index build") from None
+            raise IndexFileError(
+                f"{path or 'database'}: not a rag-eval index or damaged ({exc})",
+                hint="rebuild it with: rag-eval index build",
+            ) from None
+        raise IndexFileError(
+            f"{path or 'database'}: cannot read the index ({exc}); the file may be damaged",
+            hint="check it with: rag-eval index verify; rebuild it with: rag-eval index build",
+        ) from None
 
 
 def index_size(path: str) -> int:
@@ -293,6 +344,3 @@ def index_size(path: str) -> int:
     if path == ":memory:":
         return 0
     return sum(Path(path + s).stat().st_size for s in ("", "-wal") if Path(path + s).exists())
-
-
-

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import io
 import json
 import math
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn
+from typing import Any, NoReturn
 
 from .errors import CorpusError, MissingSourceError, RagEvalError
 
@@ -59,8 +60,10 @@ def text_argument(value: object, what: str, error: type[RagEvalError]) -> str:
         raise error(f"{what} {display_name(value)} contains a NUL character")
     found = _SURROGATE.search(value)
     if found is not None:
-        raise error(f"{what} {display_name(value)} is not valid Unicode text (lone surrogate "
-                    f"U+{ord(found.group()):04X} at character {found.start()})")
+        raise error(
+            f"{what} {display_name(value)} is not valid Unicode text (lone surrogate "
+            f"U+{ord(found.group()):04X} at character {found.start()})"
+        )
     return value
 
 
@@ -105,8 +108,9 @@ def _open_error(path: Path, name: str, exc: OSError, error: type[RagEvalError]) 
     return error(f"{name}: cannot read: {exc.strerror or exc}")
 
 
-def open_regular(path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None,
-                 label: str | None = None) -> BinaryIO:
+def open_regular(
+    path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None, label: str | None = None
+) -> io.BufferedReader:
     """``path`` opened for binary reading after checking, on the open descriptor, that it is a regular file
     of at most ``max_bytes``. Opening never blocks: a FIFO is opened non-blocking and refused."""
     name = display_name(label if label is not None else str(path))
@@ -130,8 +134,9 @@ def open_regular(path: str | Path, error: type[RagEvalError], *, max_bytes: int 
         raise
 
 
-def read_bytes(path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None,
-               label: str | None = None) -> bytes:
+def read_bytes(
+    path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None, label: str | None = None
+) -> bytes:
     """The bytes of a regular file, refused (as ``error`` naming ``label``) when missing, unreadable,
     not a regular file or over ``max_bytes`` (checked before reading and again while reading)."""
     name = display_name(label if label is not None else str(path))
@@ -145,8 +150,9 @@ def read_bytes(path: str | Path, error: type[RagEvalError], *, max_bytes: int | 
     return data
 
 
-def _decode(data: bytes, where: str, error: type[RagEvalError], *, offset: int = 0, bom: bool = True,
-            whole: bool = False) -> str:
+def _decode(
+    data: bytes, where: str, error: type[RagEvalError], *, offset: int = 0, bom: bool = True, whole: bool = False
+) -> str:
     skip = len(_BOM_BYTES) if bom and data.startswith(_BOM_BYTES) else 0
     try:
         return data[skip:].decode("utf-8")
@@ -161,8 +167,9 @@ def decode_utf8(data: bytes, where: str, error: type[RagEvalError]) -> str:
     return _decode(data, display_name(where), error, whole=True)
 
 
-def read_text(path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None,
-              label: str | None = None) -> str:
+def read_text(
+    path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None, label: str | None = None
+) -> str:
     """A regular file's text: :func:`read_bytes` then :func:`decode_utf8`."""
     name = label if label is not None else str(path)
     return decode_utf8(read_bytes(path, error, max_bytes=max_bytes, label=label), name, error)
@@ -180,8 +187,9 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def iter_lines(path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None,
-               label: str | None = None) -> Iterator[tuple[int, str]]:
+def iter_lines(
+    path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None, label: str | None = None
+) -> Generator[tuple[int, str], None, None]:
     """``(line number, text)`` for every line of a UTF-8 file, streamed, numbered as :func:`split_lines` does.
 
     A BOM is removed from the first line only; an undecodable line is ``path:N: not valid UTF-8 at byte
@@ -249,7 +257,10 @@ def _too_deep(text: str, where: str, error: type[RagEvalError], one_line: bool) 
         if char in "[{":
             depth += 1
             if depth > MAX_JSON_DEPTH:
-                raise error(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels at {_position(text, token.start(), one_line)}")
+                raise error(
+                    f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels at "
+                    f"{_position(text, token.start(), one_line)}"
+                )
         elif char in "]}":
             depth -= 1
     raise error(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
@@ -273,8 +284,10 @@ def _check_surrogates(text: str, where: str, error: type[RagEvalError], one_line
         if _SURROGATE_ESCAPE.search(token.group()):
             lone = _SURROGATE.search(json.loads(token.group()))
             if lone:
-                raise error(f"{where}: a \\u{ord(lone.group()):04x} escape (a lone surrogate, not a character) "
-                            f"in the string at {_position(text, token.start(), one_line)}")
+                raise error(
+                    f"{where}: a \\u{ord(lone.group()):04x} escape (a lone surrogate, not a character) "
+                    f"in the string at {_position(text, token.start(), one_line)}"
+                )
 
 
 def _parse(text: str, where: str, error: type[RagEvalError], one_line: bool) -> Any:
@@ -285,7 +298,9 @@ def _parse(text: str, where: str, error: type[RagEvalError], one_line: bool) -> 
     try:
         value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
     except _Refused as exc:
-        at = next((f" at {_position(text, t.start(), one_line)}" for t in _TOKEN.finditer(text) if t.group() == exc.token), "")
+        at = next(
+            (f" at {_position(text, t.start(), one_line)}" for t in _TOKEN.finditer(text) if t.group() == exc.token), ""
+        )
         raise error(f"{where}: {exc.problem}{at}") from None
     except json.JSONDecodeError as exc:
         at = f"column {exc.colno}" if one_line else f"line {exc.lineno} column {exc.colno}"
@@ -302,8 +317,9 @@ def parse_json(text: str, where: str, error: type[RagEvalError]) -> Any:
     return _parse(text, display_name(where), error, one_line=False)
 
 
-def read_json(path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None,
-              label: str | None = None) -> Any:
+def read_json(
+    path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None, label: str | None = None
+) -> Any:
     """A JSON file read with :func:`read_text` and parsed with :func:`parse_json`."""
     name = label if label is not None else str(path)
     return parse_json(read_text(path, error, max_bytes=max_bytes, label=label), name, error)
@@ -317,8 +333,9 @@ def parse_jsonl(text: str, label: str, error: type[RagEvalError]) -> Iterator[tu
             yield number, _parse(line, f"{name}:{number}", error, one_line=True)
 
 
-def iter_jsonl(path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None,
-               label: str | None = None) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(
+    path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None, label: str | None = None
+) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for each non-blank line of a JSON Lines file, streamed; ``path:N`` in messages."""
     name = display_name(label if label is not None else str(path))
     for number, line in iter_lines(path, error, max_bytes=max_bytes, label=label):

@@ -13,9 +13,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .locks import release_inherited_locks
 from .offsets import encode as encode_offsets
@@ -44,11 +44,13 @@ class PoolReport:
     wall_seconds: float = 0.0
 
 
-
 def _tokenize_one(tokenizer: Tokenizer, title: str, text: str, keep_offsets: bool) -> Tokenized:
     tokens = tokenizer.tokenize(text)
-    return (" ".join(tokenizer.terms(title)) if title else "", " ".join(t.text for t in tokens),
-            encode_offsets(tokens) if keep_offsets else None)
+    return (
+        " ".join(tokenizer.terms(title)) if title else "",
+        " ".join(t.text for t in tokens),
+        encode_offsets(tokens) if keep_offsets else None,
+    )
 
 
 def _die_with(parent: int) -> None:
@@ -93,7 +95,10 @@ def worker_count() -> int:
 
 
 def tokenize_chunks(
-    tokenizer: Tokenizer, items: list[tuple[str, str]], *, keep_offsets: bool,
+    tokenizer: Tokenizer,
+    items: list[tuple[str, str]],
+    *,
+    keep_offsets: bool,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[Tokenized], PoolReport]:
     """``(title, text)`` pairs to ``(title terms, body terms, offsets)``, in order."""
@@ -117,8 +122,12 @@ def tokenize_chunks(
     report = PoolReport(workers, method)
     loads: dict[int, float] = {}
     done = 0
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
-                             initializer=_init_worker, initargs=(tokenizer.system, os.getpid())) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_init_worker,
+        initargs=(tokenizer.system, os.getpid()),
+    ) as pool:
         for batch_results, pid, load, cpu in pool.map(_work, batches, [keep_offsets] * len(batches)):
             results += batch_results
             loads[pid] = load

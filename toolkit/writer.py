@@ -7,15 +7,16 @@ import json
 import sqlite3
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .builders import Builder, get_builder
 from .builders.base import FileRef
 from .errors import CorpusError, IndexFileError, RagEvalError
-from .records import Chunk
 from .indexmeta import SCHEMA_VERSION, read_meta
+from .records import Chunk
 from .store import BUSY_TIMEOUT_MS, build_lock, connect, create_schema, foreign_reason, index_size
 from .tokenize_pool import tokenize_chunks
 from .tokenizers import Tokenizer, get_tokenizer
@@ -45,8 +46,9 @@ def fts_schema(tokenizer: Tokenizer) -> str:
     # A native strategy's FTS5 tokenizer reads the raw text; a Python strategy's tokens are stored in fts_body.
     columns = "fts_title, text" if tokenizer.native else "fts_title, fts_body"
     clause = tokenizer.fts5_clause.replace('"', '""')
-    return (f'CREATE VIRTUAL TABLE search USING fts5({columns}, content="chunks", content_rowid="id", '
-            f'tokenize="{clause}")')
+    return (
+        f'CREATE VIRTUAL TABLE search USING fts5({columns}, content="chunks", content_rowid="id", tokenize="{clause}")'
+    )
 
 
 def corpus_checksum(files: list[tuple[str, str]]) -> str:
@@ -90,8 +92,10 @@ def build(
     if path != ":memory:":
         reason = foreign_reason(path)
         if reason is not None:
-            raise IndexFileError(f"{path}: refusing to build into it: {reason}; rag-eval only writes its own index files",
-                                 hint="choose a new index path")
+            raise IndexFileError(
+                f"{path}: refusing to build into it: {reason}; rag-eval only writes its own index files",
+                hint="choose a new index path",
+            )
     root, refs = builder.plan(source)
     load_started = time.perf_counter()
     if progress is not None:  # pkuseg's model takes seconds to load: say so before it starts
@@ -115,8 +119,10 @@ def build(
                 try:
                     db = connect(path)
                 except sqlite3.Error as exc:
-                    raise IndexFileError(f"{path}: cannot open the index for writing ({exc})",
-                                         hint="check that the folder and the file are writable") from None
+                    raise IndexFileError(
+                        f"{path}: cannot open the index for writing ({exc})",
+                        hint="check that the folder and the file are writable",
+                    ) from None
             report = _write(db, path, source, root, refs, builder, tokenizer, progress, on_insert)
         finally:
             if own_db and db is not None:
@@ -171,8 +177,11 @@ class _Writer:
             report = self.progress
             done_before = self.tokenized
             tokenized, pool = tokenize_chunks(
-                self.tokenizer, pending, keep_offsets=self.keep_offsets,
-                progress=None if report is None else lambda n: report("tokenizing", done_before + n, self.queued))
+                self.tokenizer,
+                pending,
+                keep_offsets=self.keep_offsets,
+                progress=None if report is None else lambda n: report("tokenizing", done_before + n, self.queued),
+            )
             self.tokenized += len(pending)
             self.tokenize_wall += pool.wall_seconds
             self.tokenize_cpu += pool.cpu_seconds
@@ -185,9 +194,27 @@ class _Writer:
         for chunk, _title, stored in self.buffer:
             fts_title, fts_body, offsets = stored if stored is not None else next(fresh)
             self.rows += 1
-            rows.append((self.rows, chunk.key, chunk.path, chunk.doc, chunk.title, chunk.anchor, chunk.heading_path,
-                         chunk.category, chunk.line, chunk.revision, chunk.sha256, chunk.status, chunk.expires,
-                         chunk.text, fts_title, fts_body, offsets))
+            rows.append(
+                (
+                    self.rows,
+                    chunk.key,
+                    chunk.path,
+                    chunk.doc,
+                    chunk.title,
+                    chunk.anchor,
+                    chunk.heading_path,
+                    chunk.category,
+                    chunk.line,
+                    chunk.revision,
+                    chunk.sha256,
+                    chunk.status,
+                    chunk.expires,
+                    chunk.text,
+                    fts_title,
+                    fts_body,
+                    offsets,
+                )
+            )
         self.buffer = []
         self.db.executemany(_INSERT, rows)
         if self.on_insert is not None:
@@ -195,14 +222,25 @@ class _Writer:
 
 
 def _write(
-    db: sqlite3.Connection, path: str, source: Path, root: Path, refs: list[FileRef], builder: Builder,
-    tokenizer: Tokenizer, progress: Progress | None, on_insert: Callable[[int], None] | None = None,
+    db: sqlite3.Connection,
+    path: str,
+    source: Path,
+    root: Path,
+    refs: list[FileRef],
+    builder: Builder,
+    tokenizer: Tokenizer,
+    progress: Progress | None,
+    on_insert: Callable[[int], None] | None = None,
 ) -> BuildReport:
     meta = read_meta(db)
     # Stored tokens are reused only for an index built with the very same builder and tokenizer specs, and
     # only for a chunk whose text and title are unchanged (checked below): any other change re-tokenizes.
-    reusable = (bool(meta) and not tokenizer.native and meta.get("tokenizer_spec") == tokenizer.spec
-                and meta.get("builder") == builder.system)
+    reusable = (
+        bool(meta)
+        and not tokenizer.native
+        and meta.get("tokenizer_spec") == tokenizer.spec
+        and meta.get("builder") == builder.system
+    )
     # FTS5-style snippets (lines) of Python strategies need token offsets: stored, not re-computed per query.
     keep_offsets = not tokenizer.native and builder.query_defaults().snippet == "fts5"
     write_started = time.perf_counter()
@@ -220,7 +258,9 @@ def _write(
         db.execute("DELETE FROM meta")
         reader = db.cursor()
         reader.row_factory = None  # whatever the caller's connection uses
-        old_files = dict(reader.execute("SELECT path, sha256 FROM files_old").fetchall()) if has_old and reusable else {}
+        old_files = (
+            dict(reader.execute("SELECT path, sha256 FROM files_old").fetchall()) if has_old and reusable else {}
+        )
         writer = _Writer(db, tokenizer, keep_offsets)
         writer.on_insert, writer.progress = on_insert, progress
         keys: set[str] = set()
@@ -246,9 +286,10 @@ def _write(
                 if tokenizer.native:
                     stored = (title, None, None)
                 elif reuse:
-                    found = reader.execute("SELECT fts_title, fts_body, offsets FROM chunks_old "
-                                           "WHERE key = ? AND text = ? AND title = ?",
-                                           (chunk.key, chunk.text, chunk.title)).fetchone()
+                    found = reader.execute(
+                        "SELECT fts_title, fts_body, offsets FROM chunks_old WHERE key = ? AND text = ? AND title = ?",
+                        (chunk.key, chunk.text, chunk.title),
+                    ).fetchone()
                     if found is not None and (found[2] is not None) == keep_offsets:
                         stored = found
                 writer.add(chunk, title, stored)
@@ -294,15 +335,23 @@ def _write(
         _checkpoint(db)
     speedup = round(writer.tokenize_cpu / writer.tokenize_wall, 2) if writer.tokenize_wall else 1.0
     return BuildReport(
-        chunks=writer.rows, files=len(file_rows), files_tokenized=changed,
-        chunks_tokenized=writer.tokenized, tokenizer_load_seconds=0.0, tokenize_seconds=writer.tokenize_wall,
-        write_seconds=time.perf_counter() - write_started - writer.tokenize_wall, seconds=0.0, index_bytes=0,
-        extra={"workers": writer.workers, "start_method": writer.start_method,
-               "worker_load_seconds": writer.worker_load_seconds, "tokenize_cpu_seconds": round(writer.tokenize_cpu, 3),
-               "tokenize_speedup": speedup},
+        chunks=writer.rows,
+        files=len(file_rows),
+        files_tokenized=changed,
+        chunks_tokenized=writer.tokenized,
+        tokenizer_load_seconds=0.0,
+        tokenize_seconds=writer.tokenize_wall,
+        write_seconds=time.perf_counter() - write_started - writer.tokenize_wall,
+        seconds=0.0,
+        index_bytes=0,
+        extra={
+            "workers": writer.workers,
+            "start_method": writer.start_method,
+            "worker_load_seconds": writer.worker_load_seconds,
+            "tokenize_cpu_seconds": round(writer.tokenize_cpu, 3),
+            "tokenize_speedup": speedup,
+        },
     )
-
-
 
 
 def _checkpoint(db: sqlite3.Connection) -> None:

@@ -58,7 +58,12 @@ def main() -> None:
     kinds: dict[str, int] = {}
     for entry in queries:
         kinds[entry["kind"]] = kinds.get(entry["kind"], 0) + 1
-    print(json.dumps({"queries": len(queries), "qrels": len(qrels), "judgements": len(judgements), "kinds": kinds}, ensure_ascii=False))
+    print(
+        json.dumps(
+            {"queries": len(queries), "qrels": len(qrels), "judgements": len(judgements), "kinds": kinds},
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

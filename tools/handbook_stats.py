@@ -52,8 +52,18 @@ def main() -> None:
         shown = f"{statistics.fmean(overlap):.2f}" if overlap else "-"
         print(f"| {kind} | {counts[kind]} | {statistics.fmean(relevant[kind]):.1f} | {shown} |")
     grades = [g for docs in qrels.values() for g in docs.values()]
-    print(json.dumps({"queries": len(queries), "judged": len(qrels), "qrels": len(grades),
-                      "grade2": grades.count(2), "grade1": grades.count(1), "sections": len(corpus)}))
+    print(
+        json.dumps(
+            {
+                "queries": len(queries),
+                "judged": len(qrels),
+                "qrels": len(grades),
+                "grade2": grades.count(2),
+                "grade1": grades.count(1),
+                "sections": len(corpus),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

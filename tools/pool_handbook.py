@@ -34,13 +34,19 @@ def main() -> None:
     parser.add_argument("drafts", nargs="+", type=Path)
     parser.add_argument("-o", "--output", type=Path, required=True)
     args = parser.parse_args()
-    queries = [json.loads(line) for path in args.drafts for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    queries = [
+        json.loads(line)
+        for path in args.drafts
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     docs = datasets_root() / "handbook" / "docs"
     args.output.mkdir(parents=True, exist_ok=True)
     builder = get_builder("sections")
     sections = {
         f"{file.path}#{section.anchor}": (section.heading_path or section.title, section.text)
-        for file in builder.scan(docs) for section in split_markdown(file.text(), Path(file.path).stem)
+        for file in builder.scan(docs)
+        for section in split_markdown(file.text(), Path(file.path).stem)
     }
     ranks: list[dict[str, dict[str, int]]] = [{} for _ in queries]
     with tempfile.TemporaryDirectory() as scratch:
@@ -53,12 +59,14 @@ def main() -> None:
                         key = hit.chunk.key
                         ranks[number].setdefault(key, {})[spec.split(":")[0]] = hit.rank
     with open(args.output / "pool.jsonl", "w", encoding="utf-8") as out:
-        for query, found in zip(queries, ranks):
+        for query, found in zip(queries, ranks, strict=False):
             keys = list(dict.fromkeys([*query.get("relevant", {}), *found]))
-            candidates = [{"key": key, "heading_path": sections[key][0], "ranks": found.get(key, {}),
-                           "text": sections[key][1]} for key in keys]
+            candidates = [
+                {"key": key, "heading_path": sections[key][0], "ranks": found.get(key, {}), "text": sections[key][1]}
+                for key in keys
+            ]
             out.write(json.dumps({**query, "candidates": candidates}, ensure_ascii=False) + "\n")
-    sizes = [len(set(query.get("relevant", {})) | set(found)) for query, found in zip(queries, ranks)]
+    sizes = [len(set(query.get("relevant", {})) | set(found)) for query, found in zip(queries, ranks, strict=False)]
     print(f"{len(queries)} queries, {sum(sizes)} pooled pairs, {sum(sizes) / max(1, len(sizes)):.1f} per query")
 
 

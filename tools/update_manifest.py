@@ -18,7 +18,9 @@ def main() -> None:
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     for dataset_id, entry in manifest.items():
         folder = ROOT / dataset_id
-        names = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name not in SKIP)
+        names = sorted(
+            p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name not in SKIP
+        )
         entry["files"] = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in names}
     manifest_path.write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     print(f"updated {manifest_path}: " + ", ".join(f"{k} ({len(v['files'])} files)" for k, v in manifest.items()))

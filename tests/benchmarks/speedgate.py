@@ -18,8 +18,8 @@ from rag_eval.eval.shipped import corpus_dir, load_shipped
 from rag_eval.query import compile_query
 from rag_eval.search import GENERATION_SQL, search, top_statement
 from rag_eval.store import Index
-from rag_eval.writer import build
 from rag_eval.tokenizers import get_tokenizer
+from rag_eval.writer import build
 
 ROUNDS = 5
 #: Measured 1.02 to 1.10 at p50 on the 2-core development machine. 1.25 leaves room for a noisy
@@ -53,8 +53,13 @@ def query_ratio(index_path: Path, queries: list[str]) -> float:
             toolkit, bare = [], []
             for _ in range(ROUNDS):
                 toolkit.append(search(index, query, snippets=False).search_seconds)
-                expression = compile_query(index.tokenizer, query, defaults.mode, max_chars=defaults.max_query_chars,
-                                           max_terms=defaults.max_terms).expression
+                expression = compile_query(
+                    index.tokenizer,
+                    query,
+                    defaults.mode,
+                    max_chars=defaults.max_query_chars,
+                    max_terms=defaults.max_terms,
+                ).expression
                 started = time.perf_counter()
                 if not cursor.execute(statement, (expression, defaults.default_limit)).fetchall():
                     cursor.execute(GENERATION_SQL).fetchone()

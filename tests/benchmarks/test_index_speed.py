@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-from conftest import ALL_SPECS
 from benchtext import bench_text
+from conftest import ALL_SPECS
+
 from rag_eval.search import search, top_statement
 from rag_eval.store import Index
 from rag_eval.writer import build
@@ -65,7 +65,9 @@ def lines_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for part in range(9):
         name = f"part-{part}.txt"
         (folder / name).write_text("\n".join(paragraphs[part::9]) + "\n", encoding="utf-8")
-        manifest.append({"doc_id": f"part-{part}", "revision": "r1", "status": "current", "expires": None, "path": name})
+        manifest.append(
+            {"doc_id": f"part-{part}", "revision": "r1", "status": "current", "expires": None, "path": name}
+        )
     (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return folder
 
@@ -76,7 +78,8 @@ BUILDERS = ["passages", "lines", "sections"]
 @pytest.mark.parametrize("builder", BUILDERS)
 @pytest.mark.parametrize("spec", ALL_SPECS)
 def test_build_throughput(benchmark, spec: str, builder: str, corpus: Path, lines_corpus: Path, tmp_path: Path) -> None:
-    """passages and lines: the benchmark text (786 paragraphs, 810 lines); sections: the shipped handbook (391 chunks)."""
+    """passages and lines: the benchmark text (786 paragraphs, 810 lines); sections: the shipped handbook
+    (391 chunks)."""
     from rag_eval.eval.shipped import corpus_dir
 
     benchmark.group = f"build:{spec.split(':')[0]}"
@@ -88,11 +91,17 @@ def test_build_throughput(benchmark, spec: str, builder: str, corpus: Path, line
 
     report = benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
     median = benchmark.stats.stats.median
-    benchmark.extra_info.update({
-        "spec": spec, "builder": builder, "chunks": report.chunks, "index_bytes": report.index_bytes,
-        "chunks_per_second": round(report.chunks / median),
-        "tokenize_seconds": round(report.tokenize_seconds, 4), "write_seconds": round(report.write_seconds, 4),
-    })
+    benchmark.extra_info.update(
+        {
+            "spec": spec,
+            "builder": builder,
+            "chunks": report.chunks,
+            "index_bytes": report.index_bytes,
+            "chunks_per_second": round(report.chunks / median),
+            "tokenize_seconds": round(report.tokenize_seconds, 4),
+            "write_seconds": round(report.write_seconds, 4),
+        }
+    )
     if builder != "sections":
         characters = sum(map(len, bench_text()))
         benchmark.extra_info.update({"characters": characters, "chars_per_second": round(characters / median)})
@@ -107,8 +116,9 @@ def _percentile(values: list[float], fraction: float) -> float:
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("spec", ALL_SPECS)
-def test_query_latency(benchmark, spec: str, mode: str, corpus: Path, queries: list[str],
-                       tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_query_latency(
+    benchmark, spec: str, mode: str, corpus: Path, queries: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
     benchmark.group = f"query:{spec.split(':')[0]}"
     index = Index.open(index_for(spec, corpus, tmp_path_factory))
     for query in queries[:20]:  # warm-up, excluded
@@ -126,19 +136,25 @@ def test_query_latency(benchmark, spec: str, mode: str, corpus: Path, queries: l
         return hits
 
     hits = benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=0)
-    benchmark.extra_info.update({
-        "spec": spec, "mode": mode, "queries": len(queries), "hits": hits,
-        "tokenize_p50_ms": round(statistics.median(tokenize) * 1e3, 4),
-        "tokenize_p95_ms": round(_percentile(tokenize, 0.95) * 1e3, 4),
-        "search_p50_ms": round(statistics.median(match) * 1e3, 4),
-        "search_p95_ms": round(_percentile(match, 0.95) * 1e3, 4),
-    })
+    benchmark.extra_info.update(
+        {
+            "spec": spec,
+            "mode": mode,
+            "queries": len(queries),
+            "hits": hits,
+            "tokenize_p50_ms": round(statistics.median(tokenize) * 1e3, 4),
+            "tokenize_p95_ms": round(_percentile(tokenize, 0.95) * 1e3, 4),
+            "search_p50_ms": round(statistics.median(match) * 1e3, 4),
+            "search_p95_ms": round(_percentile(match, 0.95) * 1e3, 4),
+        }
+    )
     index.close()
 
 
 @pytest.mark.parametrize("spec", ALL_SPECS)
-def test_toolkit_overhead_over_bare_fts5(benchmark, spec: str, corpus: Path, queries: list[str],
-                                        tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_toolkit_overhead_over_bare_fts5(
+    benchmark, spec: str, corpus: Path, queries: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Per query: best of 5 of the toolkit's search phase (tokenization excluded) against the exact SQL
     statement it issues, run bare on the same index; the p50 of the per-query ratios is the overhead."""
     benchmark.group = f"overhead:{spec.split(':')[0]}"
@@ -164,9 +180,12 @@ def test_toolkit_overhead_over_bare_fts5(benchmark, spec: str, corpus: Path, que
         return ratios
 
     ratios = benchmark.pedantic(measure, rounds=1, iterations=1)
-    benchmark.extra_info.update({
-        "spec": spec, "queries_with_terms": len(ratios),
-        "overhead_p50": round(statistics.median(ratios) - 1, 4),
-        "overhead_p95": round(_percentile(ratios, 0.95) - 1, 4),
-    })
+    benchmark.extra_info.update(
+        {
+            "spec": spec,
+            "queries_with_terms": len(ratios),
+            "overhead_p50": round(statistics.median(ratios) - 1, 4),
+            "overhead_p95": round(_percentile(ratios, 0.95) - 1, 4),
+        }
+    )
     index.close()

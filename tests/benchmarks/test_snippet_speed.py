@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 import pytest
-
-from conftest import tokenizer_for
 from benchtext import bench_text
+from conftest import tokenizer_for
+
 from rag_eval.query import compile_query
 from rag_eval.search import search
 from rag_eval.snippets import token_snippet, window_snippet
@@ -61,11 +61,17 @@ def test_search_with_a_10_mb_passage(benchmark, huge_index: Path, kind: str, sni
     query = queries()[kind]
     with Index.open(huge_index) as index:
         search(index, query, snippets=snippets)  # warm-up: page cache and prepared statements
-        result = benchmark.pedantic(search, args=(index, query), kwargs={"snippets": snippets},
-                                    rounds=5, iterations=1)
+        result = benchmark.pedantic(search, args=(index, query), kwargs={"snippets": snippets}, rounds=5, iterations=1)
     median_ms = benchmark.stats.stats.median * 1e3
-    benchmark.extra_info.update({"passage_chars": TEN_MB, "query": query, "hits": len(result.hits),
-                                 "median_ms": round(median_ms, 2), "target_ms": TARGET_MS})
+    benchmark.extra_info.update(
+        {
+            "passage_chars": TEN_MB,
+            "query": query,
+            "hits": len(result.hits),
+            "median_ms": round(median_ms, 2),
+            "target_ms": TARGET_MS,
+        }
+    )
     huge = next(hit for hit in result.hits if hit.chunk.key == "huge")
     assert ("【" in huge.snippet) is snippets
 

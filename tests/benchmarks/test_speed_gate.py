@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from speedgate import BUILD_RATIO_BOUNDS, QUERY_RATIO_BOUND, build_ratio, handbook_queries, query_ratio
+
 from rag_eval.writer import build
 
 SPECS = ["unicode61", "trigram", "jieba", "pkuseg:model=mini", "bigram", "unigram"]
@@ -29,20 +29,32 @@ def test_query_overhead_ratio(benchmark, spec: str, indexes: dict[str, Path]) ->
     benchmark.group = f"gate:{spec.split(':')[0]}"
     ratio = benchmark.pedantic(query_ratio, args=(indexes[spec], handbook_queries()[:120]), rounds=1, iterations=1)
     benchmark.extra_info.update({"query_ratio_p50": round(ratio, 3), "bound": QUERY_RATIO_BOUND})
-    assert ratio <= QUERY_RATIO_BOUND, f"{spec}: search phase {ratio:.2f}x the bare FTS5 statement (bound {QUERY_RATIO_BOUND})"
+    assert ratio <= QUERY_RATIO_BOUND, (
+        f"{spec}: search phase {ratio:.2f}x the bare FTS5 statement (bound {QUERY_RATIO_BOUND})"
+    )
 
 
 @pytest.mark.parametrize("spec", ["jieba", "pkuseg:model=mini", "bigram", "unigram"])
 def test_build_overhead_ratio(benchmark, spec: str, tmp_path: Path) -> None:
     benchmark.group = f"gate:{spec.split(':')[0]}"
-    ratio, build_seconds, tokenize_seconds = benchmark.pedantic(build_ratio, args=(spec, tmp_path), rounds=1, iterations=1)
+    ratio, build_seconds, tokenize_seconds = benchmark.pedantic(
+        build_ratio, args=(spec, tmp_path), rounds=1, iterations=1
+    )
     bound = BUILD_RATIO_BOUNDS[spec.split(":")[0]]
-    benchmark.extra_info.update({"build_ratio": round(ratio, 3), "build_s": round(build_seconds, 4),
-                                 "tokenize_s": round(tokenize_seconds, 4), "bound": bound})
+    benchmark.extra_info.update(
+        {
+            "build_ratio": round(ratio, 3),
+            "build_s": round(build_seconds, 4),
+            "tokenize_s": round(tokenize_seconds, 4),
+            "bound": bound,
+        }
+    )
     assert ratio <= bound, f"{spec}: build {ratio:.2f}x pure tokenization (bound {bound})"
 
 
-def test_the_query_gate_fails_on_an_injected_slowdown(benchmark, indexes: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_query_gate_fails_on_an_injected_slowdown(
+    benchmark, indexes: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Regression guard: a 2 ms delay in the search phase must push the ratio over the bound."""
     import time
 
@@ -59,7 +71,9 @@ def test_the_query_gate_fails_on_an_injected_slowdown(benchmark, indexes: dict[s
     assert ratio > QUERY_RATIO_BOUND
 
 
-def test_the_build_gate_fails_on_an_injected_slowdown(benchmark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_build_gate_fails_on_an_injected_slowdown(
+    benchmark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Regression guard: tokenizing every chunk twice during a build must break the jieba bound."""
     import rag_eval.tokenize_pool as pool
 

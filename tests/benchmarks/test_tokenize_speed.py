@@ -6,9 +6,8 @@ Run with: pytest tests/benchmarks -o addopts="" --benchmark-only
 from __future__ import annotations
 
 import pytest
-
-from conftest import ALL_SPECS, REAL_PKUSEG_MODEL, tokenizer_for
 from benchtext import bench_text
+from conftest import ALL_SPECS, REAL_PKUSEG_MODEL, tokenizer_for
 
 SPECS = ALL_SPECS + (["pkuseg:model=default-real"] if REAL_PKUSEG_MODEL else [])
 

@@ -26,7 +26,7 @@ class SourceFile:
     meta: Any = None
 
     @classmethod
-    def read(cls, root: Path, relative: str, *, max_bytes: int, meta: Any = None) -> "SourceFile":
+    def read(cls, root: Path, relative: str, *, max_bytes: int, meta: Any = None) -> SourceFile:
         """Read ``root/relative`` after checking it stays under ``root`` and is a regular file not too large."""
         path = locate(root, relative, max_bytes=max_bytes)
         # Checked again on the open descriptor: the file may have been replaced (by a FIFO, a bigger file)

@@ -53,7 +53,9 @@ class LinesBuilder(Builder):
         try:
             manifest = read_json(manifest_path, CorpusError, max_bytes=MAX_MANIFEST_BYTES)
         except MissingSourceError:
-            raise MissingSourceError(f"{manifest_path}: file not found (a lines corpus needs a manifest.json)") from None
+            raise MissingSourceError(
+                f"{manifest_path}: file not found (a lines corpus needs a manifest.json)"
+            ) from None
         if not isinstance(manifest, list):
             raise CorpusError(f"{manifest_path}: the manifest must be a JSON list of documents")
         refs: list[FileRef] = []
@@ -67,6 +69,7 @@ class LinesBuilder(Builder):
             for label, value in (("doc_id", doc), ("revision", revision)):
                 if not isinstance(value, str) or not _ID.match(value):
                     raise CorpusError(f"{where}: invalid {label} {value!r} (use [a-z0-9-], 1 to 40 characters)")
+            assert isinstance(doc, str)  # checked above; tells the type checker
             if doc in seen:
                 raise CorpusError(f"{where}: duplicate doc_id {doc!r}")
             seen.add(doc)
@@ -115,5 +118,15 @@ class LinesBuilder(Builder):
         ]
 
     def query_defaults(self) -> QueryDefaults:
-        return QueryDefaults(mode="and", snippet="fts5", open_marker="[", close_marker="]", ellipsis=" … ",
-                             snippet_tokens=18, max_query_chars=200, max_terms=12, max_results=20, default_limit=10)
+        return QueryDefaults(
+            mode="and",
+            snippet="fts5",
+            open_marker="[",
+            close_marker="]",
+            ellipsis=" … ",
+            snippet_tokens=18,
+            max_query_chars=200,
+            max_terms=12,
+            max_results=20,
+            default_limit=10,
+        )

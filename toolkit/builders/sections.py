@@ -185,11 +185,13 @@ class SectionsBuilder(Builder):
 
     name = "sections"
     summary = "Markdown sections with unique anchors and heading paths (seed 001)"
-    option_set = OptionSet((
-        Option("max_chars", "split sections longer than this at blank lines (~2, ~3 suffixes)", 2000, int),
-        Option("max_bytes", "largest Markdown file accepted, in bytes", 5_000_000, int),
-        Option("title_weight", "bm25 weight of the heading column (the body has weight 1)", 1.0, float),
-    ))
+    option_set = OptionSet(
+        (
+            Option("max_chars", "split sections longer than this at blank lines (~2, ~3 suffixes)", 2000, int),
+            Option("max_bytes", "largest Markdown file accepted, in bytes", 5_000_000, int),
+            Option("title_weight", "bm25 weight of the heading column (the body has weight 1)", 1.0, float),
+        )
+    )
 
     def _plan(self, source: Path) -> tuple[Path, list[FileRef]]:
         if not source.is_dir():
@@ -209,10 +211,19 @@ class SectionsBuilder(Builder):
         chunks = []
         for section in split_markdown(file.text(), title):
             for part in split_oversized(section, self.options["max_chars"]):
-                chunks.append(Chunk(
-                    key=section_key(path, part.anchor), text=part.text, path=path, doc=path, title=part.title,
-                    anchor=part.anchor, heading_path=part.heading_path, category=category, sha256=file.sha256,
-                ))
+                chunks.append(
+                    Chunk(
+                        key=section_key(path, part.anchor),
+                        text=part.text,
+                        path=path,
+                        doc=path,
+                        title=part.title,
+                        anchor=part.anchor,
+                        heading_path=part.heading_path,
+                        category=category,
+                        sha256=file.sha256,
+                    )
+                )
         return chunks
 
     def unit(self, key: str) -> str:
@@ -221,10 +232,24 @@ class SectionsBuilder(Builder):
 
     def units(self, file: SourceFile) -> list[tuple[str, str, str]]:
         """Whole sections (before splitting for size), titled by their heading path."""
-        return [(section_key(file.path, section.anchor), section.heading_path or section.title, section.text)
-                for section in split_markdown(file.text(), Path(file.path).stem)]
+        return [
+            (section_key(file.path, section.anchor), section.heading_path or section.title, section.text)
+            for section in split_markdown(file.text(), Path(file.path).stem)
+        ]
 
     def query_defaults(self) -> QueryDefaults:
-        return QueryDefaults(mode="or", snippet="window", open_marker="【", close_marker="】", ellipsis="…",
-                             window=150, max_highlights=5, max_len=300, max_query_chars=200, max_terms=None,
-                             max_results=20, default_limit=10, title_weight=self.options["title_weight"])
+        return QueryDefaults(
+            mode="or",
+            snippet="window",
+            open_marker="【",
+            close_marker="】",
+            ellipsis="…",
+            window=150,
+            max_highlights=5,
+            max_len=300,
+            max_query_chars=200,
+            max_terms=None,
+            max_results=20,
+            default_limit=10,
+            title_weight=self.options["title_weight"],
+        )

@@ -17,8 +17,9 @@ class _Group(click.Group):
     (``--debug`` shows it): RagEvalError and unexpected file-system or SQLite errors exit 1, usage errors
     (click's own) exit 2 after the usage line. A closed output pipe (``| head``) ends the command quietly."""
 
-    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
-                     **extra: Any) -> click.Context:
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.ClickException as exc:  # options of the top-level command itself
@@ -97,10 +98,22 @@ def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Print the versions of rag-eval, SQLite and every tokenizer library, then exit.")
-@click.option("--debug", is_flag=True, expose_value=False, is_eager=True, callback=_set_debug,
-              help="Show the full traceback on errors.")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Print the versions of rag-eval, SQLite and every tokenizer library, then exit.",
+)
+@click.option(
+    "--debug",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_set_debug,
+    help="Show the full traceback on errors.",
+)
 def cli() -> None:
     """Pick a tokenization strategy for Chinese full-text search on SQLite FTS5 from evidence.
 
@@ -115,8 +128,14 @@ def cli() -> None:
     """
 
 
-def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                  file: Any = None, line: str | None = None) -> None:
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
     click.echo(f"warning: {message}", err=True)
 
 

@@ -23,39 +23,113 @@ if TYPE_CHECKING:
 
 @cli.command("compare")
 @click.argument("dataset", metavar="DATASET", type=TEXT)
-@click.option("-t", "--tokenizer", "tokenizers", multiple=True, metavar="SPEC", type=TEXT,
-              help="A tokenizer to compare (repeat). Default: every available strategy.")
-@click.option("-b", "--builder", "builder_spec", metavar="SPEC", type=TEXT,
-              help="Builder spec (default: the dataset's; BEIR folders use passages). Options only: the builder "
-                   "must be the one that reads the dataset's layout.")
+@click.option(
+    "-t",
+    "--tokenizer",
+    "tokenizers",
+    multiple=True,
+    metavar="SPEC",
+    type=TEXT,
+    help="A tokenizer to compare (repeat). Default: every available strategy.",
+)
+@click.option(
+    "-b",
+    "--builder",
+    "builder_spec",
+    metavar="SPEC",
+    type=TEXT,
+    help="Builder spec (default: the dataset's; BEIR folders use passages). Options only: the builder "
+    "must be the one that reads the dataset's layout.",
+)
 @click.option("--mode", type=click.Choice(MODES), help="Query mode (default: the dataset's).")
-@click.option("--metric", "metrics", multiple=True, metavar="NAME", type=TEXT,
-              help="A trec_eval measure in ir-measures notation, e.g. nDCG@10, R@100, RR@10, P@1, MAP@100, "
-                   "P(rel=2)@5 (repeat; cutoffs 1 to 10000). Default: those six.")
-@click.option("--reference-system", "reference", metavar="SPEC", type=TEXT, help="System to test the others against (default: bigram).")
-@click.option("--systems", "systems_file", type=click.Path(path_type=Path),
-              help="TOML file of [[system]] tables (tokenizer, builder, mode), instead of -t.")
-@click.option("--run", "outside_runs", multiple=True, metavar="NAME=FILE", type=TEXT,
-              help="A TREC run file from another engine to put in the same table (repeat).")
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="NAME",
+    type=TEXT,
+    help="A trec_eval measure in ir-measures notation, e.g. nDCG@10, R@100, RR@10, P@1, MAP@100, "
+    "P(rel=2)@5 (repeat; cutoffs 1 to 10000). Default: those six.",
+)
+@click.option(
+    "--reference-system",
+    "reference",
+    metavar="SPEC",
+    type=TEXT,
+    help="System to test the others against (default: bigram).",
+)
+@click.option(
+    "--systems",
+    "systems_file",
+    type=click.Path(path_type=Path),
+    help="TOML file of [[system]] tables (tokenizer, builder, mode), instead of -t.",
+)
+@click.option(
+    "--run",
+    "outside_runs",
+    multiple=True,
+    metavar="NAME=FILE",
+    type=TEXT,
+    help="A TREC run file from another engine to put in the same table (repeat).",
+)
 @click.option("--no-text", is_flag=True, help="Print and write query ids only, never query text.")
-@click.option("--against", "baseline_file", type=click.Path(path_type=Path),
-              help="A previous report.json or baseline: print regressions, improvements and stale systems.")
-@click.option("--fail-on-regression", is_flag=True, help="With --against: exit 1 when any metric drops by more than the tolerance.")
-@click.option("--tolerance", type=float, default=DEFAULT_TOLERANCE, show_default=True,
-              help="Largest drop that is not a regression (a finite number, at least 0).")
+@click.option(
+    "--against",
+    "baseline_file",
+    type=click.Path(path_type=Path),
+    help="A previous report.json or baseline: print regressions, improvements and stale systems.",
+)
+@click.option(
+    "--fail-on-regression",
+    is_flag=True,
+    help="With --against: exit 1 when any metric drops by more than the tolerance.",
+)
+@click.option(
+    "--tolerance",
+    type=float,
+    default=DEFAULT_TOLERANCE,
+    show_default=True,
+    help="Largest drop that is not a regression (a finite number, at least 0).",
+)
 # Output paths are checked by the library (one error line): click's exists/file checks would say less.
-@click.option("--write-baseline", "write_baseline", type=click.Path(path_type=Path),
-              help="Also write this run as a baseline file (identities and mean metrics) for later --against; "
-                   "replaces only a file rag-eval wrote.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON summary (systems, metrics, arrows, latency, skipped systems, paths) instead of the table.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
-              help="Folder for report.json, report.md, report.html, runs/ and per_query.tsv; replaces only a "
-                   "report folder rag-eval wrote.")
-def compare_cmd(dataset: str, tokenizers: tuple[str, ...], builder_spec: str | None, mode: str | None,
-                metrics: tuple[str, ...], reference: str | None, systems_file: Path | None,
-                outside_runs: tuple[str, ...], no_text: bool, baseline_file: Path | None, fail_on_regression: bool,
-                tolerance: float, write_baseline: Path | None, as_json: bool, output: Path) -> None:
+@click.option(
+    "--write-baseline",
+    "write_baseline",
+    type=click.Path(path_type=Path),
+    help="Also write this run as a baseline file (identities and mean metrics) for later --against; "
+    "replaces only a file rag-eval wrote.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print a JSON summary (systems, metrics, arrows, latency, skipped systems, paths) instead of the table.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Folder for report.json, report.md, report.html, runs/ and per_query.tsv; replaces only a "
+    "report folder rag-eval wrote.",
+)
+def compare_cmd(
+    dataset: str,
+    tokenizers: tuple[str, ...],
+    builder_spec: str | None,
+    mode: str | None,
+    metrics: tuple[str, ...],
+    reference: str | None,
+    systems_file: Path | None,
+    outside_runs: tuple[str, ...],
+    no_text: bool,
+    baseline_file: Path | None,
+    fail_on_regression: bool,
+    tolerance: float,
+    write_baseline: Path | None,
+    as_json: bool,
+    output: Path,
+) -> None:
     """Build one index per system, run every labelled query, and compare quality, latency and cost.
 
     DATASET is a shipped id (rag-eval datasets list) or a BEIR folder. A system is a tokenizer spec with
@@ -76,27 +150,46 @@ def compare_cmd(dataset: str, tokenizers: tuple[str, ...], builder_spec: str | N
         outside.append(OutsideRun(name, Path(file)))
     with Bars() as bars:
         progress = lambda system, phase, done, total: bars(f"{system[:40]} {phase}", done, total)  # noqa: E731
-        result = run_compare(dataset, output=output, tokenizers=tokenizers, builder=builder_spec, mode=mode,
-                             systems_file=systems_file, metrics=metrics, reference=reference, outside=outside,
-                             no_text=no_text, against=baseline_file, tolerance=tolerance, write_baseline=write_baseline,
-                             progress=progress)
+        result = run_compare(
+            dataset,
+            output=output,
+            tokenizers=tokenizers,
+            builder=builder_spec,
+            mode=mode,
+            systems_file=systems_file,
+            metrics=metrics,
+            reference=reference,
+            outside=outside,
+            no_text=no_text,
+            against=baseline_file,
+            tolerance=tolerance,
+            write_baseline=write_baseline,
+            progress=progress,
+        )
     report, gate = result.report, result.gate
     if as_json:
         click.echo(json.dumps(summary(report, result.output, result.baseline_written), ensure_ascii=False, indent=2))
     else:
         print_comparison(report, _console())
-    click.echo(f"wrote {result.output}/report.json, report.md, report.html, per_query.tsv and {len(result.runs)} run files",
-               err=True)
+    click.echo(
+        f"wrote {result.output}/report.json, report.md, report.html, per_query.tsv and {len(result.runs)} run files",
+        err=True,
+    )
     if result.baseline_written is not None:
         click.echo(f"wrote baseline {result.baseline_written}", err=True)
     if gate is not None:
         for line in gate.lines():
             click.echo(line, err=True)
-        click.echo(f"gate: {gate.compared} systems compared with {baseline_file}: {len(gate.regressions)} regressions, "
-                   f"{len(gate.improvements)} improvements, {len(gate.stale)} stale", err=True)
+        click.echo(
+            f"gate: {gate.compared} systems compared with {baseline_file}: {len(gate.regressions)} regressions, "
+            f"{len(gate.improvements)} improvements, {len(gate.stale)} stale",
+            err=True,
+        )
         if fail_on_regression and gate.regressions:
-            raise RagEvalError(f"{len(gate.regressions)} metric regressions against {baseline_file} "
-                               f"(tolerance {report['gate']['tolerance']}); see the REGRESSION lines above")
+            raise RagEvalError(
+                f"{len(gate.regressions)} metric regressions against {baseline_file} "
+                f"(tolerance {report['gate']['tolerance']}); see the REGRESSION lines above"
+            )
 
 
 def _console() -> Console:
@@ -120,9 +213,12 @@ def print_comparison(report: dict[str, Any], console: Console) -> None:
     # With one builder and mode for every system, the tokenizer alone names a row.
     label = (lambda row: row["name"].split(" | ")[0]) if len(shared) == 1 else (lambda row: row["name"])
     setting = f"builder {next(iter(shared))[0]}, mode {next(iter(shared))[1]}; " if len(shared) == 1 else ""
-    console.print(f"{report['dataset']['id']}: {report['judged_queries']} judged queries; {setting}reference "
-                  f"{label({'name': report['reference'] or ''})}; bold = best, ↑/↓ = significantly better/worse "
-                  "(Holm p < 0.05)", highlight=False)
+    console.print(
+        f"{report['dataset']['id']}: {report['judged_queries']} judged queries; {setting}reference "
+        f"{label({'name': report['reference'] or ''})}; bold = best, ↑/↓ = significantly better/worse "
+        "(Holm p < 0.05)",
+        highlight=False,
+    )
     best = {m: max(row["metrics"][m] for row in rows) for m in metrics}
     columns: list[tuple[str, list[str]]] = []
     for metric in metrics:
@@ -141,8 +237,11 @@ def print_comparison(report: dict[str, Any], console: Console) -> None:
     for group in _fit(names, columns, console):
         console.print(group)
     for item in report.get("skipped", []):
-        console.print(f"{item['tokenizer']}: skipped, {item['reason']}" + (f"; {item['hint']}" if item.get("hint") else ""),
-                      highlight=False, markup=False)
+        console.print(
+            f"{item['tokenizer']}: skipped, {item['reason']}" + (f"; {item['hint']}" if item.get("hint") else ""),
+            highlight=False,
+            markup=False,
+        )
 
 
 def _table(names: list[str], columns: list[tuple[str, list[str]]]) -> Table:

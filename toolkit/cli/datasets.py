@@ -30,8 +30,10 @@ def datasets_list_cmd(as_json: bool) -> None:
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
     for row in rows:
-        click.echo(f"{row['id']}\t{row['builder']}\t{row['passages']} passages\t{row['queries']} queries "
-                   f"({row['judged_queries']} judged)\t{row['qrels']} qrels\n    {row['description']}")
+        click.echo(
+            f"{row['id']}\t{row['builder']}\t{row['passages']} passages\t{row['queries']} queries "
+            f"({row['judged_queries']} judged)\t{row['qrels']} qrels\n    {row['description']}"
+        )
 
 
 @datasets_cmd.command("show")
@@ -68,8 +70,12 @@ def datasets_export_cmd(dataset_id: str, target: Path) -> None:
 
     export_shipped(dataset_id, target)
     info = entry(dataset_id)
-    click.echo(f"wrote {target}: corpus/ ({info['builder']} layout), corpus.jsonl, queries.jsonl, qrels/test.tsv, README.md")
-    click.echo(f"build it with: rag-eval index build {target / 'corpus'} -b {info['builder']} -t bigram -o {dataset_id}.sqlite")
+    click.echo(
+        f"wrote {target}: corpus/ ({info['builder']} layout), corpus.jsonl, queries.jsonl, qrels/test.tsv, README.md"
+    )
+    click.echo(
+        f"build it with: rag-eval index build {target / 'corpus'} -b {info['builder']} -t bigram -o {dataset_id}.sqlite"
+    )
 
 
 @datasets_cmd.command("convert")

@@ -14,7 +14,14 @@ from .params import TEXT
 @cli.command("evaluate")
 @click.argument("run_file", metavar="RUN", type=click.Path(path_type=Path))
 @click.argument("qrels_file", metavar="QRELS", type=click.Path(path_type=Path))
-@click.option("--metric", "metrics", multiple=True, metavar="NAME", type=TEXT, help="ir-measures name (repeat). Default: the six headline metrics.")
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="NAME",
+    type=TEXT,
+    help="ir-measures name (repeat). Default: the six headline metrics.",
+)
 @click.option("--per-query", is_flag=True, help="Also print each judged query's values.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def evaluate_cmd(run_file: Path, qrels_file: Path, metrics: tuple[str, ...], per_query: bool, as_json: bool) -> None:
@@ -35,5 +42,3 @@ def evaluate_cmd(run_file: Path, qrels_file: Path, metrics: tuple[str, ...], per
                 click.echo(f"{metric}\t{query_id}\t{value:.4f}")
     for metric, value in means.items():
         click.echo(f"{metric}\tall\t{value:.4f}")
-
-

@@ -21,13 +21,34 @@ def index_cmd() -> None:
 
 @index_cmd.command("build")
 @click.argument("source", type=click.Path(path_type=Path))
-@click.option("-o", "--output", "index_path", required=True, type=click.Path(path_type=Path),
-              help="Index file to create or update (SQLite).")
-@click.option("-b", "--builder", "builder_spec", required=True, metavar="SPEC", type=TEXT,
-              help="Builder spec: lines (manifest.json + .txt), sections (Markdown folder), passages (BEIR corpus.jsonl); "
-              "options as NAME:key=value, e.g. sections:max_chars=1500.")
-@click.option("-t", "--tokenizer", "tokenizer_spec", default="bigram", show_default=True, metavar="SPEC", type=TEXT,
-              help="Tokenizer spec, e.g. jieba, pkuseg:model=mini, unicode61.")
+@click.option(
+    "-o",
+    "--output",
+    "index_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Index file to create or update (SQLite).",
+)
+@click.option(
+    "-b",
+    "--builder",
+    "builder_spec",
+    required=True,
+    metavar="SPEC",
+    type=TEXT,
+    help="Builder spec: lines (manifest.json + .txt), sections (Markdown folder), passages (BEIR corpus.jsonl); "
+    "options as NAME:key=value, e.g. sections:max_chars=1500.",
+)
+@click.option(
+    "-t",
+    "--tokenizer",
+    "tokenizer_spec",
+    default="bigram",
+    show_default=True,
+    metavar="SPEC",
+    type=TEXT,
+    help="Tokenizer spec, e.g. jieba, pkuseg:model=mini, unicode61.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def index_build_cmd(source: Path, index_path: Path, builder_spec: str, tokenizer_spec: str, as_json: bool) -> None:
     """Build or sync an index from SOURCE in one transaction.
@@ -50,11 +71,13 @@ def index_build_cmd(source: Path, index_path: Path, builder_spec: str, tokenizer
     if as_json:
         click.echo(json.dumps(report.__dict__))
         return
-    click.echo(f"indexed {report.chunks} chunks from {report.files} files into {index_path} "
-               f"({report.index_bytes / 1e6:.2f} MB) in {report.seconds:.2f} s; "
-               f"tokenized {report.chunks_tokenized} chunks from {report.files_tokenized} changed files "
-               f"(tokenizer load {report.tokenizer_load_seconds:.2f} s, tokenize {report.tokenize_seconds:.2f} s, "
-               f"write {report.write_seconds:.2f} s)")
+    click.echo(
+        f"indexed {report.chunks} chunks from {report.files} files into {index_path} "
+        f"({report.index_bytes / 1e6:.2f} MB) in {report.seconds:.2f} s; "
+        f"tokenized {report.chunks_tokenized} chunks from {report.files_tokenized} changed files "
+        f"(tokenizer load {report.tokenizer_load_seconds:.2f} s, tokenize {report.tokenize_seconds:.2f} s, "
+        f"write {report.write_seconds:.2f} s)"
+    )
 
 
 @index_cmd.command("info")
@@ -94,15 +117,22 @@ def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None
         if "anchor" in entry:
             click.echo(f"{entry['key']}\t{entry['category']}\t{entry['heading_path'] or entry['title']}")
         else:
-            click.echo(f"{entry['doc']}@{entry['revision']}\t{entry['status']}\t{entry['expires'] or '-'}\t"
-                       f"{entry['path']}\t{entry['lines']} lines")
+            click.echo(
+                f"{entry['doc']}@{entry['revision']}\t{entry['status']}\t{entry['expires'] or '-'}\t"
+                f"{entry['path']}\t{entry['lines']} lines"
+            )
 
 
 @index_cmd.command("verify")
 @click.argument("index_path", metavar="INDEX", type=click.Path())
-@click.option("--root", type=click.Path(path_type=Path),
-              help="Corpus folder to check against (default: the one recorded at build time).")
-@click.option("--chunks", "per_chunk", is_flag=True, help="One line per chunk (source id, section) instead of per file.")
+@click.option(
+    "--root",
+    type=click.Path(path_type=Path),
+    help="Corpus folder to check against (default: the one recorded at build time).",
+)
+@click.option(
+    "--chunks", "per_chunk", is_flag=True, help="One line per chunk (source id, section) instead of per file."
+)
 @click.option("--problems", is_flag=True, help="Only what is not ok.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, problems: bool, as_json: bool) -> None:
@@ -134,16 +164,30 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
 @cli.command("search")
 @click.argument("index_path", metavar="INDEX", type=click.Path())
 @click.argument("query", type=TEXT)
-@click.option("--mode", type=click.Choice(list(MODES)),
-              help="and: every term; or: any term, ranked; phrase: the exact text. Default: the builder's.")
+@click.option(
+    "--mode",
+    type=click.Choice(list(MODES)),
+    help="and: every term; or: any term, ranked; phrase: the exact text. Default: the builder's.",
+)
 @click.option("--limit", type=int, help="Number of hits (default and maximum recorded by the builder).")
 @click.option("--as-of", type=TEXT, help="Only current chunks whose expiry date is after this YYYY-MM-DD date.")
 @click.option("--category", type=TEXT, help="Only this category (top-level folder).")
 @click.option("--path-prefix", type=TEXT, help="Only paths starting with this prefix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the agent tool result (JSON with provenance).")
-@click.option("--explain", is_flag=True, help="Show the normalised query, its tokens, the MATCH expression and hits per term.")
-def search_cmd(index_path: str, query: str, mode: str | None, limit: int | None, as_of: str | None,
-               category: str | None, path_prefix: str | None, as_json: bool, explain: bool) -> None:
+@click.option(
+    "--explain", is_flag=True, help="Show the normalised query, its tokens, the MATCH expression and hits per term."
+)
+def search_cmd(
+    index_path: str,
+    query: str,
+    mode: str | None,
+    limit: int | None,
+    as_of: str | None,
+    category: str | None,
+    path_prefix: str | None,
+    as_json: bool,
+    explain: bool,
+) -> None:
     """Search INDEX for QUERY, best bm25 first (ties by chunk id), with highlighted snippets.
 
     \b
@@ -157,12 +201,28 @@ def search_cmd(index_path: str, query: str, mode: str | None, limit: int | None,
 
     with Index.open(index_path) as index:
         if as_json:
-            payload = search_tool(index, query, as_of=as_of, limit=limit, mode=mode, category=category,
-                                  path_prefix=path_prefix, explain=explain)
+            payload = search_tool(
+                index,
+                query,
+                as_of=as_of,
+                limit=limit,
+                mode=mode,
+                category=category,
+                path_prefix=path_prefix,
+                explain=explain,
+            )
             click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
             return
-        result = search(index, query, mode=mode, limit=limit, as_of=as_of, category=category,
-                        path_prefix=path_prefix, explain=explain)
+        result = search(
+            index,
+            query,
+            mode=mode,
+            limit=limit,
+            as_of=as_of,
+            category=category,
+            path_prefix=path_prefix,
+            explain=explain,
+        )
     if explain:
         for key, value in result.explain.items():
             click.echo(f"# {key}: {json.dumps(value, ensure_ascii=False)}")
@@ -177,9 +237,14 @@ def search_cmd(index_path: str, query: str, mode: str | None, limit: int | None,
 @cli.command("read")
 @click.argument("index_path", metavar="INDEX", type=click.Path())
 @click.argument("target", metavar="PATH[#ANCHOR]", type=TEXT)
-@click.option("--root", type=click.Path(path_type=Path),
-              help="Corpus folder for whole-file reads (default: the one recorded at build time).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON: the text with its key, path, anchor, heading path, sha256.")
+@click.option(
+    "--root",
+    type=click.Path(path_type=Path),
+    help="Corpus folder for whole-file reads (default: the one recorded at build time).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON: the text with its key, path, anchor, heading path, sha256."
+)
 def read_cmd(index_path: str, target: str, root: Path | None, as_json: bool) -> None:
     """Print a stored section (PATH#ANCHOR) or a whole source file (PATH) that stays under the root.
 
@@ -192,5 +257,3 @@ def read_cmd(index_path: str, target: str, root: Path | None, as_json: bool) -> 
     with Index.open(index_path) as index:
         entry = read_entry(index, target, root=root)
     click.echo(json.dumps(entry, ensure_ascii=False, indent=2) if as_json else entry["text"])
-
-

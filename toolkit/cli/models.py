@@ -26,21 +26,42 @@ def models_list_cmd(as_json: bool) -> None:
     models = list_models()
     chosen = os.environ.get(PKUSEG_MODEL_ENV)
     if as_json:
-        click.echo(json.dumps({"models": [{"spec": f"pkuseg:model={m.name}", "name": m.name, "installed": m.installed,
-                                           "path": str(m.path), "bytes": m.size_bytes if m.installed else None,
-                                           "note": m.note} for m in models],
-                               "env": {PKUSEG_MODEL_ENV: chosen}}, ensure_ascii=False, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "models": [
+                        {
+                            "spec": f"pkuseg:model={m.name}",
+                            "name": m.name,
+                            "installed": m.installed,
+                            "path": str(m.path),
+                            "bytes": m.size_bytes if m.installed else None,
+                            "note": m.note,
+                        }
+                        for m in models
+                    ],
+                    "env": {PKUSEG_MODEL_ENV: chosen},
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return
     for model in models:
         state = f"installed, {model.size_bytes / 1e6:.1f} MB" if model.installed else "not installed"
         click.echo(f"pkuseg:model={model.name}\t{state}\t{model.path}\n    {model.note}")
-    click.echo(f"${PKUSEG_MODEL_ENV} = {chosen!r}" if chosen else f"${PKUSEG_MODEL_ENV} is not set (pkuseg uses default)")
+    click.echo(
+        f"${PKUSEG_MODEL_ENV} = {chosen!r}" if chosen else f"${PKUSEG_MODEL_ENV} is not set (pkuseg uses default)"
+    )
 
 
 @models_cmd.command("install")
 @click.argument("model", type=click.Choice(["pkuseg"]))
-@click.option("--sdist", type=click.Path(path_type=Path),
-              help="Use an already downloaded pkuseg-0.0.25.tar.gz instead of asking pip.")
+@click.option(
+    "--sdist",
+    type=click.Path(path_type=Path),
+    help="Use an already downloaded pkuseg-0.0.25.tar.gz instead of asking pip.",
+)
 def models_install_cmd(model: str, sdist: Path | None) -> None:
     """Install pkuseg's real default model from the pkuseg 0.0.25 sdist on PyPI (no GitHub).
 
@@ -54,8 +75,13 @@ def models_install_cmd(model: str, sdist: Path | None) -> None:
 
 @models_cmd.command("train-pkuseg")
 @click.argument("training_text", type=click.Path(path_type=Path), required=False)
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
-              help="Folder to write features.msgpack and weights.npz into.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Folder to write features.msgpack and weights.npz into.",
+)
 @click.option("--iterations", default=20, show_default=True, help="Training iterations.")
 def models_train_cmd(training_text: Path | None, output: Path, iterations: int) -> None:
     """Train a small pkuseg model from segmented text (default: the text the shipped mini model came from).
@@ -67,4 +93,3 @@ def models_train_cmd(training_text: Path | None, output: Path, iterations: int) 
 
     train_pkuseg_model(training_text or mini_training_text(), output, iterations=iterations)
     click.echo(f"wrote {output}")
-

@@ -24,11 +24,16 @@ class Utf8Text(click.ParamType):
         text = str(value)
         for position, char in enumerate(text):
             if "\udc80" <= char <= "\udcff":  # how Python passes on a byte of argv that is not UTF-8
-                raise InvalidTextError(f"{_name(param)}: not valid UTF-8 (byte 0x{ord(char) - 0xDC00:02x} at "
-                                       f"character {position})", hint="pass text in UTF-8")
+                raise InvalidTextError(
+                    f"{_name(param)}: not valid UTF-8 (byte 0x{ord(char) - 0xDC00:02x} at character {position})",
+                    hint="pass text in UTF-8",
+                )
             if "\ud800" <= char <= "\udfff":
-                raise InvalidTextError(f"{_name(param)}: text is not valid Unicode: lone surrogate U+{ord(char):04X} "
-                                       f"at character {position}", hint="pass text in UTF-8")
+                raise InvalidTextError(
+                    f"{_name(param)}: text is not valid Unicode: lone surrogate U+{ord(char):04X} "
+                    f"at character {position}",
+                    hint="pass text in UTF-8",
+                )
         return text
 
 

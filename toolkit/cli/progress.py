@@ -24,7 +24,7 @@ class Bars:
         self._tasks: dict[str, Any] = {}
         self._drawn = 0.0
 
-    def __enter__(self) -> "Bars":
+    def __enter__(self) -> Bars:
         return self
 
     def __call__(self, phase: str, done: int, total: int) -> None:
@@ -32,11 +32,25 @@ class Bars:
             return
         if self._display is None:
             from rich.console import Console
-            from rich.progress import BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                SpinnerColumn,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
-            self._display = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                     TaskProgressColumn(), TimeElapsedColumn(), console=Console(stderr=True),
-                                     transient=True, auto_refresh=False)
+            self._display = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+                auto_refresh=False,
+            )
             self._display.start()
         if phase not in self._tasks:
             self._tasks[phase] = self._display.add_task(phase[:60], total=max(total, 1))

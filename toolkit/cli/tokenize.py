@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import click
 
@@ -41,9 +40,16 @@ def tokenizers_cmd(as_json: bool) -> None:
 
 
 @cli.command("tokenize")
-@click.option("-t", "--tokenizer", "specs", multiple=True, metavar="SPEC", type=TEXT,
-              help="Tokenizer spec, e.g. bigram, jieba:mode=precise, pkuseg:model=mini. Repeat to compare; "
-              "omit to compare every available strategy.")
+@click.option(
+    "-t",
+    "--tokenizer",
+    "specs",
+    multiple=True,
+    metavar="SPEC",
+    type=TEXT,
+    help="Tokenizer spec, e.g. bigram, jieba:mode=precise, pkuseg:model=mini. Repeat to compare; "
+    "omit to compare every available strategy.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: per spec, a list of {text, start, end}.")
 @click.argument("text", type=TEXT)
 def tokenize_cmd(specs: tuple[str, ...], as_json: bool, text: str) -> None:
@@ -66,7 +72,8 @@ def tokenize_cmd(specs: tuple[str, ...], as_json: bool, text: str) -> None:
         results = tokenize_many(list(specs), text, progress=progress)
     if as_json:
         payload = [
-            {"spec": r.spec, "tokens": [t._asdict() for t in r.tokens]} if r.error is None
+            {"spec": r.spec, "tokens": [t._asdict() for t in r.tokens]}
+            if r.error is None
             else {"spec": r.system, "error": r.error}
             for r in results
         ]
