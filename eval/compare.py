@@ -39,7 +39,8 @@ BOOTSTRAP = 1000
 #: Largest --systems TOML file read, in bytes.
 MAX_SYSTEMS_FILE_BYTES = 1_000_000
 
-Progress = Callable[[str, str, int, int], None]
+#: ``progress(system, phase, done, total)``: a comparison reports each system's build and queries.
+SystemProgress = Callable[[str, str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ def compare(
     reference: str | None = None,
     outside: list[OutsideRun] | None = None,
     no_text: bool = False,
-    progress: Progress | None = None,
+    progress: SystemProgress | None = None,
     skipped: list[Skipped] | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[RankedDoc]]]:
     """Run every system, score it, test it against the reference; returns the report and the runs.
@@ -441,7 +442,7 @@ def run_compare(
     against: str | Path | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     write_baseline: str | Path | None = None,
-    progress: Progress | None = None,
+    progress: SystemProgress | None = None,
 ) -> CompareResult:
     """``rag-eval compare``: check every argument and output path, compare, gate, and write the report folder
     (and a baseline). A refusal (an output folder rag-eval did not write, a NaN tolerance, an unknown

@@ -6,7 +6,6 @@ import hashlib
 import json
 import sqlite3
 import statistics
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from ..builders.base import resolve_inside
 from ..cache import cache_dir
 from ..errors import CorpusError, IndexFileError, RagEvalError
 from ..outputs import write_text_atomic
+from ..records import Progress
 from ..search import search
 from ..store import SCHEMA_VERSION, Index, read_meta
 from ..textio import open_regular, read_json
@@ -33,8 +33,6 @@ WARMUP = 5
 CACHE_FORMAT = 2
 #: Largest cached build report read back (a few hundred bytes in practice).
 MAX_BUILD_REPORT_BYTES = 1_000_000
-
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 from ..errors import RagEvalError, RegistryError
+from ..records import Progress
 from ..registry import Registry
 from ..spec import SystemSpec
 from .base import PythonTokenizer, Token, Tokenizer
@@ -38,9 +38,7 @@ class TokenizeResult(NamedTuple):
     error: str | None = None
 
 
-def tokenize_many(
-    specs: list[str], text: str, *, progress: Callable[[str, int, int], None] | None = None
-) -> list[TokenizeResult]:
+def tokenize_many(specs: list[str], text: str, *, progress: Progress | None = None) -> list[TokenizeResult]:
     """Tokenize ``text`` with each spec; no specs means every registered strategy.
 
     Named specs must work (their errors propagate). When comparing every strategy, one that is

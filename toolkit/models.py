@@ -30,7 +30,8 @@ _SDIST_MODEL = "pkuseg-0.0.25/pkuseg/models/default/"
 MODEL_FILES = ("features.msgpack", "weights.npz")
 INSTALL_COMMAND = "rag-eval models install pkuseg"
 
-Progress = Callable[[str], None]
+#: ``say(message)``: how an install reports each step.
+Say = Callable[[str], None]
 
 
 def mini_model_dir() -> Path:
@@ -157,7 +158,7 @@ def install_pkuseg_model(
     *,
     target: Path | None = None,
     expected_sha256: str = PKUSEG_SDIST_SHA256,
-    progress: Progress = lambda message: None,
+    progress: Say = lambda message: None,
 ) -> Path:
     """Install pkuseg's default model from its PyPI sdist, converted to spacy-pkuseg's format.
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
+
+#: ``progress(phase, done, total)``: what long work reports as it goes (builds, comparisons, tokenizing).
+Progress = Callable[[str, int, int], None]
 
 
 class Chunk(NamedTuple):

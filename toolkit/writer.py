@@ -16,13 +16,10 @@ from .builders import Builder, get_builder
 from .builders.base import FileRef
 from .errors import CorpusError, IndexFileError, RagEvalError
 from .indexmeta import SCHEMA_VERSION, read_meta
-from .records import Chunk
+from .records import Chunk, Progress
 from .store import BUSY_TIMEOUT_MS, build_lock, connect, create_schema, foreign_reason, index_size
 from .tokenize_pool import tokenize_chunks
 from .tokenizers import Tokenizer, get_tokenizer
-
-#: ``progress(phase, done, total)``; builds report bytes of source read so far.
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass
