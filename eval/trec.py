@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import DatasetError
 from ..textio import display_name, iter_lines, read_text, split_lines
 from .beir import query_text, read_qrels, relevance_grade
 from .metrics import RankedDoc
-from .records import Query
+from .records import Qrel, Query
 
 _TOP = re.compile(r"<top>(.*?)</top>", re.S)
 _FIELD = re.compile(r"<(num|title|desc|narr)>(.*?)(?=<num>|<title>|<desc>|<narr>|\Z)", re.S)
@@ -108,3 +109,14 @@ def read_any_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     if "\t" in first:
         return read_qrels(path)
     return read_trec_qrels(path)
+
+
+def evaluate_files(
+    run_file: str | Path, qrels_file: str | Path, metrics: Iterable[str] = ()
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Score a TREC run file against qrels (BEIR TSV or TREC four-column): means and per-query values."""
+    from .metrics import DEFAULT_METRICS, evaluate
+
+    qrels = read_any_qrels(qrels_file)
+    qrel_list = [Qrel(query, doc, grade) for query, docs in qrels.items() for doc, grade in docs.items()]
+    return evaluate(qrel_list, read_run(run_file), list(metrics) or list(DEFAULT_METRICS))

@@ -26,13 +26,9 @@ from .params import TEXT
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def evaluate_cmd(run_file: Path, qrels_file: Path, metrics: tuple[str, ...], per_query: bool, as_json: bool) -> None:
     """Score a TREC run file against qrels (TREC four-column or BEIR TSV) with trec_eval's definitions."""
-    from ..eval.metrics import DEFAULT_METRICS, evaluate
-    from ..eval.records import Qrel
-    from ..eval.trec import read_any_qrels, read_run
+    from ..eval.trec import evaluate_files
 
-    qrels = read_any_qrels(qrels_file)
-    qrel_list = [Qrel(q, d, r) for q, docs in qrels.items() for d, r in docs.items()]
-    means, values = evaluate(qrel_list, read_run(run_file), list(metrics) or list(DEFAULT_METRICS))
+    means, values = evaluate_files(run_file, qrels_file, metrics)
     if as_json:
         click.echo(json.dumps({"mean": means, **({"per_query": values} if per_query else {})}, indent=2))
         return
