@@ -19,9 +19,8 @@ from .. import __version__
 from ..builders import get_builder
 from ..errors import RagEvalError
 from ..query import MODES
-from ..spec import SystemSpec
 from ..textio import read_text
-from ..tokenizers import TOKENIZERS, get_tokenizer
+from ..tokenizers import TOKENIZERS, get_tokenizer, written_spec
 from ..tokenizers.base import library_version
 from .formats import load_dataset
 from .gate import DEFAULT_TOLERANCE, GateResult, check, check_baseline_target, check_tolerance, load_baseline
@@ -179,10 +178,7 @@ def compare(
         raise RagEvalError("no systems to compare", hint="name tokenizers with -t SPEC, or install one")
     default_builder = dataset.meta.get("builder") or "passages"
     default_mode = dataset.meta.get("mode") or "or"
-    systems = [
-        System(str(SystemSpec.parse(s.tokenizer)), s.builder or default_builder, s.mode or default_mode)
-        for s in systems
-    ]
+    systems = [System(written_spec(s.tokenizer), s.builder or default_builder, s.mode or default_mode) for s in systems]
     for system in systems:
         get_tokenizer(system.tokenizer).check_available()
         check_builder(dataset, get_builder(system.builder))

@@ -8,7 +8,8 @@ from ..errors import RagEvalError, RegistryError
 from ..records import Progress
 from ..registry import Registry
 from ..spec import SystemSpec
-from .base import PythonTokenizer, Token, Tokenizer
+from .base import Field, PythonTokenizer, Token, Tokenizer
+from .hybrid import HybridTokenizer, is_hybrid, split_fields
 from .normalise import normalise, normalise_with_offsets
 
 #: Every tokenizer, built-in or plug-in, keyed by name (entry-point group ``rag_eval.tokenizers``).
@@ -24,9 +25,22 @@ def tokenizer_class(name: str) -> type[Tokenizer]:
 
 
 def get_tokenizer(spec: str | SystemSpec) -> Tokenizer:
-    """A tokenizer from a system spec such as ``bigram`` or ``jieba:mode=precise,t2s=true``."""
+    """A tokenizer from a system spec such as ``bigram`` or ``jieba:mode=precise,t2s=true``, or a hybrid of
+    several fields such as ``unigram^2+bigram+jieba:mode=precise`` (see :mod:`rag_eval.tokenizers.hybrid`)."""
+    if isinstance(spec, str) and is_hybrid(spec):
+        return HybridTokenizer.parse(spec, get_tokenizer)
     parsed = spec if isinstance(spec, SystemSpec) else SystemSpec.parse(spec)
     return tokenizer_class(parsed.name).from_spec(parsed)
+
+
+def written_spec(spec: str) -> str:
+    """A tokenizer or hybrid spec as written, tidied (whitespace removed, options sorted, defaults not added):
+    the name systems carry in reports and baselines."""
+    if is_hybrid(spec):
+        return "+".join(
+            str(SystemSpec.parse(part)) + (f"^{weight:g}" if weight != 1 else "") for part, weight in split_fields(spec)
+        )
+    return str(SystemSpec.parse(spec))
 
 
 class TokenizeResult(NamedTuple):
@@ -67,7 +81,10 @@ def tokenize_many(specs: list[str], text: str, *, progress: Progress | None = No
 
 
 __all__ = [
+    "Field",
+    "HybridTokenizer",
     "TokenizeResult",
+    "written_spec",
     "tokenize_many",
     "TOKENIZERS",
     "PythonTokenizer",

@@ -49,6 +49,13 @@ class QueryTerms(NamedTuple):
     dropped: tuple[str, ...] = ()
 
 
+class Field(NamedTuple):
+    """One field of a system: a tokenizer and its bm25 weight (a plain strategy is one field of weight 1)."""
+
+    tokenizer: Tokenizer
+    weight: float
+
+
 class Tokenizer(Configurable):
     """Base class of every strategy. Subclasses set the class attributes and implement ``_tokenize``.
 
@@ -69,8 +76,15 @@ class Tokenizer(Configurable):
     #: Distributions whose versions belong in the spec and in ``rag-eval --version``.
     libraries: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = ""
+    #: True when no token ever contains whitespace, so the tokens can be stored space-joined in a column
+    #: (every Python strategy by construction, unicode61); false for trigram, whose tokens may hold a space.
+    whitespace_free_tokens: ClassVar[bool] = True
     #: Fingerprint keys that record only a version: drift since a build warns instead of failing.
     version_keys: ClassVar[frozenset[str]] = frozenset({"unicode", "sqlite", "opencc"})
+    #: Options under which the tokens are one non-overlapping cut of the text into words when the defaults'
+    #: are not (jieba: search mode adds overlapping sub-words, ``mode=precise`` does not). ``rag-eval segeval``
+    #: scores a strategy with these options; whether tokens are a segmentation is measured there, on the text.
+    segmentation_options: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -96,6 +110,15 @@ class Tokenizer(Configurable):
         """The query's distinct terms, tokenized exactly as documents are (duplicates would change bm25)."""
         terms = tuple(dict.fromkeys(self.terms(text)))
         return QueryTerms(terms, terms)
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        """The index columns this strategy fills: one field of weight 1 (a hybrid has several)."""
+        return (Field(self, 1.0),)
+
+    def field_queries(self, text: str) -> list[QueryTerms]:
+        """The query's terms for each field, in field order."""
+        return [self.query_terms(text)]
 
     def phrase_highlight(self, phrase: str, terms: tuple[str, ...]) -> str:
         """What snippets highlight for a native phrase query: by default the normalised phrase as typed."""

@@ -23,6 +23,7 @@ class TrigramTokenizer(Tokenizer):
     summary = "FTS5's native trigram (every 3 characters; terms under 3 characters match nothing)"
     native: ClassVar[bool] = True
     overlapping_tokens: ClassVar[bool] = True
+    whitespace_free_tokens: ClassVar[bool] = False
     option_set = OptionSet((Option("case_sensitive", "fold case (false, FTS5's default) or not", False, parse_bool),))
 
     @property

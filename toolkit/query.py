@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .columns import field_columns
 from .errors import QueryError
 from .tokenizers import Tokenizer, normalise
 from .tokenizers.normalise import check_text
@@ -28,6 +29,8 @@ class CompiledQuery:
     highlight: tuple[str, ...]
     phrase_filter: str | None = None
     dropped: tuple[str, ...] = ()
+    #: A hybrid's terms per field, in field order (empty for a one-field strategy, whose terms are ``terms``).
+    fields: tuple[tuple[str, ...], ...] = ()
 
 
 def check_query(text: object, *, max_chars: int | None, max_terms: int | None) -> str:
@@ -69,12 +72,36 @@ def compile_query(
         if not tokens:
             return CompiledQuery(text, mode, normalised, (), None, (), None, (text,))
         return CompiledQuery(text, mode, normalised, (text,), quote(text), (tokenizer.phrase_highlight(text, tokens),))
-    query = tokenizer.query_terms(text)
-    # A query part with no term (a trigram word under 3 characters) cannot match, so `and` cannot either.
-    satisfiable = bool(query.terms) and (mode == "or" or not query.dropped)
-    expression = _join(query.terms, "and" if mode == "phrase" else mode) if satisfiable else None
     phrase_filter = normalised if mode == "phrase" else None
-    return CompiledQuery(text, mode, normalised, query.terms, expression, query.highlight, phrase_filter, query.dropped)
+    join_mode = "and" if mode == "phrase" else mode
+    queries = tokenizer.field_queries(text)
+    if len(queries) == 1:
+        query = queries[0]
+        # A query part with no term (a trigram word under 3 characters) cannot match, so `and` cannot either.
+        satisfiable = bool(query.terms) and (mode == "or" or not query.dropped)
+        expression = _join(query.terms, join_mode) if satisfiable else None
+        return CompiledQuery(
+            text, mode, normalised, query.terms, expression, query.highlight, phrase_filter, query.dropped
+        )
+    # Several fields: each field's terms match only that field's columns; a chunk matches when any field
+    # matches (in `and` mode, all of that field's terms).
+    parts = []
+    for number, query in enumerate(queries):
+        if query.terms and (mode == "or" or not query.dropped):
+            columns = " ".join(field_columns(number))
+            parts.append(f"{{{columns}}} : ({_join(query.terms, join_mode)})")
+    union = tokenizer.query_terms(text)
+    return CompiledQuery(
+        text,
+        mode,
+        normalised,
+        union.terms,
+        " OR ".join(parts) or None,
+        union.highlight,
+        phrase_filter,
+        tuple(dict.fromkeys(word for query in queries for word in query.dropped)),
+        tuple(query.terms for query in queries),
+    )
 
 
 def _join(terms: tuple[str, ...], mode: str) -> str:

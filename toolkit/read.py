@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .builders.base import SourceFile
+from .columns import all_field_columns
 from .errors import CorpusError, RagEvalError, ReadError
 from .keys import split_target
 from .paths import path_under
@@ -127,7 +128,8 @@ def verify_index(index: Index, root: str | Path | None = None, *, per_chunk: boo
     with index.reading():
         files = [tuple(row) for row in index.db.execute("SELECT path, sha256, chunks FROM files ORDER BY rowid")]
         stored: dict[str, list[tuple]] = {path: [] for path, _, _ in files}
-        for row in index.db.execute("SELECT key, path, title, text, fts_title, fts_body FROM chunks ORDER BY id"):
+        columns = "" if index.tokenizer.native else ", " + ", ".join(all_field_columns(len(index.tokenizer.fields)))
+        for row in index.db.execute(f"SELECT key, path, title, text{columns} FROM chunks ORDER BY id"):
             stored.setdefault(row["path"], []).append(tuple(row))
     try:
         _root, refs = builder.plan(base)
@@ -166,18 +168,19 @@ def _check_file(
     except CorpusError as exc:
         return "stale", f"the builder cannot read it now: {exc}"
     made = [(c.key, c.title, c.text) for c in chunks]
-    if made != [(key, title, text) for key, _path, title, text, _t, _b in rows]:
+    if made != [row[:1] + row[2:4] for row in rows]:
         return "stale", f"its chunks differ from what {builder.system} makes of it now; rebuild the index"
     tokenizer = index.tokenizer
-    if not tokenizer.native:
-        titles = [title if builder.index_title else "" for _key, title, _text in made]
-        fresh, _report = tokenize_chunks(
-            tokenizer, list(zip(titles, [text for _k, _t, text in made], strict=False)), keep_offsets=False
-        )
-        if [(t, b) for t, b, _o in fresh] != [(fts_title, fts_body) for *_rest, fts_title, fts_body in rows]:
+    if tokenizer.native:
+        return "ok", ""
+    pairs = [(title if builder.index_title else "", text) for _key, title, text in made]
+    for number, field in enumerate(tokenizer.fields):
+        fresh, _report = tokenize_chunks(field.tokenizer, pairs, keep_offsets=False)
+        stored = [row[4 + 2 * number : 6 + 2 * number] for row in rows]
+        if [(title, body) for title, body, _offsets in fresh] != stored:
             return (
                 "stale",
-                f"its stored tokens differ from what {tokenizer.system} makes of its text; rebuild the index",
+                f"its stored tokens differ from what {field.tokenizer.system} makes of its text; rebuild the index",
             )
     return "ok", ""
 

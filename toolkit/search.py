@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .builders.lines import iso_date
+from .columns import all_field_columns, field_columns
 from .errors import CorpusError, IndexFileError, QueryError
 from .offsets import decode as decode_offsets
 from .query import CompiledQuery, compile_query, quote
@@ -190,6 +191,22 @@ def _ranked(
     return hits, None
 
 
+def column_weights(index: Index) -> list[float]:
+    """bm25's weight for each FTS5 column: title and body weights, times each field's weight.
+
+    FTS5 multiplies a column's weight into the term frequency before saturation, so a weight w also acts
+    like k1 / w on that column: a field weight is a saturation knob as much as a weight.
+    """
+    defaults = index.defaults
+    if index.tokenizer.native:
+        return [defaults.title_weight, defaults.body_weight]
+    return [
+        w
+        for field in index.tokenizer.fields
+        for w in (defaults.title_weight * field.weight, defaults.body_weight * field.weight)
+    ]
+
+
 def _ranking_sql(index: Index, as_of: bool, category: bool, path_prefix: bool) -> str:
     """The ranking statement for a combination of filters, built once per index (it is on the hot path)."""
     key = (as_of, category, path_prefix)
@@ -204,7 +221,7 @@ def _ranking_sql(index: Index, as_of: bool, category: bool, path_prefix: bool) -
             where.append("c.category = ?")
         if path_prefix:
             where.append("substr(c.path, 1, ?) = ?")
-        weights = f"{index.defaults.title_weight!r}, {index.defaults.body_weight!r}"
+        weights = ", ".join(repr(weight) for weight in column_weights(index))
         cached = (
             f"SELECT search.rowid AS id, bm25(search, {weights}) AS score FROM search{join} "
             f"WHERE {' AND '.join(where)} ORDER BY score, search.rowid"
@@ -297,12 +314,10 @@ def _add_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> Non
 
 
 def _explain(index: Index, compiled: CompiledQuery) -> dict[str, Any]:
-    per_term = {}
-    for term in compiled.terms:
-        per_term[term] = index.db.execute(
-            "SELECT count(*) FROM search WHERE search MATCH ?", (quote(term),)
-        ).fetchone()[0]
-    return {
+    def hits(expression: str) -> int:
+        return int(index.db.execute("SELECT count(*) FROM search WHERE search MATCH ?", (expression,)).fetchone()[0])
+
+    info: dict[str, Any] = {
         "tokenizer": index.tokenizer.spec,
         "mode": compiled.mode,
         "normalised": compiled.normalised,
@@ -310,8 +325,30 @@ def _explain(index: Index, compiled: CompiledQuery) -> dict[str, Any]:
         "dropped": list(compiled.dropped),
         "match": compiled.expression,
         "phrase_filter": compiled.phrase_filter,
-        "hits_per_term": per_term,
+        "column_weights": dict(zip(_columns(index), column_weights(index), strict=True)),
     }
+    if not compiled.fields:
+        info["hits_per_term"] = {term: hits(quote(term)) for term in compiled.terms}
+        return info
+    info["fields"] = [
+        {
+            "tokenizer": field.tokenizer.system,
+            "weight": field.weight,
+            "columns": list(field_columns(number)),
+            "tokens": list(terms),
+            "hits_per_term": {term: hits(f"{{{' '.join(field_columns(number))}}} : {quote(term)}") for term in terms},
+        }
+        for number, (field, terms) in enumerate(zip(index.tokenizer.fields, compiled.fields, strict=True))
+    ]
+    info["note"] = (
+        "FTS5 multiplies a column's weight into the term frequency before saturation: "
+        "a weight w also acts like k1 / w on that column"
+    )
+    return info
+
+
+def _columns(index: Index) -> list[str]:
+    return ["fts_title", "text"] if index.tokenizer.native else all_field_columns(len(index.tokenizer.fields))
 
 
 def search_tool(

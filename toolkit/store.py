@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from .builders import Builder, get_builder
+from .columns import field_columns
 from .errors import IndexFileError
 from .indexmeta import SCHEMA_VERSION, RagEvalWarning, load_meta, parse_defaults, read_meta
 from .locks import build_lock
@@ -73,11 +74,16 @@ OWN_TABLES = frozenset(
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def create_schema(db: sqlite3.Connection) -> None:
-    """Create the chunks, files and meta tables (the FTS5 table comes from the writer, per tokenizer)."""
+def create_schema(db: sqlite3.Connection, fields: int = 1) -> None:
+    """Create the chunks, files and meta tables, with token columns for ``fields`` fields (the FTS5 table
+    comes from the writer, per tokenizer)."""
     for statement in _SCHEMA.strip().split(";"):
         if statement.strip():
             db.execute(statement)
+    for number in range(1, fields):
+        title, body = field_columns(number)
+        db.execute(f"ALTER TABLE chunks ADD COLUMN {title} TEXT NOT NULL DEFAULT ''")
+        db.execute(f"ALTER TABLE chunks ADD COLUMN {body} TEXT")
 
 
 def foreign_reason(path: str | Path) -> str | None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from .builders import Builder, get_builder
 from .builders.base import FileRef
+from .columns import all_field_columns, field_columns
 from .errors import CorpusError, IndexFileError, RagEvalError
 from .indexmeta import SCHEMA_VERSION, read_meta
 from .records import Chunk, Progress
@@ -39,9 +40,13 @@ class BuildReport:
 
 
 def fts_schema(tokenizer: Tokenizer) -> str:
-    """The FTS5 table over the chunks table (external content, rowid = chunk id)."""
-    # A native strategy's FTS5 tokenizer reads the raw text; a Python strategy's tokens are stored in fts_body.
-    columns = "fts_title, text" if tokenizer.native else "fts_title, fts_body"
+    """The FTS5 table over the chunks table (external content, rowid = chunk id): a title and a body
+    column per field."""
+    # A native strategy's FTS5 tokenizer reads the raw text; other strategies' tokens are stored per field.
+    if tokenizer.native:
+        columns = "fts_title, text"
+    else:
+        columns = ", ".join(all_field_columns(len(tokenizer.fields)))
     clause = tokenizer.fts5_clause.replace('"', '""')
     return (
         f'CREATE VIRTUAL TABLE search USING fts5({columns}, content="chunks", content_rowid="id", tokenize="{clause}")'
@@ -135,7 +140,12 @@ def build(
 #: (tokenize_pool.POOL_MIN_CHARS) to pay off on corpora of short chunks.
 FLUSH_CHUNKS = 20_000
 FLUSH_CHARS = 600_000
-_INSERT = "INSERT INTO chunks VALUES (" + ", ".join("?" * 17) + ")"
+#: The chunks table's columns before the extra fields' token columns.
+_BASE_COLUMNS = 17
+
+#: What a chunk's tokens are stored as: field 0's title and body terms and offsets, then the title and body
+#: terms of every further field.
+Stored = tuple[Any, ...]
 
 
 class _Writer:
@@ -145,7 +155,9 @@ class _Writer:
         self.db = db
         self.tokenizer = tokenizer
         self.keep_offsets = keep_offsets
-        self.buffer: list[tuple[Chunk, str, tuple[str, str | None, bytes | None] | None]] = []
+        extra = 2 * (len(tokenizer.fields) - 1)
+        self.insert = "INSERT INTO chunks VALUES (" + ", ".join("?" * (_BASE_COLUMNS + extra)) + ")"
+        self.buffer: list[tuple[Chunk, str, Stored | None]] = []
         self.pending_chars = 0
         #: Chunks handed in without reusable tokens so far (tokenized now or at the next flush).
         self.queued = 0
@@ -159,7 +171,7 @@ class _Writer:
         self.on_insert: Callable[[int], None] | None = None
         self.progress: Progress | None = None
 
-    def add(self, chunk: Chunk, title: str, stored: tuple[str, str | None, bytes | None] | None) -> None:
+    def add(self, chunk: Chunk, title: str, stored: Stored | None) -> None:
         self.buffer.append((chunk, title, stored))
         if stored is None:
             self.queued += 1
@@ -169,27 +181,37 @@ class _Writer:
 
     def flush(self) -> None:
         pending = [(title, chunk.text) for chunk, title, stored in self.buffer if stored is None]
-        tokenized: list = []
+        tokenized: list[Stored] = []
         if pending:
-            report = self.progress
-            done_before = self.tokenized
-            tokenized, pool = tokenize_chunks(
-                self.tokenizer,
-                pending,
-                keep_offsets=self.keep_offsets,
-                progress=None if report is None else lambda n: report("tokenizing", done_before + n, self.queued),
-            )
+            fields = self.tokenizer.fields
+            per_field = []
+            for number, field in enumerate(fields):
+                report = self.progress
+                done_before = self.tokenized * len(fields) + number * len(pending)
+                total = self.queued * len(fields)
+                results, pool = tokenize_chunks(
+                    field.tokenizer,
+                    pending,
+                    keep_offsets=self.keep_offsets and number == 0,
+                    progress=None if report is None else _tokenizing(report, done_before, total),
+                )
+                per_field.append(results)
+                self.tokenize_wall += pool.wall_seconds
+                self.tokenize_cpu += pool.cpu_seconds
+                if pool.workers > 1:
+                    self.workers, self.start_method = pool.workers, pool.start_method
+                    self.worker_load_seconds = sorted(set(self.worker_load_seconds) | set(pool.worker_load_seconds))
+            # Field 0's (title, body, offsets), then (title, body) of every further field.
+            tokenized = [
+                first + tuple(term for rest in others for term in rest[:2])
+                for first, *others in zip(*per_field, strict=True)
+            ]
             self.tokenized += len(pending)
-            self.tokenize_wall += pool.wall_seconds
-            self.tokenize_cpu += pool.cpu_seconds
-            if pool.workers > 1:
-                self.workers, self.start_method = pool.workers, pool.start_method
-                self.worker_load_seconds = sorted(set(self.worker_load_seconds) | set(pool.worker_load_seconds))
         self.pending_chars = 0
         fresh = iter(tokenized)
         rows = []
         for chunk, _title, stored in self.buffer:
-            fts_title, fts_body, offsets = stored if stored is not None else next(fresh)
+            tokens = stored if stored is not None else next(fresh)
             self.rows += 1
             rows.append(
                 (
@@ -207,15 +229,17 @@ class _Writer:
                     chunk.status,
                     chunk.expires,
                     chunk.text,
-                    fts_title,
-                    fts_body,
-                    offsets,
+                    *tokens,
                 )
             )
         self.buffer = []
-        self.db.executemany(_INSERT, rows)
+        self.db.executemany(self.insert, rows)
         if self.on_insert is not None:
             self.on_insert(self.rows)
+
+
+def _tokenizing(report: Progress, done_before: int, total: int) -> Callable[[int], None]:
+    return lambda done: report("tokenizing", done_before + done, total)
 
 
 def _write(
@@ -238,8 +262,13 @@ def _write(
         and meta.get("tokenizer_spec") == tokenizer.spec
         and meta.get("builder") == builder.system
     )
-    # FTS5-style snippets (lines) of Python strategies need token offsets: stored, not re-computed per query.
-    keep_offsets = not tokenizer.native and builder.query_defaults().snippet == "fts5"
+    # FTS5-style snippets (lines) of Python strategies need token offsets: stored, not re-computed per query
+    # (a hybrid's snippets come from all its fields' tokens, re-tokenized for the few hits).
+    keep_offsets = not tokenizer.native and len(tokenizer.fields) == 1 and builder.query_defaults().snippet == "fts5"
+    stored_columns = ", ".join(
+        ["fts_title", "fts_body", "offsets"]
+        + [column for number in range(1, len(tokenizer.fields)) for column in field_columns(number)]
+    )
     write_started = time.perf_counter()
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -251,7 +280,7 @@ def _write(
         if has_old:
             db.execute("ALTER TABLE chunks RENAME TO chunks_old")
             db.execute("ALTER TABLE files RENAME TO files_old")
-        create_schema(db)
+        create_schema(db, len(tokenizer.fields))
         db.execute("DELETE FROM meta")
         reader = db.cursor()
         reader.row_factory = None  # whatever the caller's connection uses
@@ -279,12 +308,12 @@ def _write(
                     raise RagEvalError(f"duplicate chunk key {chunk.key!r}")
                 keys.add(chunk.key)
                 title = chunk.title if builder.index_title else ""
-                stored: tuple[str, str | None, bytes | None] | None = None
+                stored: Stored | None = None
                 if tokenizer.native:
                     stored = (title, None, None)
                 elif reuse:
                     found = reader.execute(
-                        "SELECT fts_title, fts_body, offsets FROM chunks_old WHERE key = ? AND text = ? AND title = ?",
+                        f"SELECT {stored_columns} FROM chunks_old WHERE key = ? AND text = ? AND title = ?",
                         (chunk.key, chunk.text, chunk.title),
                     ).fetchone()
                     if found is not None and (found[2] is not None) == keep_offsets:
