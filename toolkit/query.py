@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .columns import field_columns
 from .errors import QueryError
+from .processing import DocumentFrequency, QueryProcessing
 from .tokenizers import Tokenizer, normalise
 from .tokenizers.normalise import check_text
 
@@ -31,6 +32,10 @@ class CompiledQuery:
     dropped: tuple[str, ...] = ()
     #: A hybrid's terms per field, in field order (empty for a one-field strategy, whose terms are ``terms``).
     fields: tuple[tuple[str, ...], ...] = ()
+    #: Query processing: the words removed before tokenizing, the terms pruned, every term's document frequency.
+    removed: tuple[str, ...] = ()
+    pruned: tuple[str, ...] = ()
+    frequencies: tuple[tuple[str, int], ...] = ()
 
 
 def check_query(text: object, *, max_chars: int | None, max_terms: int | None) -> str:
@@ -48,7 +53,15 @@ def check_query(text: object, *, max_chars: int | None, max_terms: int | None) -
 
 
 def compile_query(
-    tokenizer: Tokenizer, text: str, mode: str, *, max_chars: int | None = None, max_terms: int | None = None
+    tokenizer: Tokenizer,
+    text: str,
+    mode: str,
+    *,
+    max_chars: int | None = None,
+    max_terms: int | None = None,
+    processing: QueryProcessing | None = None,
+    document_frequency: DocumentFrequency | None = None,
+    chunks: int = 0,
 ) -> CompiledQuery:
     """Compile ``text`` for an index built with ``tokenizer``.
 
@@ -57,6 +70,9 @@ def compile_query(
     quoted term. ``phrase`` for a native strategy is one FTS5 phrase; for the others all tokens must
     match, then the hit's normalised raw text must contain the normalised query (overlapping tokens, as
     search mode makes, make FTS5 phrases unreliable).
+
+    ``processing`` (see :mod:`rag_eval.processing`) removes words before tokenizing and prunes terms by
+    ``document_frequency`` over ``chunks`` chunks; a phrase query is exact and never processed.
     """
     if mode not in MODES:
         raise QueryError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
@@ -74,14 +90,33 @@ def compile_query(
         return CompiledQuery(text, mode, normalised, (text,), quote(text), (tokenizer.phrase_highlight(text, tokens),))
     phrase_filter = normalised if mode == "phrase" else None
     join_mode = "and" if mode == "phrase" else mode
-    queries = tokenizer.field_queries(text)
+    process = processing is not None and processing.active and mode != "phrase"
+    source, removed = processing.strip(text) if process and processing is not None else (text, ())
+    queries = tokenizer.field_queries(source)
+    pruned: tuple[str, ...] = ()
+    frequencies: dict[str, int] = {}
+    if process and processing is not None and processing.needs_frequencies and document_frequency is not None:
+        kept, frequencies = processing.prune([query.terms for query in queries], document_frequency, chunks)
+        pruned = tuple(
+            term for query, after in zip(queries, kept, strict=True) for term in query.terms if term not in after
+        )
+        queries = [query._replace(terms=after) for query, after in zip(queries, kept, strict=True)]
+    processed = {"removed": removed, "pruned": pruned, "frequencies": tuple(frequencies.items())}
     if len(queries) == 1:
         query = queries[0]
         # A query part with no term (a trigram word under 3 characters) cannot match, so `and` cannot either.
         satisfiable = bool(query.terms) and (mode == "or" or not query.dropped)
         expression = _join(query.terms, join_mode) if satisfiable else None
         return CompiledQuery(
-            text, mode, normalised, query.terms, expression, query.highlight, phrase_filter, query.dropped
+            text,
+            mode,
+            normalised,
+            query.terms,
+            expression,
+            query.highlight,
+            phrase_filter,
+            query.dropped,
+            **processed,
         )
     # Several fields: each field's terms match only that field's columns; a chunk matches when any field
     # matches (in `and` mode, all of that field's terms).
@@ -90,17 +125,17 @@ def compile_query(
         if query.terms and (mode == "or" or not query.dropped):
             columns = " ".join(field_columns(number))
             parts.append(f"{{{columns}}} : ({_join(query.terms, join_mode)})")
-    union = tokenizer.query_terms(text)
     return CompiledQuery(
         text,
         mode,
         normalised,
-        union.terms,
+        tuple(dict.fromkeys(term for query in queries for term in query.terms)),
         " OR ".join(parts) or None,
-        union.highlight,
+        tuple(dict.fromkeys(term for query in queries for term in query.highlight)),
         phrase_filter,
         tuple(dict.fromkeys(word for query in queries for word in query.dropped)),
         tuple(query.terms for query in queries),
+        **processed,
     )
 
 

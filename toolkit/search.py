@@ -10,6 +10,7 @@ from .builders.lines import iso_date
 from .columns import all_field_columns, field_columns
 from .errors import CorpusError, IndexFileError, QueryError
 from .offsets import decode as decode_offsets
+from .processing import QueryProcessing
 from .query import CompiledQuery, compile_query, quote
 from .records import Chunk, Hit
 from .snippets import token_snippet, window_snippet
@@ -52,6 +53,7 @@ def search(
     snippets: bool = True,
     deep: bool = False,
     explain: bool = False,
+    processing: QueryProcessing | None = None,
 ) -> SearchResult:
     """Search ``index`` for ``query``.
 
@@ -59,7 +61,8 @@ def search(
     most ``max_results`` hits). ``deep=True`` is for the evaluation harness: no term limit and any
     ``limit``. Ranking is bm25 with the recorded column weights; ties are broken by chunk id ascending,
     so every consumer sees one strict order. ``as_of`` keeps only current chunks whose expiry date is
-    strictly after it.
+    strictly after it. ``processing`` removes question words and prunes frequent terms first (see
+    :mod:`rag_eval.processing`).
 
     One search reads one snapshot of the index: hits, snippets and the explanation come from the same
     build even while the file is rebuilt, and a rebuild with another tokenizer or other defaults since
@@ -74,7 +77,9 @@ def search(
         except CorpusError as exc:
             raise QueryError(str(exc)) from None
     for _ in range(_ATTEMPTS):
-        result = _search_once(index, query, mode, limit, as_of, category, path_prefix, snippets, deep, explain)
+        result = _search_once(
+            index, query, mode, limit, as_of, category, path_prefix, snippets, deep, explain, processing
+        )
         if result is not None:
             return result
     raise IndexFileError(f"{index.path}: the index was rebuilt {_ATTEMPTS} times during one search; try again")
@@ -91,6 +96,7 @@ def _search_once(
     snippets: bool,
     deep: bool,
     explain: bool,
+    processing: QueryProcessing | None = None,
 ) -> SearchResult | None:
     """One attempt; None when the index turned out to be rebuilt with other settings (retry)."""
     defaults = index.defaults
@@ -101,6 +107,7 @@ def _search_once(
         or (snippets and defaults.snippet == "fts5")
         or (mode or defaults.mode) == "phrase"
         or index.generation is None
+        or (processing is not None and processing.needs_frequencies)  # reads the vocabulary too
     )
     with index.reading() if several else index.errors():
         defaults = index.defaults
@@ -115,6 +122,9 @@ def _search_once(
             mode,
             max_chars=None if deep else defaults.max_query_chars,
             max_terms=None if deep else defaults.max_terms,
+            processing=processing,
+            document_frequency=index.document_frequency,
+            chunks=index.chunks,
         )
         tokenized = time.perf_counter()
         hits: list[Hit] = []
@@ -135,6 +145,14 @@ def _search_once(
         done = time.perf_counter()
         if explain:
             info = _explain(index, compiled)
+            if processing is not None and processing.active:
+                info["processing"] = {
+                    "spec": processing.system,
+                    "removed": list(compiled.removed),
+                    "pruned": list(compiled.pruned),
+                    "document_frequency": dict(compiled.frequencies),
+                    "chunks": index.chunks,
+                }
     return SearchResult(compiled, hits, tokenized - started, done - tokenized, info)
 
 

@@ -212,6 +212,7 @@ class Index:
         self.path = path
         self.expected = expected
         self._version = version
+        self._vocabulary = False
         self._apply(meta, tokenizer)
 
     def _apply(self, meta: dict[str, str], tokenizer: Tokenizer) -> None:
@@ -294,6 +295,21 @@ class Index:
     def source_root(self) -> Path:
         """The corpus root recorded at build time."""
         return Path(self.meta["source_root"])
+
+    def document_frequency(self, term: str) -> int:
+        """In how many chunks ``term`` occurs, in any column (FTS5's own vocabulary; call inside ``reading``)."""
+        if not self._vocabulary:
+            self.db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.rag_eval_vocab USING fts5vocab(main, 'search', 'row')"
+            )
+            self._vocabulary = True
+        row = self.db.execute("SELECT doc FROM temp.rag_eval_vocab WHERE term = ?", (term,)).fetchone()
+        return int(row[0]) if row is not None else 0
+
+    @property
+    def chunks(self) -> int:
+        """The number of chunks, as the build recorded it."""
+        return int(self.meta.get("chunks") or 0)
 
     def count(self) -> int:
         """Number of chunks."""

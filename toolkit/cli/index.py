@@ -173,6 +173,13 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
 @click.option("--as-of", type=TEXT, help="Only current chunks whose expiry date is after this YYYY-MM-DD date.")
 @click.option("--category", type=TEXT, help="Only this category (top-level folder).")
 @click.option("--path-prefix", type=TEXT, help="Only paths starting with this prefix.")
+@click.option(
+    "--processing",
+    metavar="SPEC",
+    type=TEXT,
+    help="Query processing: stopwords=zh (drop question and function words), max_df=F (drop terms in more "
+    "than F of the chunks), top_terms=N (keep the N rarest); e.g. stopwords=zh,max_df=0.3.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the agent tool result (JSON with provenance).")
 @click.option(
     "--explain", is_flag=True, help="Show the normalised query, its tokens, the MATCH expression and hits per term."
@@ -187,6 +194,7 @@ def search_cmd(
     path_prefix: str | None,
     as_json: bool,
     explain: bool,
+    processing: str | None,
 ) -> None:
     """Search INDEX for QUERY, best bm25 first (ties by chunk id), with highlighted snippets.
 
@@ -195,10 +203,13 @@ def search_cmd(
       rag-eval search docs.sqlite "导出文件保留多久"
       rag-eval search evidence.sqlite "导出 三十天" --as-of 2026-10-07 --json
       rag-eval search docs.sqlite 导出 --mode and --category guide --explain
+      rag-eval search docs.sqlite "导出文件保留多久呢" --processing stopwords=zh,max_df=0.3 --explain
     """
+    from ..processing import QueryProcessing
     from ..search import search, search_tool
     from ..store import Index
 
+    processed = QueryProcessing.parse(processing) if processing else None
     with Index.open(index_path) as index:
         if as_json:
             payload = search_tool(
@@ -210,6 +221,7 @@ def search_cmd(
                 category=category,
                 path_prefix=path_prefix,
                 explain=explain,
+                processing=processed,
             )
             click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
             return
@@ -222,6 +234,7 @@ def search_cmd(
             category=category,
             path_prefix=path_prefix,
             explain=explain,
+            processing=processed,
         )
     if explain:
         for key, value in result.explain.items():
