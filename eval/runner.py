@@ -17,6 +17,7 @@ from ..builders.base import resolve_inside
 from ..cache import cache_dir
 from ..errors import CorpusError, IndexFileError, RagEvalError
 from ..outputs import write_text_atomic
+from ..processing import QueryProcessing
 from ..records import Progress
 from ..search import search
 from ..store import SCHEMA_VERSION, Index, read_meta
@@ -42,11 +43,13 @@ class System:
     tokenizer: str
     builder: str
     mode: str
+    #: Query processing (``stopwords=zh,max_df=0.3``, see rag_eval.processing); empty for none.
+    query: str = ""
 
     @property
     def name(self) -> str:
-        """A readable, unique label, e.g. ``jieba:mode=precise | sections | or``."""
-        return f"{self.tokenizer} | {self.builder} | {self.mode}"
+        """A readable, unique label, e.g. ``jieba:mode=precise | sections | or`` (``| query:...`` when processed)."""
+        return f"{self.tokenizer} | {self.builder} | {self.mode}" + (f" | {self.query}" if self.query else "")
 
 
 @dataclass
@@ -190,6 +193,7 @@ def cached_build(
 def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress: Progress | None = None) -> SystemRun:
     """Build (or reuse) the system's index, run every query ``depth`` deep, and time each phase."""
     tokenizer = get_tokenizer(system.tokenizer)
+    processing = QueryProcessing.parse(system.query) if system.query else None
     source, default_builder = corpus_source(dataset)
     builder = get_builder(system.builder or default_builder)
     check_builder(dataset, builder)
@@ -204,9 +208,27 @@ def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress
     false_hits: dict[str, int] = {}
     with Index.open(path) as index:
         for query in queries[:WARMUP]:
-            search(index, query.text, mode=system.mode, limit=depth, deep=True, as_of=as_of, snippets=False)
+            search(
+                index,
+                query.text,
+                mode=system.mode,
+                limit=depth,
+                deep=True,
+                as_of=as_of,
+                snippets=False,
+                processing=processing,
+            )
         for number, query in enumerate(queries, start=1):
-            result = search(index, query.text, mode=system.mode, limit=depth, deep=True, as_of=as_of, snippets=False)
+            result = search(
+                index,
+                query.text,
+                mode=system.mode,
+                limit=depth,
+                deep=True,
+                as_of=as_of,
+                snippets=False,
+                processing=processing,
+            )
             tokenize_times.append(result.tokenize_seconds)
             search_times.append(result.search_seconds)
             if not result.hits:
@@ -230,12 +252,20 @@ def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress
     )
 
 
+#: Consecutive scores of a run differ by at least this fraction of their size (and at least 1e-6):
+#: trec_eval reads scores as 32-bit floats (24-bit significand, about 7 digits), so a smaller step
+#: between two near-equal bm25 scores (21.200778, 21.200777) would tie there and be re-ordered by
+#: document id, and every metric would score another ranking than rag-eval's.
+RELATIVE_STEP = 2.0**-18
+
+
 def strict_run(query_id: str, hits: list[tuple[str, float]]) -> list[RankedDoc]:
     """Keep each unit's best rank, then give strictly decreasing scores in rank order.
 
-    bm25 from FTS5 is lower-is-better and ties are common; the score written is ``-bm25``, lowered
-    where needed so each is at least 1e-6 below the previous one, so trec_eval (which breaks ties by
-    document id) and every other tool read exactly rag-eval's ranking.
+    bm25 from FTS5 is lower-is-better and ties are common; the score written is ``-bm25`` (6 decimals),
+    lowered where needed so each is distinctly below the previous one even as a 32-bit float (see
+    ``RELATIVE_STEP``), so trec_eval (which breaks ties by document id) and every other tool read exactly
+    rag-eval's ranking.
     """
     seen: set[str] = set()
     out: list[RankedDoc] = []
@@ -244,7 +274,10 @@ def strict_run(query_id: str, hits: list[tuple[str, float]]) -> list[RankedDoc]:
         if doc_id in seen:
             continue
         seen.add(doc_id)
-        score = min(round(-bm25, 6), round(previous - 1e-6, 6))
+        score = round(-bm25, 6)
+        if out:
+            step = max(1e-6, abs(previous) * RELATIVE_STEP)
+            score = min(score, round(previous - step, 6))
         out.append(RankedDoc(query_id, doc_id, len(out) + 1, score))
         previous = score
     return out
@@ -275,5 +308,9 @@ def latency_summary(values: list[float]) -> dict[str, float]:
 def write_trec_run(runs: list[RankedDoc], path: str | Path, tag: str) -> None:
     """A TREC run file: ``qid Q0 docid rank score tag``, scores strictly decreasing per query."""
     with open(path, "w", encoding="utf-8") as out:
-        for doc in runs:
-            out.write(f"{doc.query_id} Q0 {doc.doc_id} {doc.rank} {doc.score:.6f} {tag}\n")
+        out.write(trec_run_text(runs, tag))
+
+
+def trec_run_text(runs: list[RankedDoc], tag: str) -> str:
+    """The lines of a TREC run file, ``qid Q0 docid rank score tag``."""
+    return "".join(f"{doc.query_id} Q0 {doc.doc_id} {doc.rank} {doc.score:.6f} {tag}\n" for doc in runs)
