@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import sqlite3
@@ -18,11 +19,13 @@ import numpy as np
 from .. import __version__
 from ..builders import get_builder
 from ..errors import RagEvalError
+from ..processing import QueryProcessing
 from ..query import MODES
 from ..textio import read_text
 from ..tokenizers import TOKENIZERS, get_tokenizer, written_spec
 from ..tokenizers.base import library_version
 from .formats import load_dataset
+from .fusion import Fusion, fuse_runs, fused_row, fused_systems, fusion_from_table, parse_fusion
 from .gate import DEFAULT_TOLERANCE, GateResult, check, check_baseline_target, check_tolerance, load_baseline
 from .gate import write_baseline as save_baseline
 from .metrics import DEFAULT_METRICS, RankedDoc, check_qrels, evaluate, judged_queries, parse_metric
@@ -80,6 +83,26 @@ def default_systems(dataset: Dataset, builder: str | None, mode: str | None) -> 
 
 def load_systems_file(path: Path) -> list[System]:
     """Systems from TOML: ``[[system]]`` tables with ``tokenizer``, optional ``builder`` and ``mode``."""
+    return load_systems_toml(path)[0]
+
+
+def one_system(path: Path) -> System:
+    """The one ``[[system]]`` of a systems file (what ``index build --from`` builds)."""
+    systems, fusions = load_systems_toml(path)
+    if fusions:
+        members = ", ".join(system.tokenizer for system in systems)
+        raise RagEvalError(
+            f"{path}: a fusion of several systems needs an index per system; build each: {members}",
+            hint="rag-eval index build SOURCE --from FILE takes a file with one [[system]]",
+        )
+    if len(systems) != 1:
+        raise RagEvalError(f"{path}: expected exactly one [[system]] table, found {len(systems)}")
+    return systems[0]
+
+
+def load_systems_toml(path: Path) -> tuple[list[System], list[Fusion]]:
+    """Systems and fused systems from TOML: ``[[system]]`` tables (``tokenizer``, optional ``builder`` and
+    ``mode``) and ``[[fusion]]`` tables (``method``, ``systems``, optional ``k``, ``normalise``, ``weights``)."""
     import tomllib
 
     text = read_text(path, RagEvalError, max_bytes=MAX_SYSTEMS_FILE_BYTES)
@@ -87,21 +110,27 @@ def load_systems_file(path: Path) -> list[System]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RagEvalError(f"{path}: invalid TOML: {exc}") from None
-    entries = data.get("system")
-    if not isinstance(entries, list) or not entries:
-        raise RagEvalError(f"{path}: expected one or more [[system]] tables")
+    tables = sorted(set(data) - {"system", "fusion"})
+    if tables:  # a misspelt [[fusion]] would otherwise be left out without a word
+        raise RagEvalError(f"{path}: unknown tables {', '.join(tables)}; expected [[system]] and [[fusion]]")
+    entries, fused = data.get("system", []), data.get("fusion", [])
+    if not isinstance(entries, list) or not isinstance(fused, list) or not (entries or fused):
+        raise RagEvalError(f"{path}: expected one or more [[system]] tables (and optional [[fusion]] tables)")
     systems = []
     for number, entry in enumerate(entries, start=1):
         if not isinstance(entry, dict) or not isinstance(entry.get("tokenizer"), str):
             raise RagEvalError(f'{path}: [[system]] number {number} needs tokenizer = "SPEC"')
-        unknown = set(entry) - {"tokenizer", "builder", "mode"}
+        unknown = set(entry) - {"tokenizer", "builder", "mode", "query"}
         if unknown:
             raise RagEvalError(f"{path}: [[system]] number {number} has unknown keys: {', '.join(sorted(unknown))}")
-        for key in ("builder", "mode"):
+        for key in ("builder", "mode", "query"):
             if not isinstance(entry.get(key, ""), str):
                 raise RagEvalError(f"{path}: [[system]] number {number}: {key} must be a string")
-        systems.append(System(entry["tokenizer"], entry.get("builder", ""), entry.get("mode", "")))
-    return systems
+        systems.append(
+            System(entry["tokenizer"], entry.get("builder", ""), entry.get("mode", ""), entry.get("query", ""))
+        )
+    fusions = [fusion_from_table(entry, f"{path}: [[fusion]] number {n}") for n, entry in enumerate(fused, start=1)]
+    return systems, fusions
 
 
 def _bootstrap_ci(values: list[float], seed: int = SEED) -> list[float]:
@@ -163,13 +192,15 @@ def compare(
     no_text: bool = False,
     progress: SystemProgress | None = None,
     skipped: list[Skipped] | None = None,
+    fusions: list[Fusion] | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[RankedDoc]]]:
     """Run every system, score it, test it against the reference; returns the report and the runs.
 
     Everything that can be refused is refused before the first index is built: metric names, tokenizers,
-    a builder that cannot read the dataset's layout, qrels with invalid grades or no judged query, and
-    unreadable outside runs. A system that returns ids the dataset's corpus does not have (a unit
-    mismatch) is an error rather than a row of zeros.
+    a builder that cannot read the dataset's layout, qrels with invalid grades or no judged query,
+    unreadable outside runs and fusions of systems that are not compared. A system that returns ids the
+    dataset's corpus does not have (a unit mismatch) is an error rather than a row of zeros. A fused
+    system (``fusions``) is a row like any other, made from its members' runs after they have run.
     """
     metrics = list(dict.fromkeys(metrics or DEFAULT_METRICS))
     for name in metrics:
@@ -178,12 +209,21 @@ def compare(
         raise RagEvalError("no systems to compare", hint="name tokenizers with -t SPEC, or install one")
     default_builder = dataset.meta.get("builder") or "passages"
     default_mode = dataset.meta.get("mode") or "or"
-    systems = [System(written_spec(s.tokenizer), s.builder or default_builder, s.mode or default_mode) for s in systems]
+    systems = [
+        System(
+            written_spec(s.tokenizer),
+            s.builder or default_builder,
+            s.mode or default_mode,
+            QueryProcessing.parse(s.query).system if s.query else "",
+        )
+        for s in systems
+    ]
     for system in systems:
         get_tokenizer(system.tokenizer).check_available()
         check_builder(dataset, get_builder(system.builder))
         check_mode(system.mode)
-    names = [system.name for system in systems] + [run.name for run in outside or []]
+    fused = fused_systems(fusions or [], {s.name: s.tokenizer for s in systems}, [r.name for r in outside or []])
+    names = [system.name for system in systems] + [run.name for run in outside or []] + [f[1] for f in fused]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         # Rows, runs and per-query values are keyed by name: a second one would silently replace the first.
@@ -198,6 +238,7 @@ def compare(
     corpus_ids = set(dataset.corpus)
     curve = [f"R@{k}" for k in RECALL_CURVE]
     runs: dict[str, list[RankedDoc]] = {}
+    measured: dict[str, SystemRun] = {}
     rows: list[dict[str, Any]] = []
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     for system in systems:
@@ -208,6 +249,7 @@ def compare(
         check_units(result.run, corpus_ids, system.name, dataset)
         means, values = evaluate(qrels, result.run, metrics + curve)
         runs[system.name] = result.run
+        measured[system.name] = result
         per_query[system.name] = values
         no_answer = [q for q in dataset.queries.values() if q.kind == NO_ANSWER]
         false_hit = sum(1 for q in no_answer if result.false_hits.get(q.id, 0) > 0)
@@ -268,6 +310,19 @@ def compare(
                 "tokenizer": f"outside run {run.path.name}",
                 "builder": "",
                 "mode": "",
+                "metrics": {m: round(means[m], 4) for m in metrics},
+                "ci95": {m: _bootstrap_ci([values[q][m] for q in values]) for m in metrics},
+                "recall_curve": {m: round(means[m], 4) for m in curve},
+            }
+        )
+    for fusion, name, members in fused:
+        fused_run = fuse_runs([runs[m] for m in members], fusion, queries=list(dataset.queries))
+        means, values = evaluate(qrels, fused_run.run, metrics + curve)
+        runs[name] = fused_run.run
+        per_query[name] = values
+        rows.append(
+            {
+                **fused_row(fusion, name, members, fused_run, rows, measured, dataset),
                 "metrics": {m: round(means[m], 4) for m in metrics},
                 "ci95": {m: _bootstrap_ci([values[q][m] for q in values]) for m in metrics},
                 "recall_curve": {m: round(means[m], 4) for m in curve},
@@ -438,11 +493,14 @@ def run_compare(
     against: str | Path | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     write_baseline: str | Path | None = None,
+    processing: str | None = None,
     progress: SystemProgress | None = None,
+    fuse: tuple[str, ...] | list[str] = (),
 ) -> CompareResult:
     """``rag-eval compare``: check every argument and output path, compare, gate, and write the report folder
     (and a baseline). A refusal (an output folder rag-eval did not write, a NaN tolerance, an unknown
-    metric, ...) happens before any index is built, so it costs nothing and touches nothing."""
+    metric, ...) happens before any index is built, so it costs nothing and touches nothing. ``fuse`` adds
+    fused systems by spec (``rrf(bigram, unigram)``) to a systems file's ``[[fusion]]`` tables."""
     tolerance = check_tolerance(tolerance)
     folder = check_output(output)
     baseline_path = check_baseline_target(write_baseline) if write_baseline is not None else None
@@ -453,15 +511,20 @@ def run_compare(
         )
     for name in metrics:
         parse_metric(name)
+    fusions = [parse_fusion(spec) for spec in fuse]
     baseline = load_baseline(against) if against is not None else None
     data = load_dataset(dataset)
     skipped: list[Skipped] = []
     if systems_file is not None:
-        systems = load_systems_file(Path(systems_file))
+        systems, declared = load_systems_toml(Path(systems_file))
+        fusions = declared + fusions
     elif tokenizers:
         systems = [System(spec, builder or "", mode or "") for spec in tokenizers]
     else:
         systems, skipped = default_systems(data, builder, mode)
+    if processing:  # query processing for the systems named by -t or by default (a systems file has its own)
+        query = QueryProcessing.parse(processing).system
+        systems = [dataclasses.replace(system, query=query) for system in systems]
     report, runs = compare(
         data,
         systems,
@@ -471,6 +534,7 @@ def run_compare(
         no_text=no_text,
         progress=progress,
         skipped=skipped,
+        fusions=fusions,
     )
     gate = check(report, baseline, tolerance=tolerance) if baseline is not None else None
     if gate is not None:

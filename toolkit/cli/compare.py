@@ -72,6 +72,23 @@ if TYPE_CHECKING:
     type=TEXT,
     help="A TREC run file from another engine to put in the same table (repeat).",
 )
+@click.option(
+    "--processing",
+    metavar="SPEC",
+    type=TEXT,
+    help="Query processing for the -t (or default) systems, e.g. stopwords=zh,max_df=0.3,top_terms=24 "
+    "(a --systems file sets query = ... per system).",
+)
+@click.option(
+    "--fuse",
+    "fusions",
+    multiple=True,
+    metavar="SPEC",
+    type=TEXT,
+    help="A fused system of compared systems, METHOD[:key=value](SYSTEM, SYSTEM, ...): rrf (k, default 60), "
+    "combsum or combmnz (normalise=minmax|sum|zmuv, default minmax), a member WEIGHT*SYSTEM; e.g. "
+    "'rrf(bigram, unigram)' (repeat). A --systems file declares them as [[fusion]] tables.",
+)
 @click.option("--no-text", is_flag=True, help="Print and write query ids only, never query text.")
 @click.option(
     "--against",
@@ -122,6 +139,8 @@ def compare_cmd(
     reference: str | None,
     systems_file: Path | None,
     outside_runs: tuple[str, ...],
+    processing: str | None,
+    fusions: tuple[str, ...],
     no_text: bool,
     baseline_file: Path | None,
     fail_on_regression: bool,
@@ -164,7 +183,9 @@ def compare_cmd(
             against=baseline_file,
             tolerance=tolerance,
             write_baseline=write_baseline,
+            processing=processing,
             progress=progress,
+            fuse=fusions,
         )
     report, gate = result.report, result.gate
     if as_json:
@@ -205,17 +226,17 @@ def print_comparison(report: dict[str, Any], console: Console) -> None:
     Columns that do not fit are moved to a further table with the system names repeated, rather than
     cut (rich would end a squeezed ``0.3930↓`` as ``0.39…``); the systems left out follow the table.
     """
-    from ..eval.report import arrow
+    from ..eval.report import arrow, labels
 
     metrics = report["metrics"]
     rows = report["systems"]
-    shared = {(row["builder"], row["mode"]) for row in rows if row.get("mode")}
-    # With one builder and mode for every system, the tokenizer alone names a row.
-    label = (lambda row: row["name"].split(" | ")[0]) if len(shared) == 1 else (lambda row: row["name"])
-    setting = f"builder {next(iter(shared))[0]}, mode {next(iter(shared))[1]}; " if len(shared) == 1 else ""
+    # With one builder and mode for every system, the tokenizer alone names a row (fused and outside: their own).
+    short, shared = labels(report)
+    label = lambda row: short[row["name"]]  # noqa: E731
+    setting = f"builder {shared[0]}, mode {shared[1]}; " if shared else ""
     console.print(
         f"{report['dataset']['id']}: {report['judged_queries']} judged queries; {setting}reference "
-        f"{label({'name': report['reference'] or ''})}; bold = best, ↑/↓ = significantly better/worse "
+        f"{short.get(report['reference'], report['reference'] or '')}; bold = best, ↑/↓ = significantly better/worse "
         "(Holm p < 0.05)",
         highlight=False,
     )
