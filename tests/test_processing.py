@@ -136,3 +136,43 @@ def test_compare_and_search_take_processing_from_the_command_line(index: Path, t
         "bigram | lines | and",
         "bigram | lines | and | query:max_df=0.5,stopwords=none,top_terms=0",
     ]
+
+
+def test_an_index_records_its_processing_and_searches_use_it(tmp_path: Path, index: Path) -> None:
+    docs = tmp_path / "docs"
+    rec = tmp_path / "recommendation.toml"
+    rec.write_text(
+        '[[system]]\ntokenizer = "unigram^2+bigram"\nbuilder = "sections"\nquery = "stopwords=zh"\n', encoding="utf-8"
+    )
+    built = tmp_path / "built.sqlite"
+    runner = CliRunner()
+    result = runner.invoke(cli, ["index", "build", str(docs), "--from", str(rec), "-o", str(built)])
+    assert result.exit_code == 0, result.stderr
+    with Index.open(built) as opened:
+        assert opened.tokenizer.system == "unigram:t2s=false^2+bigram:t2s=false"
+        assert opened.processing is not None and opened.processing.system == "query:max_df=1.0,stopwords=zh,top_terms=0"
+        assert search(opened, "什么是导出").query.removed == ("什么", "是")  # the index's own processing
+        assert search(opened, "什么是导出", processing=QueryProcessing()).query.removed == ()  # none asked for
+    overridden = runner.invoke(
+        cli,
+        [
+            "index",
+            "build",
+            str(docs),
+            "--from",
+            str(rec),
+            "-t",
+            "bigram",
+            "--processing",
+            "none",
+            "-o",
+            str(tmp_path / "b.sqlite"),
+        ],
+    )
+    assert overridden.exit_code == 0, overridden.stderr
+    with Index.open(tmp_path / "b.sqlite") as opened:
+        assert opened.tokenizer.name == "bigram" and opened.processing is None
+    two = tmp_path / "two.toml"
+    two.write_text('[[system]]\ntokenizer = "bigram"\n\n[[system]]\ntokenizer = "unigram"\n', encoding="utf-8")
+    refused = runner.invoke(cli, ["index", "build", str(docs), "--from", str(two), "-o", str(tmp_path / "c.sqlite")])
+    assert refused.exit_code == 1 and "expected exactly one [[system]]" in refused.stderr

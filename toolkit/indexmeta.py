@@ -112,6 +112,13 @@ def load_meta(
         raise IndexFileError(f"{where}: damaged index meta: tokenizer_fingerprint is not an object of strings")
     check_fingerprint(where, fingerprint, recorded)
     parse_defaults(where, meta)
+    if meta.get("query_processing"):
+        from .processing import QueryProcessing
+
+        try:
+            QueryProcessing.parse(meta["query_processing"])
+        except SpecError as exc:
+            raise IndexFileError(f"{where}: damaged index meta: query_processing: {exc}") from None
     return meta, recorded
 
 

@@ -58,9 +58,9 @@ class QueryProcessing(Configurable):
 
     @classmethod
     def parse(cls, text: str) -> QueryProcessing:
-        """From ``query:key=value,...`` or just ``key=value,...``; an empty text means no processing."""
+        """From ``query:key=value,...`` or just ``key=value,...``; empty or ``none`` means no processing."""
         text = text.strip()
-        if not text:
+        if not text or text == "none":
             return cls()
         spec = SystemSpec.parse(text if text.startswith("query") else f"query:{text}")
         if spec.name != cls.name:

@@ -62,7 +62,8 @@ def search(
     ``limit``. Ranking is bm25 with the recorded column weights; ties are broken by chunk id ascending,
     so every consumer sees one strict order. ``as_of`` keeps only current chunks whose expiry date is
     strictly after it. ``processing`` removes question words and prunes frequent terms first (see
-    :mod:`rag_eval.processing`).
+    :mod:`rag_eval.processing`); by default the processing recorded in the index at build time, and
+    ``QueryProcessing()`` for none.
 
     One search reads one snapshot of the index: hits, snippets and the explanation come from the same
     build even while the file is rebuilt, and a rebuild with another tokenizer or other defaults since
@@ -100,6 +101,7 @@ def _search_once(
 ) -> SearchResult | None:
     """One attempt; None when the index turned out to be rebuilt with other settings (retry)."""
     defaults = index.defaults
+    processing = processing if processing is not None else index.processing
     # A single statement reads one snapshot by itself and returns the build generation with its rows;
     # anything that issues more statements runs inside one read transaction instead.
     several = (

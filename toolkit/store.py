@@ -15,6 +15,7 @@ from .columns import field_columns
 from .errors import IndexFileError
 from .indexmeta import SCHEMA_VERSION, RagEvalWarning, load_meta, parse_defaults, read_meta
 from .locks import build_lock
+from .processing import QueryProcessing
 from .textio import file_kind
 from .tokenizers import Tokenizer
 
@@ -269,10 +270,11 @@ class Index:
     def refresh(self) -> bool:
         """Re-read the meta now (after a statement saw another generation); True when search settings changed."""
         with _mapped_errors(self.path), _transaction(self.db):
-            before = (self.tokenizer.spec, self.meta.get("query_defaults"))
+            settings = ("query_defaults", "query_processing")
+            before = (self.tokenizer.spec, *(self.meta.get(key) for key in settings))
             self._reload()
             self._version = _data_version(self.db)
-            return before != (self.tokenizer.spec, self.meta.get("query_defaults"))
+            return before != (self.tokenizer.spec, *(self.meta.get(key) for key in settings))
 
     def _reload(self) -> None:
         meta = read_meta(self.db)
@@ -305,6 +307,12 @@ class Index:
             self._vocabulary = True
         row = self.db.execute("SELECT doc FROM temp.rag_eval_vocab WHERE term = ?", (term,)).fetchone()
         return int(row[0]) if row is not None else 0
+
+    @property
+    def processing(self) -> QueryProcessing | None:
+        """The query processing recorded at build time (searches use it unless they name their own)."""
+        recorded = self.meta.get("query_processing", "")
+        return QueryProcessing.parse(recorded) if recorded else None
 
     @property
     def chunks(self) -> int:

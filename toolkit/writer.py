@@ -17,6 +17,7 @@ from .builders.base import FileRef
 from .columns import all_field_columns, field_columns
 from .errors import CorpusError, IndexFileError, RagEvalError
 from .indexmeta import SCHEMA_VERSION, read_meta
+from .processing import QueryProcessing
 from .records import Chunk, Progress
 from .store import BUSY_TIMEOUT_MS, build_lock, connect, create_schema, foreign_reason, index_size
 from .tokenize_pool import tokenize_chunks
@@ -70,6 +71,7 @@ def build(
     progress: Progress | None = None,
     db: sqlite3.Connection | None = None,
     on_insert: Callable[[int], None] | None = None,
+    processing: str | QueryProcessing | None = None,
 ) -> BuildReport:
     """Build or sync an index from ``source`` in one transaction, streaming file by file.
 
@@ -85,12 +87,16 @@ def build(
     ``index_path`` must be new, empty, or an index rag-eval wrote: any other file (someone's own SQLite
     database, a text file) is refused before anything is read or written. ``on_insert(rows)`` is called
     inside the transaction after each batch of chunk rows (fault-injection tests kill the process there).
+    ``processing`` (see :mod:`rag_eval.processing`) is recorded in the index: its searches use it unless
+    they name their own.
     """
     started = time.perf_counter()
     builder = builder if isinstance(builder, Builder) else get_builder(builder)
     tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else get_tokenizer(tokenizer)
     source = Path(source)
     path = str(index_path)
+    chosen = processing if isinstance(processing, QueryProcessing) else QueryProcessing.parse(processing or "")
+    recorded = chosen.system if chosen.active else ""
     if path != ":memory:":
         reason = foreign_reason(path)
         if reason is not None:
@@ -125,7 +131,7 @@ def build(
                         f"{path}: cannot open the index for writing ({exc})",
                         hint="check that the folder and the file are writable",
                     ) from None
-            report = _write(db, path, source, root, refs, builder, tokenizer, progress, on_insert)
+            report = _write(db, path, source, root, refs, builder, tokenizer, progress, on_insert, recorded)
         finally:
             if own_db and db is not None:
                 db.close()
@@ -252,6 +258,7 @@ def _write(
     tokenizer: Tokenizer,
     progress: Progress | None,
     on_insert: Callable[[int], None] | None = None,
+    processing: str = "",
 ) -> BuildReport:
     meta = read_meta(db)
     # Stored tokens are reused only for an index built with the very same builder and tokenizer specs, and
@@ -344,6 +351,7 @@ def _write(
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             # Unique per build: readers compare it to notice a rebuild (new tokenizer, new defaults).
             "generation": uuid.uuid4().hex,
+            "query_processing": processing,
             "chunks": str(writer.rows),
             "files": str(len(file_rows)),
             "build_seconds_write": f"{time.perf_counter() - write_started - writer.tokenize_wall:.3f}",

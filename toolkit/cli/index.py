@@ -33,7 +33,6 @@ def index_cmd() -> None:
     "-b",
     "--builder",
     "builder_spec",
-    required=True,
     metavar="SPEC",
     type=TEXT,
     help="Builder spec: lines (manifest.json + .txt), sections (Markdown folder), passages (BEIR corpus.jsonl); "
@@ -43,14 +42,33 @@ def index_cmd() -> None:
     "-t",
     "--tokenizer",
     "tokenizer_spec",
-    default="bigram",
-    show_default=True,
     metavar="SPEC",
     type=TEXT,
-    help="Tokenizer spec, e.g. jieba, pkuseg:model=mini, unicode61.",
+    help="Tokenizer spec, e.g. jieba, pkuseg:model=mini, or a hybrid such as unigram^2+bigram. Default: bigram.",
+)
+@click.option(
+    "--processing",
+    metavar="SPEC",
+    type=TEXT,
+    help="Query processing recorded in the index and used by its searches, e.g. stopwords=zh,max_df=0.3.",
+)
+@click.option(
+    "--from",
+    "system_file",
+    type=click.Path(path_type=Path),
+    help="Take the tokenizer, builder and query processing from a systems TOML file's one [[system]] "
+    "(e.g. the recommendation.toml `rag-eval tune` writes); -t, -b and --processing override it.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
-def index_build_cmd(source: Path, index_path: Path, builder_spec: str, tokenizer_spec: str, as_json: bool) -> None:
+def index_build_cmd(
+    source: Path,
+    index_path: Path,
+    builder_spec: str | None,
+    tokenizer_spec: str | None,
+    processing: str | None,
+    system_file: Path | None,
+    as_json: bool,
+) -> None:
     """Build or sync an index from SOURCE in one transaction.
 
     Everything is validated before anything is written; a failed or killed build leaves the previous
@@ -63,11 +81,29 @@ def index_build_cmd(source: Path, index_path: Path, builder_spec: str, tokenizer
       rag-eval index build docs/ -b sections -t jieba -o docs.sqlite
       rag-eval index build corpus/ -b lines -t bigram -o evidence.sqlite
       rag-eval index build beir/corpus.jsonl -b passages:title_weight=2 -t unigram -o passages.sqlite
+      rag-eval index build docs/ -b sections -t unigram^2+bigram^2+jieba^2 --processing stopwords=zh -o docs.sqlite
+      rag-eval index build docs/ -b sections --from out/tune/recommendation.toml -o docs.sqlite
     """
     from ..writer import build
 
+    if system_file is not None:
+        from ..eval.compare import one_system
+
+        chosen = one_system(system_file)
+        tokenizer_spec = tokenizer_spec or chosen.tokenizer
+        builder_spec = builder_spec or chosen.builder or None
+        processing = processing if processing is not None else chosen.query
+    if not builder_spec:
+        raise click.UsageError("name a builder with -b SPEC (lines, sections or passages)")
     with Bars() as progress:
-        report = build(source, index_path, builder=builder_spec, tokenizer=tokenizer_spec, progress=progress)
+        report = build(
+            source,
+            index_path,
+            builder=builder_spec,
+            tokenizer=tokenizer_spec or "bigram",
+            processing=processing,
+            progress=progress,
+        )
     if as_json:
         click.echo(json.dumps(report.__dict__))
         return
