@@ -1,0 +1,529 @@
+"""``rag-eval tune``: search a space of systems on dev queries, evaluate the dev Pareto front once on held-back
+test queries, and recommend one system with the evidence.
+
+1. The judged dataset's queries split into dev and test by a hash of each query id (:mod:`.split`).
+2. The space (a shipped default, or a TOML file) lists candidates: single tokenizers, hybrids of two and
+   three, uniform field weights, query processing, fusions of two singles.
+3. Successive halving within the budget: when the space is larger than the budget, up to three times the
+   budget (the single tokenizers always, the rest drawn with a fixed seed) run on a quarter of the dev
+   queries, and the best ``budget`` of them (the singles always) run on all of them. Only dev judgements
+   are read until step 5.
+4. The dev Pareto front over (quality up, p95 latency down, index size down) among the candidates that
+   meet the constraints; the recommendation is the front's best by dev quality.
+5. The front and every single tokenizer run once on the test queries (or on another dataset, ``eval_on``);
+   each front member is tested against the best single tokenizer on test (paired randomization test,
+   Holm-corrected over the front).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from ..errors import RagEvalError
+from ..outputs import only_names, publish_folder
+from ..processing import QueryProcessing
+from ..textio import read_text
+from ..tokenizers import get_tokenizer, written_spec
+from .compare import compare, environment
+from .formats import load_dataset
+from .fusion import Fusion
+from .pareto import front
+from .records import Dataset
+from .runner import System
+from .split import SALT, split_ids, subset
+from .stats import holm, randomization_test
+
+SCHEMA = "rag-eval/tune/1"
+DEFAULT_BUDGET = 12
+DEFAULT_METRIC = "nDCG@10"
+#: Share of the dev queries the first round of successive halving runs on.
+FIRST_ROUND_SHARE = 0.25
+SEED = 20261130
+MAX_SPACE_BYTES = 100_000
+
+#: ``progress(phase, done, total)``.
+TuneProgress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One point of the space: a system, or a fusion of member systems."""
+
+    name: str
+    system: System | None = None
+    fusion: Fusion | None = None
+    members: tuple[System, ...] = ()
+
+    @property
+    def single(self) -> bool:
+        """A plain tokenizer without processing: the baselines the recommendation is tested against."""
+        return (
+            self.system is not None
+            and not self.system.query
+            and "+" not in self.system.tokenizer
+            and ("^" not in self.system.tokenizer)
+        )
+
+
+@dataclass
+class Trial:
+    """What one candidate scored on the dev queries of one round."""
+
+    candidate: Candidate
+    round: int
+    queries: int
+    quality: float
+    p95_ms: float | None
+    index_mb: float | None
+    feasible: bool = True
+
+
+@dataclass
+class TuneResult:
+    """Everything ``tune`` measured and decided; ``report`` is what tune.json holds."""
+
+    report: dict[str, Any]
+    output: Path
+    recommendation: Candidate
+    paragraph: str
+    trials: list[Trial] = field(default_factory=list)
+
+
+def load_space(path: Path | None) -> dict[str, Any]:
+    """The search space: a TOML file, or the shipped default (``eval/spaces/default.toml``)."""
+    text = (
+        read_text(path, RagEvalError, max_bytes=MAX_SPACE_BYTES)
+        if path is not None
+        else (files("rag_eval.eval") / "spaces" / "default.toml").read_text(encoding="utf-8")
+    )
+    where = str(path) if path is not None else "the default space"
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise RagEvalError(f"{where}: invalid TOML: {exc}") from None
+    known = {"tokenizers", "hybrid_sizes", "weights", "processing", "fusion"}
+    unknown = set(data) - known
+    if unknown:
+        raise RagEvalError(f"{where}: unknown keys {', '.join(sorted(unknown))}; expected {', '.join(sorted(known))}")
+    for key, kind in (
+        ("tokenizers", str),
+        ("hybrid_sizes", int),
+        ("weights", (int, float)),
+        ("processing", str),
+        ("fusion", str),
+    ):
+        value = data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, kind) and not isinstance(v, bool) for v in value):
+            raise RagEvalError(f"{where}: {key} must be a list of {getattr(kind, '__name__', 'numbers')}")
+    if not data.get("tokenizers"):
+        raise RagEvalError(f"{where}: tokenizers must list at least one tokenizer spec")
+    return data
+
+
+def candidates(space: dict[str, Any]) -> list[Candidate]:
+    """Every candidate of a space, the available single tokenizers first; unavailable tokenizers are left out."""
+    tokenizers = []
+    for spec in space["tokenizers"]:
+        tokenizer = get_tokenizer(spec)
+        if tokenizer.availability() is None:
+            tokenizers.append(spec)
+    processing = [QueryProcessing.parse(p).system if p else "" for p in space.get("processing", [""])] or [""]
+    found: list[Candidate] = []
+
+    def add(system: System) -> None:
+        found.append(Candidate(system.tokenizer + (f" | {system.query}" if system.query else ""), system))
+
+    for spec in tokenizers:
+        for query in processing:
+            add(System(spec, "", "", query))
+    storable = [spec for spec in tokenizers if get_tokenizer(spec).whitespace_free_tokens]
+    for size in space.get("hybrid_sizes", []):
+        for combination in itertools.combinations(storable, size):
+            for weight in space.get("weights", [1]):
+                suffix = f"^{weight:g}" if weight != 1 else ""
+                hybrid = "+".join(spec + suffix for spec in combination)
+                for query in processing:
+                    add(System(hybrid, "", "", query))
+    for method in space.get("fusion", []):
+        for pair in itertools.combinations(tokenizers, 2):
+            members = tuple(System(spec, "", "") for spec in pair)
+            fusion = Fusion(method, tuple(pair))
+            found.append(Candidate(fusion.spec(), None, fusion, members))
+    return found
+
+
+def _draw(pool: list[Candidate], count: int) -> list[Candidate]:
+    """The single tokenizers, then others drawn with a fixed seed, ``count`` in all (fewer if the pool is)."""
+    singles = [c for c in pool if c.single]
+    others = [c for c in pool if not c.single]
+    random.Random(SEED).shuffle(others)
+    return (singles + others)[: max(count, len(singles))]
+
+
+def _evaluate(
+    dataset: Dataset, chosen: list[Candidate], metric: str, progress: TuneProgress | None, round_number: int
+) -> dict[str, dict[str, Any]]:
+    """Run the candidates (fusions with their members) on ``dataset``; each one's report row by candidate name."""
+    systems: dict[str, System] = {}
+    fusions: list[Fusion] = []
+    for candidate in chosen:
+        for system in (candidate.system, *candidate.members):
+            if system is not None:
+                systems.setdefault(system.name, system)
+        if candidate.fusion is not None:
+            # members by full name: a member's tokenizer may also be compared with query processing
+            full = tuple(_row_name(dataset, member) for member in candidate.members)
+            fusions.append(replace(candidate.fusion, members=full))
+    total = len(systems) + len(fusions)
+    callback = None
+    if progress is not None:
+        seen: list[str] = []
+
+        def callback(system: str, phase: str, done: int, of: int) -> None:
+            if system not in seen:
+                seen.append(system)
+            progress(f"round {round_number}: {system[:50]} {phase}", len(seen) - 1 + done / max(of, 1), total)
+
+    report, _runs = compare(
+        dataset, list(systems.values()), metrics=[metric], fusions=fusions or None, progress=callback
+    )
+    rows = {row["name"]: row for row in report["systems"]}
+    fused = {
+        (row["fusion"]["method"], tuple(row["fusion"]["members"])): row["name"]
+        for row in report["systems"]
+        if row.get("fusion")
+    }
+    found = {}
+    for candidate in chosen:
+        if candidate.fusion is not None:
+            key = (candidate.fusion.method, tuple(_row_name(dataset, m) for m in candidate.members))
+            name = fused.get(key, candidate.fusion.spec())
+        else:
+            name = _row_name(dataset, candidate.system)
+        row = rows.get(name)
+        if row is None:  # pragma: no cover - compare names every system and fusion it was given
+            raise RagEvalError(f"tune: no result for {candidate.name!r} (looked for {name!r})")
+        found[candidate.name] = {**row, "_per_query": report["per_query"].get(name, {})}
+    return found
+
+
+def _row_name(dataset: Dataset, system: System | None) -> str:
+    """The name compare gives ``system`` on ``dataset`` (its builder and mode defaults filled in)."""
+    assert system is not None
+    builder = system.builder or dataset.meta.get("builder") or "passages"
+    mode = system.mode or dataset.meta.get("mode") or "or"
+    query = QueryProcessing.parse(system.query).system if system.query else ""
+    return System(written_spec(system.tokenizer), builder, mode, query).name
+
+
+def _trial(candidate: Candidate, row: dict[str, Any], metric: str, round_number: int, queries: int) -> Trial:
+    search = (row.get("latency_ms") or {}).get("search") or {}
+    size = (row.get("build") or {}).get("index_bytes")
+    return Trial(
+        candidate,
+        round_number,
+        queries,
+        float(row["metrics"][metric]),
+        search.get("p95"),
+        None if size is None else round(size / 1e6, 3),
+    )
+
+
+@dataclass
+class Search:
+    """What the dev queries decided: every trial, and the Pareto front, best first."""
+
+    trials: list[Trial]
+    front: list[Trial]
+
+
+def search_space(
+    dev: Dataset,
+    pool: list[Candidate],
+    *,
+    budget: int = DEFAULT_BUDGET,
+    metric: str = DEFAULT_METRIC,
+    max_p95_ms: float | None = None,
+    max_index_mb: float | None = None,
+    progress: TuneProgress | None = None,
+) -> Search:
+    """Run the space on the dev queries only (it is given nothing else) and find the front, best first."""
+    if not any(q in dev.qrels for q in dev.queries):
+        raise RagEvalError(f"{dev.id}: no judged query falls in the dev part", hint="raise --split")
+    trials: list[Trial] = []
+    finalists = _draw(pool, budget)
+    if len(pool) > budget:  # successive halving: a wider field on a quarter of dev, the best on all of it
+        first_ids, _rest = split_ids(list(dev.queries), FIRST_ROUND_SHARE, salt=SALT + "/round1")
+        first = subset(dev, first_ids, "round1")
+        wide = _draw(pool, 3 * budget)
+        rows = _evaluate(first, wide, metric, progress, 1)
+        scored = [_trial(c, rows[c.name], metric, 1, len(first.queries)) for c in wide]
+        trials += scored
+        keep = {c.name for c in wide if c.single}
+        for trial in sorted(scored, key=lambda t: -t.quality):
+            if len(keep) >= budget:
+                break
+            keep.add(trial.candidate.name)
+        finalists = [c for c in wide if c.name in keep]
+    rows = _evaluate(dev, finalists, metric, progress, 2)
+    final = [_trial(c, rows[c.name], metric, 2, len(dev.queries)) for c in finalists]
+    trials += final
+    for trial in final:
+        trial.feasible = (max_p95_ms is None or (trial.p95_ms is not None and trial.p95_ms <= max_p95_ms)) and (
+            max_index_mb is None or (trial.index_mb is not None and trial.index_mb <= max_index_mb)
+        )
+    feasible = [t for t in final if t.feasible and t.p95_ms is not None and t.index_mb is not None]
+    if not feasible:
+        raise RagEvalError(
+            "no candidate meets the constraints on the dev queries", hint="relax --max-p95-ms or --max-index-mb"
+        )
+    points = [(t.quality, t.p95_ms or 0.0, t.index_mb or 0.0) for t in feasible]
+    on_front = [feasible[i] for i in front(points, (True, False, False))]
+    on_front.sort(key=lambda t: (-t.quality, t.p95_ms or 0.0, t.index_mb or 0.0, t.candidate.name))
+    return Search(trials, on_front)
+
+
+def tune(
+    dataset_ref: str,
+    *,
+    output: str | Path,
+    space_file: Path | None = None,
+    budget: int = DEFAULT_BUDGET,
+    max_p95_ms: float | None = None,
+    max_index_mb: float | None = None,
+    dev_fraction: float = 0.5,
+    eval_on: str | None = None,
+    metric: str = DEFAULT_METRIC,
+    progress: TuneProgress | None = None,
+) -> TuneResult:
+    """Tune on dev queries, evaluate once on held-back ones, recommend (see the module's docstring)."""
+    from .metrics import parse_metric
+
+    parse_metric(metric)
+    if budget < 1:
+        raise RagEvalError(f"--budget must be at least 1, not {budget}")
+    for value, name in ((max_p95_ms, "--max-p95-ms"), (max_index_mb, "--max-index-mb")):
+        if value is not None and not value > 0:
+            raise RagEvalError(f"{name} must be above 0, not {value}")
+    space = load_space(space_file)
+    pool = candidates(space)
+    started = time.perf_counter()
+    with publish_folder(output, owned=tune_owned, what="tune folder") as staging:
+        data = load_dataset(dataset_ref)
+        dev_ids, test_ids = split_ids(list(data.queries), dev_fraction)
+        dev = subset(data, dev_ids, "dev")
+        found = search_space(
+            dev, pool, budget=budget, metric=metric, max_p95_ms=max_p95_ms, max_index_mb=max_index_mb, progress=progress
+        )
+        trials, on_front = found.trials, found.front
+        best = on_front[0]
+        # Held back until now: the test part (or another dataset) and its judgements.
+        held = load_dataset(eval_on) if eval_on else subset(data, test_ids, "test")
+        singles = [t for t in trials if t.candidate.single and t.round == 2]
+        evaluated = list({t.candidate.name: t.candidate for t in on_front + singles}.values())
+        test_rows = _evaluate(held, evaluated, metric, progress, 3)
+        test_report = _test_evidence(held, test_rows, on_front, singles, metric)
+        paragraph = _paragraph(best, test_report, metric, on_front)
+        report = {
+            "schema": SCHEMA,
+            "environment": environment(),
+            "dataset": {"id": data.id, "checksum": data.checksum()},
+            "evaluated_on": held.id,
+            "split": {
+                "salt": SALT,
+                "dev_fraction": dev_fraction,
+                "dev_queries": len(dev_ids),
+                "test_queries": len(test_ids),
+                "rule": "sha256(salt, NUL, query id) < dev fraction: dev",
+            },
+            "metric": metric,
+            "space": space,
+            "space_size": len(pool),
+            "budget": budget,
+            "constraints": {"max_p95_ms": max_p95_ms, "max_index_mb": max_index_mb},
+            "trials": [_trial_json(t) for t in trials],
+            "front": [t.candidate.name for t in on_front],
+            "recommendation": best.candidate.name,
+            "test": test_report,
+            "paragraph": paragraph,
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+        (staging / "tune.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        (staging / "recommendation.toml").write_text(recommendation_toml(best.candidate, paragraph), encoding="utf-8")
+        (staging / "report.md").write_text(render_tune(report), encoding="utf-8")
+    return TuneResult(report, Path(output), best.candidate, paragraph, trials)
+
+
+def _trial_json(trial: Trial) -> dict[str, Any]:
+    return {
+        "candidate": trial.candidate.name,
+        "round": trial.round,
+        "queries": trial.queries,
+        "quality": round(trial.quality, 4),
+        "p95_ms": trial.p95_ms,
+        "index_mb": trial.index_mb,
+        "feasible": trial.feasible,
+    }
+
+
+def _test_evidence(
+    held: Dataset, rows: dict[str, dict[str, Any]], on_front: list[Trial], singles: list[Trial], metric: str
+) -> dict[str, Any]:
+    """Each front member against the best single tokenizer on the held-back queries."""
+    judged = sorted(q for q in held.queries if q in held.qrels and any(g > 0 for g in held.qrels[q].values()))
+
+    def values(name: str) -> list[float]:
+        per_query = rows[name].get("_per_query") or {}
+        return [per_query.get(q, {}).get(metric, 0.0) for q in judged]
+
+    best_single = max(singles, key=lambda t: rows[t.candidate.name]["metrics"][metric])
+    base = values(best_single.candidate.name)
+    members = [t for t in on_front if t.candidate.name != best_single.candidate.name]
+    p_values = [randomization_test(values(t.candidate.name), base) for t in members]
+    adjusted = holm(p_values)
+    out = []
+    for trial, p, p_holm in zip(members, p_values, adjusted, strict=True):
+        row = rows[trial.candidate.name]
+        out.append(
+            {
+                "candidate": trial.candidate.name,
+                metric: row["metrics"][metric],
+                "delta": round(row["metrics"][metric] - rows[best_single.candidate.name]["metrics"][metric], 4),
+                "p": round(p, 5),
+                "p_holm": round(p_holm, 5),
+                "p95_ms": (row.get("latency_ms") or {}).get("search", {}).get("p95"),
+                "index_mb": round(((row.get("build") or {}).get("index_bytes") or 0) / 1e6, 3),
+            }
+        )
+    single_rows = {t.candidate.name: rows[t.candidate.name]["metrics"][metric] for t in singles}
+    return {
+        "judged_queries": len(judged),
+        "best_single": best_single.candidate.name,
+        "best_single_quality": rows[best_single.candidate.name]["metrics"][metric],
+        "singles": single_rows,
+        "front": out,
+    }
+
+
+def _paragraph(best: Trial, test: dict[str, Any], metric: str, on_front: list[Trial]) -> str:
+    """The recommendation in plain words: chosen on dev, judged on the held-back queries."""
+    name = best.candidate.name
+    single = test["best_single"]
+    found = next((item for item in test["front"] if item["candidate"] == name), None)
+    cost = f"{best.p95_ms:.2f} ms p95 search latency and {best.index_mb:.1f} MB (dev)"
+    if found is None:  # the recommendation is itself the best single tokenizer on the held-back queries
+        evidence = (
+            f"the best on dev, and the best single strategy on the {test['judged_queries']} held-back "
+            f"queries too ({metric} {test['best_single_quality']:.4f}), at {cost}"
+        )
+    else:
+        significant = found["p_holm"] < 0.05
+        verdict = (
+            "significantly better than"
+            if significant and found["delta"] > 0
+            else "significantly worse than"
+            if significant
+            else "not significantly different from"
+        )
+        evidence = (
+            f"the best on dev; on {test['judged_queries']} held-back queries it is {verdict} the best single "
+            f"strategy {single} ({found['delta']:+.4f} {metric}, p = {found['p_holm']:.4f} Holm-corrected), "
+            f"at {cost}"
+        )
+    faster = sorted((t for t in on_front if t is not best), key=lambda t: t.p95_ms or 0)
+    alternative = (
+        f"; if latency matters more, {faster[0].candidate.name} ({faster[0].p95_ms:.2f} ms p95, "
+        f"{metric} {faster[0].quality:.4f} on dev)"
+        if faster
+        else ""
+    )
+    return f"Use {name}: {evidence}{alternative}."
+
+
+def recommendation_toml(candidate: Candidate, paragraph: str) -> str:
+    """A --systems file that compare (and, for one system, index build --from) accepts."""
+    lines = ["# Written by rag-eval tune. " + paragraph, ""]
+    systems = [candidate.system] if candidate.system is not None else list(candidate.members)
+    for system in systems:
+        assert system is not None
+        lines += ["[[system]]", f"tokenizer = {json.dumps(system.tokenizer, ensure_ascii=False)}"]
+        if system.query:
+            lines.append(f"query = {json.dumps(system.query)}")
+        lines.append("")
+    if candidate.fusion is not None:
+        lines += [
+            "[[fusion]]",
+            f"method = {json.dumps(candidate.fusion.method)}",
+            "systems = [" + ", ".join(json.dumps(m, ensure_ascii=False) for m in candidate.fusion.members) + "]",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def tune_owned(path: Path) -> str | None:
+    """None when ``path`` is a folder ``tune`` wrote (its tune.json has the tune schema), else why not."""
+    found = only_names(path, lambda name: str(name) in {"tune.json", "recommendation.toml", "report.md"})
+    if found is not None:
+        return found
+    try:
+        data = json.loads((path / "tune.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "it has no tune.json that rag-eval wrote" if any(path.iterdir()) else None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        return "its tune.json does not have rag-eval's tune schema"
+    return None
+
+
+def render_tune(report: dict[str, Any]) -> str:
+    """report.md: the recommendation, the held-back evidence, the dev front and every trial."""
+    metric = report["metric"]
+    split = report["split"]
+    out = [
+        f"# rag-eval tune: {report['dataset']['id']}",
+        "",
+        report["paragraph"],
+        "",
+        f"Dev and test: {split['dev_queries']} and {split['test_queries']} queries ({split['rule']}, salt "
+        f"`{split['salt']}`, dev fraction {split['dev_fraction']}); evaluated on `{report['evaluated_on']}`. "
+        f"Space: {report['space_size']} candidates, budget {report['budget']}; {report['seconds']} s.",
+        "",
+        f"## Held-back evidence ({report['test']['judged_queries']} judged queries)",
+        "",
+        f"Best single tokenizer: `{report['test']['best_single']}` ({metric} "
+        f"{report['test']['best_single_quality']:.4f}).",
+        "",
+        f"| front member | {metric} | Δ vs best single | p (Holm) | p95 ms | index MB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for item in report["test"]["front"]:
+        out.append(
+            f"| `{item['candidate']}` | {item[metric]:.4f} | {item['delta']:+.4f} | {item['p_holm']:.4f} | "
+            f"{item['p95_ms'] if item['p95_ms'] is not None else '-'} | {item['index_mb']} |"
+        )
+    out += [
+        "",
+        "## Dev trials",
+        "",
+        f"| candidate | round | queries | {metric} | p95 ms | index MB | on the front |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    on_front = set(report["front"])
+    for trial in sorted(report["trials"], key=lambda t: (-t["round"], -t["quality"])):
+        out.append(
+            f"| `{trial['candidate']}` | {trial['round']} | {trial['queries']} | {trial['quality']:.4f} | "
+            f"{trial['p95_ms']} | {trial['index_mb']} | "
+            f"{'yes' if trial['candidate'] in on_front and trial['round'] == 2 else ''} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+__all__ = ["Candidate", "DEFAULT_BUDGET", "TuneResult", "candidates", "load_space", "tune"]

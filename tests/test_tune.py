@@ -1,0 +1,146 @@
+"""rag-eval tune: the space, successive halving, the dev front, held-back evidence, no leakage."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rag_eval.cli import cli
+from rag_eval.errors import RagEvalError
+from rag_eval.eval.formats import load_dataset
+from rag_eval.eval.shipped import export_shipped
+from rag_eval.eval.split import split_ids, subset
+from rag_eval.eval.tune import candidates, load_space, search_space, tune
+
+SMALL = """
+tokenizers = ["bigram", "unigram", "jieba:mode=precise"]
+hybrid_sizes = [2]
+weights = [1]
+processing = ["", "stopwords=zh"]
+fusion = ["rrf"]
+"""
+
+
+@pytest.fixture(scope="module")
+def small_space(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("space") / "space.toml"
+    path.write_text(SMALL, encoding="utf-8")
+    return path
+
+
+def test_the_space_lists_singles_hybrids_processing_and_fusions(small_space: Path) -> None:
+    pool = candidates(load_space(small_space))
+    names = [c.name for c in pool]
+    assert names[:2] == ["bigram", "bigram | query:max_df=1.0,stopwords=zh,top_terms=0"]
+    assert (
+        "bigram+unigram" in names and "unigram+jieba:mode=precise | query:max_df=1.0,stopwords=zh,top_terms=0" in names
+    )
+    assert "rrf(bigram, jieba:mode=precise)" in names
+    assert len(pool) == 3 * 2 + 3 * 2 + 3  # singles x processing, pairs x processing, fusions of pairs
+    assert [c.name for c in pool if c.single] == ["bigram", "unigram", "jieba:mode=precise"]
+    default = candidates(load_space(None))
+    assert len(default) > 50 and not any("trigram" in c.name for c in default)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("tokenizers = []", "at least one tokenizer"),
+        ('tokenizers = ["bigram"]\nextra = 1', "unknown keys extra"),
+        ('tokenizers = ["bigram"]\nweights = ["x"]', "weights must be a list of"),
+        ("tokenizers = [", "invalid TOML"),
+    ],
+)
+def test_a_malformed_space_is_one_error(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "space.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(RagEvalError, match=message):
+        load_space(path)
+
+
+def test_tune_recommends_from_dev_and_tests_on_held_back_queries(small_space: Path, tmp_path: Path) -> None:
+    result = tune("evidence-mini", output=tmp_path / "tune", space_file=small_space, budget=4)
+    report = json.loads((tmp_path / "tune" / "tune.json").read_text(encoding="utf-8"))
+    assert report["schema"] == "rag-eval/tune/1" and report["recommendation"] == result.recommendation.name
+    rounds = {t["round"] for t in report["trials"]}
+    assert rounds == {1, 2}  # a larger space than the budget is halved
+    finalists = [t for t in report["trials"] if t["round"] == 2]
+    assert len(finalists) == 4 and {"bigram", "unigram", "jieba:mode=precise"} <= {t["candidate"] for t in finalists}
+    assert report["front"][0] == report["recommendation"]
+    assert report["test"]["best_single"] in {"bigram", "unigram", "jieba:mode=precise"}
+    assert report["split"]["dev_queries"] + report["split"]["test_queries"] == 24
+    recommendation = tomllib.loads((tmp_path / "tune" / "recommendation.toml").read_text(encoding="utf-8"))
+    assert recommendation["system"] or recommendation["fusion"]
+    assert result.paragraph.startswith(f"Use {result.recommendation.name}: the best on dev")
+    compared = CliRunner().invoke(
+        cli,
+        [
+            "compare",
+            "evidence-mini",
+            "--systems",
+            str(tmp_path / "tune" / "recommendation.toml"),
+            "--json",
+            "-o",
+            str(tmp_path / "check"),
+        ],
+    )
+    assert compared.exit_code == 0, compared.stderr
+
+
+def test_constraints_are_honoured(small_space: Path, tmp_path: Path) -> None:
+    with pytest.raises(RagEvalError, match="no candidate meets the constraints"):
+        tune("evidence-mini", output=tmp_path / "none", space_file=small_space, budget=3, max_index_mb=0.000001)
+    loose = tune("evidence-mini", output=tmp_path / "loose", space_file=small_space, budget=3, max_index_mb=1000)
+    assert all(t.feasible for t in loose.trials if t.round == 2)
+    assert not (tmp_path / "none").exists()
+
+
+def test_no_leakage_the_choice_never_depends_on_test_judgements(tmp_path: Path) -> None:
+    """Removing every judgement of the test part changes nothing the dev search decides."""
+    folder = export_shipped("handbook", tmp_path / "handbook")
+    full = load_dataset(str(folder))
+    dev_ids, test_ids = split_ids(list(full.queries), 0.5)
+    stripped = tmp_path / "stripped"
+    shutil.copytree(folder, stripped)
+    qrels = (folder / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()
+    test_set = set(test_ids)
+    kept = [line for line in qrels if line.split("\t")[0] not in test_set]
+    assert len(kept) < len(qrels)
+    (stripped / "qrels" / "test.tsv").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    space = tmp_path / "space.toml"
+    space.write_text(
+        'tokenizers = ["bigram", "unigram"]\nhybrid_sizes = [2]\nweights = [1]\nprocessing = [""]\n', encoding="utf-8"
+    )
+    pool = candidates(load_space(space))
+    choices = []
+    for dataset in (full, load_dataset(str(stripped))):
+        found = search_space(subset(dataset, dev_ids, "dev"), pool, budget=3)
+        # the front's other members depend on measured latency too, which varies run to run
+        choices.append((found.front[0].candidate.name, [(t.candidate.name, t.round, t.quality) for t in found.trials]))
+    assert choices[0] == choices[1]
+
+
+def test_the_cli_writes_a_folder_only_where_allowed(small_space: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep", encoding="utf-8")
+    refused = runner.invoke(cli, ["tune", "evidence-mini", "--space", str(small_space), "-o", str(tmp_path / "mine")])
+    assert refused.exit_code == 1 and "refusing to replace it" in refused.stderr
+    assert (tmp_path / "mine" / "notes.txt").read_text(encoding="utf-8") == "keep"
+    bad = runner.invoke(cli, ["tune", "evidence-mini", "--budget", "0", "-o", str(tmp_path / "t")])
+    assert bad.exit_code == 1 and "--budget must be at least 1" in bad.stderr
+    done = runner.invoke(
+        cli,
+        ["tune", "evidence-mini", "--space", str(small_space), "--budget", "3", "--json", "-o", str(tmp_path / "t")],
+    )
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout)["recommendation"]
+    again = runner.invoke(
+        cli, ["tune", "evidence-mini", "--space", str(small_space), "--budget", "3", "-o", str(tmp_path / "t")]
+    )
+    assert again.exit_code == 0, again.stderr  # its own folder is replaced

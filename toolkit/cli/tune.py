@@ -1,0 +1,103 @@
+"""rag-eval tune: search a space of systems on dev queries and recommend one, with held-back evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from . import cli
+from .params import TEXT
+from .progress import Bars
+
+
+@cli.command("tune")
+@click.argument("dataset", metavar="DATASET", type=TEXT)
+@click.option(
+    "--space",
+    "space_file",
+    type=click.Path(path_type=Path),
+    help="A TOML search space (keys: tokenizers, hybrid_sizes, weights, processing, fusion). "
+    "Default: the shipped space.",
+)
+@click.option(
+    "--budget",
+    type=int,
+    default=12,
+    show_default=True,
+    help="Candidates run on every dev query (successive halving runs up to 3x as many on a quarter).",
+)
+@click.option("--max-p95-ms", type=float, help="Only recommend systems whose dev search p95 is at most this.")
+@click.option("--max-index-mb", type=float, help="Only recommend systems whose index is at most this size.")
+@click.option(
+    "--split",
+    "dev_fraction",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Share of the queries in the dev part (by a hash of each query id).",
+)
+@click.option(
+    "--eval-on",
+    metavar="DATASET",
+    type=TEXT,
+    help="Evaluate the recommendation on another dataset's queries instead of the held-back test part.",
+)
+@click.option("--metric", default="nDCG@10", show_default=True, type=TEXT, help="What quality means.")
+@click.option("--json", "as_json", is_flag=True, help="Print tune.json's summary instead of the paragraph.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Folder for tune.json, report.md and recommendation.toml; replaces only a folder tune wrote.",
+)
+def tune_cmd(
+    dataset: str,
+    space_file: Path | None,
+    budget: int,
+    max_p95_ms: float | None,
+    max_index_mb: float | None,
+    dev_fraction: float,
+    eval_on: str | None,
+    metric: str,
+    as_json: bool,
+    output: Path,
+) -> None:
+    """Search a space of systems on dev queries; evaluate the dev Pareto front once on held-back queries.
+
+    The judged queries split into dev and test by a hash of each query id. Candidates (single
+    tokenizers, hybrids, query processing, fusions) run on dev only; the front of quality against p95
+    latency and index size is evaluated once on test and tested against the best single tokenizer
+    there. Writes tune.json, report.md and recommendation.toml (a --systems file for compare; with one
+    system, also for index build --from).
+
+    \b
+    Examples:
+      rag-eval tune handbook -o out/tune
+      rag-eval tune ../shared/datasets/cmrc2018_dev_trial_sent --max-p95-ms 20 -o out/tune-cmrc
+      rag-eval tune ../shared/datasets/cmrc2018_dev_trial_sent --eval-on ../shared/datasets/drcd_dev -o out/transfer
+    """
+    from ..eval.tune import tune
+
+    with Bars() as progress:
+        result = tune(
+            dataset,
+            output=output,
+            space_file=space_file,
+            budget=budget,
+            max_p95_ms=max_p95_ms,
+            max_index_mb=max_index_mb,
+            dev_fraction=dev_fraction,
+            eval_on=eval_on,
+            metric=metric,
+            progress=progress,
+        )
+    if as_json:
+        report = result.report
+        summary = {key: report[key] for key in ("recommendation", "front", "test", "paragraph", "split", "seconds")}
+        click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+    else:
+        click.echo(result.paragraph)
+    click.echo(f"wrote {result.output}/tune.json, report.md, recommendation.toml", err=True)
