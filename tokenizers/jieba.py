@@ -45,6 +45,7 @@ class JiebaTokenizer(PythonTokenizer):
     )
     libraries = ("jieba",)
     parallel = True
+    segmentation_options = (("mode", "precise"),)
     install_hint = "pip install 'jieba>=0.42.1,<0.43'"
 
     def __init__(self, **options: Any) -> None:
