@@ -51,7 +51,7 @@ SEED = 20261130
 MAX_SPACE_BYTES = 100_000
 
 #: ``progress(phase, done, total)``.
-TuneProgress = Callable[[str, int, int], None]
+TuneProgress = Callable[[str, float, int], None]
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,7 @@ def compile_query(
             term for query, after in zip(queries, kept, strict=True) for term in query.terms if term not in after
         )
         queries = [query._replace(terms=after) for query, after in zip(queries, kept, strict=True)]
-    processed = {"removed": removed, "pruned": pruned, "frequencies": tuple(frequencies.items())}
+    counted = tuple(frequencies.items())
     if len(queries) == 1:
         query = queries[0]
         # A query part with no term (a trigram word under 3 characters) cannot match, so `and` cannot either.
@@ -116,7 +116,9 @@ def compile_query(
             query.highlight,
             phrase_filter,
             query.dropped,
-            **processed,
+            removed=removed,
+            pruned=pruned,
+            frequencies=counted,
         )
     # Several fields: each field's terms match only that field's columns; a chunk matches when any field
     # matches (in `and` mode, all of that field's terms).
@@ -135,7 +137,9 @@ def compile_query(
         phrase_filter,
         tuple(dict.fromkeys(word for query in queries for word in query.dropped)),
         tuple(query.terms for query in queries),
-        **processed,
+        removed=removed,
+        pruned=pruned,
+        frequencies=counted,
     )
 
 

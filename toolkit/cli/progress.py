@@ -27,7 +27,7 @@ class Bars:
     def __enter__(self) -> Bars:
         return self
 
-    def __call__(self, phase: str, done: int, total: int) -> None:
+    def __call__(self, phase: str, done: float, total: int) -> None:
         if not self.enabled:
             return
         if self._display is None:
