@@ -214,7 +214,7 @@ def compare(
             written_spec(s.tokenizer),
             s.builder or default_builder,
             s.mode or default_mode,
-            QueryProcessing.parse(s.query).system if s.query else "",
+            QueryProcessing.parse(s.query).written if s.query else "",
         )
         for s in systems
     ]
@@ -523,7 +523,7 @@ def run_compare(
     else:
         systems, skipped = default_systems(data, builder, mode)
     if processing:  # query processing for the systems named by -t or by default (a systems file has its own)
-        query = QueryProcessing.parse(processing).system
+        query = QueryProcessing.parse(processing).written
         systems = [dataclasses.replace(system, query=query) for system in systems]
     report, runs = compare(
         data,

@@ -32,6 +32,7 @@ from ..errors import RagEvalError
 from ..outputs import only_names, publish_folder
 from ..processing import QueryProcessing
 from ..textio import read_text
+from ..tokenize_pool import remembering_tokens
 from ..tokenizers import get_tokenizer, written_spec
 from .compare import compare, environment
 from .formats import load_dataset
@@ -136,7 +137,7 @@ def candidates(space: dict[str, Any]) -> list[Candidate]:
         tokenizer = get_tokenizer(spec)
         if tokenizer.availability() is None:
             tokenizers.append(spec)
-    processing = [QueryProcessing.parse(p).system if p else "" for p in space.get("processing", [""])] or [""]
+    processing = [QueryProcessing.parse(p).written if p else "" for p in space.get("processing", [""])] or [""]
     found: list[Candidate] = []
 
     def add(system: System) -> None:
@@ -221,7 +222,7 @@ def _row_name(dataset: Dataset, system: System | None) -> str:
     assert system is not None
     builder = system.builder or dataset.meta.get("builder") or "passages"
     mode = system.mode or dataset.meta.get("mode") or "or"
-    query = QueryProcessing.parse(system.query).system if system.query else ""
+    query = QueryProcessing.parse(system.query).written if system.query else ""
     return System(written_spec(system.tokenizer), builder, mode, query).name
 
 
@@ -244,6 +245,8 @@ class Search:
 
     trials: list[Trial]
     front: list[Trial]
+    #: Wall time of each round, index builds included.
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 def search_space(
@@ -260,12 +263,15 @@ def search_space(
     if not any(q in dev.qrels for q in dev.queries):
         raise RagEvalError(f"{dev.id}: no judged query falls in the dev part", hint="raise --split")
     trials: list[Trial] = []
+    seconds: dict[str, float] = {}
     finalists = _draw(pool, budget)
     if len(pool) > budget:  # successive halving: a wider field on a quarter of dev, the best on all of it
         first_ids, _rest = split_ids(list(dev.queries), FIRST_ROUND_SHARE, salt=SALT + "/round1")
         first = subset(dev, first_ids, "round1")
         wide = _draw(pool, 3 * budget)
+        clock = time.perf_counter()
         rows = _evaluate(first, wide, metric, progress, 1)
+        seconds["round 1"] = round(time.perf_counter() - clock, 1)
         scored = [_trial(c, rows[c.name], metric, 1, len(first.queries)) for c in wide]
         trials += scored
         keep = {c.name for c in wide if c.single}
@@ -274,7 +280,9 @@ def search_space(
                 break
             keep.add(trial.candidate.name)
         finalists = [c for c in wide if c.name in keep]
+    clock = time.perf_counter()
     rows = _evaluate(dev, finalists, metric, progress, 2)
+    seconds["round 2"] = round(time.perf_counter() - clock, 1)
     final = [_trial(c, rows[c.name], metric, 2, len(dev.queries)) for c in finalists]
     trials += final
     for trial in final:
@@ -289,7 +297,7 @@ def search_space(
     points = [(t.quality, t.p95_ms or 0.0, t.index_mb or 0.0) for t in feasible]
     on_front = [feasible[i] for i in front(points, (True, False, False))]
     on_front.sort(key=lambda t: (-t.quality, t.p95_ms or 0.0, t.index_mb or 0.0, t.candidate.name))
-    return Search(trials, on_front)
+    return Search(trials, on_front, seconds)
 
 
 def tune(
@@ -317,7 +325,7 @@ def tune(
     space = load_space(space_file)
     pool = candidates(space)
     started = time.perf_counter()
-    with publish_folder(output, owned=tune_owned, what="tune folder") as staging:
+    with publish_folder(output, owned=tune_owned, what="tune folder") as staging, remembering_tokens():
         data = load_dataset(dataset_ref)
         dev_ids, test_ids = split_ids(list(data.queries), dev_fraction)
         dev = subset(data, dev_ids, "dev")
@@ -330,7 +338,9 @@ def tune(
         held = load_dataset(eval_on) if eval_on else subset(data, test_ids, "test")
         singles = [t for t in trials if t.candidate.single and t.round == 2]
         evaluated = list({t.candidate.name: t.candidate for t in on_front + singles}.values())
+        clock = time.perf_counter()
         test_rows = _evaluate(held, evaluated, metric, progress, 3)
+        phases = {**found.seconds, "test": round(time.perf_counter() - clock, 1)}
         test_report = _test_evidence(held, test_rows, on_front, singles, metric)
         paragraph = _paragraph(best, test_report, metric, on_front)
         report = {
@@ -356,11 +366,35 @@ def tune(
             "test": test_report,
             "paragraph": paragraph,
             "seconds": round(time.perf_counter() - started, 1),
+            "phase_seconds": phases,
         }
+        chart = _dev_chart(trials, metric)
+        if chart is not None:
+            (staging / "pareto.svg").write_text(chart.svg, encoding="utf-8")
+            report["chart"] = {"file": "pareto.svg", "note": chart.note}
         (staging / "tune.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
         (staging / "recommendation.toml").write_text(recommendation_toml(best.candidate, paragraph), encoding="utf-8")
         (staging / "report.md").write_text(render_tune(report), encoding="utf-8")
     return TuneResult(report, Path(output), best.candidate, paragraph, trials)
+
+
+def _dev_chart(trials: list[Trial], metric: str) -> Any:
+    """The dev candidates of the last round: quality against p95, marker area by index size, the front drawn."""
+    from . import charts
+
+    rows = [
+        {
+            "name": t.candidate.name,
+            "metrics": {metric: t.quality},
+            "latency_ms": {"search": {"p95": t.p95_ms}},
+            "build": {"index_bytes": None if t.index_mb is None else t.index_mb * 1e6},
+        }
+        for t in trials
+        if t.round == 2 and t.p95_ms is not None
+    ]
+    if not rows:
+        return None
+    return charts.quality_latency(rows, {row["name"]: row["name"] for row in rows}, metric)
 
 
 def _trial_json(trial: Trial) -> dict[str, Any]:
@@ -471,7 +505,7 @@ def recommendation_toml(candidate: Candidate, paragraph: str) -> str:
 
 def tune_owned(path: Path) -> str | None:
     """None when ``path`` is a folder ``tune`` wrote (its tune.json has the tune schema), else why not."""
-    found = only_names(path, lambda name: str(name) in {"tune.json", "recommendation.toml", "report.md"})
+    found = only_names(path, lambda name: str(name) in {"tune.json", "recommendation.toml", "report.md", "pareto.svg"})
     if found is not None:
         return found
     try:
@@ -509,6 +543,16 @@ def render_tune(report: dict[str, Any]) -> str:
             f"| `{item['candidate']}` | {item[metric]:.4f} | {item['delta']:+.4f} | {item['p_holm']:.4f} | "
             f"{item['p95_ms'] if item['p95_ms'] is not None else '-'} | {item['index_mb']} |"
         )
+    if report.get("chart"):
+        out += [
+            "",
+            "## Dev candidates",
+            "",
+            f"![{metric} against search p95 on the dev queries]({report['chart']['file']})",
+            "",
+            report["chart"]["note"] + " The chart's front is of two objectives; the recommendation's also counts "
+            "index size.",
+        ]
     out += [
         "",
         "## Dev trials",

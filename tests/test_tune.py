@@ -36,10 +36,8 @@ def small_space(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_space_lists_singles_hybrids_processing_and_fusions(small_space: Path) -> None:
     pool = candidates(load_space(small_space))
     names = [c.name for c in pool]
-    assert names[:2] == ["bigram", "bigram | query:max_df=1.0,stopwords=zh,top_terms=0"]
-    assert (
-        "bigram+unigram" in names and "unigram+jieba:mode=precise | query:max_df=1.0,stopwords=zh,top_terms=0" in names
-    )
+    assert names[:2] == ["bigram", "bigram | query:stopwords=zh"]
+    assert "bigram+unigram" in names and "unigram+jieba:mode=precise | query:stopwords=zh" in names
     assert "rrf(bigram, jieba:mode=precise)" in names
     assert len(pool) == 3 * 2 + 3 * 2 + 3  # singles x processing, pairs x processing, fusions of pairs
     assert [c.name for c in pool if c.single] == ["bigram", "unigram", "jieba:mode=precise"]
@@ -72,6 +70,11 @@ def test_tune_recommends_from_dev_and_tests_on_held_back_queries(small_space: Pa
     finalists = [t for t in report["trials"] if t["round"] == 2]
     assert len(finalists) == 4 and {"bigram", "unigram", "jieba:mode=precise"} <= {t["candidate"] for t in finalists}
     assert report["front"][0] == report["recommendation"]
+    svg = (tmp_path / "tune" / "pareto.svg").read_text(encoding="utf-8")
+    assert svg.startswith("<svg") or "<svg" in svg[:500]
+    assert report["chart"]["file"] == "pareto.svg" and "](pareto.svg)" in (tmp_path / "tune" / "report.md").read_text(
+        encoding="utf-8"
+    )
     assert report["test"]["best_single"] in {"bigram", "unigram", "jieba:mode=precise"}
     assert report["split"]["dev_queries"] + report["split"]["test_queries"] == 24
     recommendation = tomllib.loads((tmp_path / "tune" / "recommendation.toml").read_text(encoding="utf-8"))

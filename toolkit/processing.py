@@ -22,7 +22,7 @@ from importlib.resources import files
 from typing import Any
 
 from .errors import SpecError
-from .spec import Configurable, Option, OptionSet, SystemSpec
+from .spec import Configurable, Option, OptionSet, SystemSpec, format_value
 
 #: ``document_frequency(term)``: in how many chunks of the index ``term`` occurs.
 DocumentFrequency = Callable[[str], int]
@@ -66,6 +66,16 @@ class QueryProcessing(Configurable):
         if spec.name != cls.name:
             raise SpecError(f"invalid query processing {text!r}: expected query:key=value,...")
         return cls(**dict(spec.options))
+
+    @property
+    def written(self) -> str:
+        """The short form names show: ``query:`` and the options that differ from the defaults, sorted
+        (``query:stopwords=zh``); empty when nothing is done. It parses back to the same processing."""
+        defaults = QueryProcessing().options
+        parts = [
+            f"{key}={format_value(value)}" for key, value in sorted(self.options.items()) if value != defaults[key]
+        ]
+        return self.name + ":" + ",".join(parts) if parts else ""
 
     @property
     def active(self) -> bool:

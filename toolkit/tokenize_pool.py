@@ -13,8 +13,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .locks import release_inherited_locks
@@ -94,6 +95,47 @@ def worker_count() -> int:
     return max(1, int(configured)) if configured.isdigit() else (os.cpu_count() or 1)
 
 
+class TokenMemo:
+    """Tokens already computed in this process, by strategy and chunk, for builds of many indexes of one
+    corpus (``tune``: a hybrid's fields are strategies it has built alone). Holds at most ``max_chars``
+    characters of chunk text; past that, chunks are tokenized as usual and not remembered."""
+
+    def __init__(self, max_chars: int = 50_000_000) -> None:
+        self.max_chars = max_chars
+        self.chars = 0
+        self.hits = 0
+        self._tokens: dict[str, dict[tuple[str, str], Tokenized]] = {}
+
+    def get(self, system: str, item: tuple[str, str], keep_offsets: bool) -> Tokenized | None:
+        found = self._tokens.get(system, {}).get(item)
+        if found is None or (keep_offsets and found[2] is None):
+            return None
+        self.hits += 1
+        return found if keep_offsets else (found[0], found[1], None)
+
+    def put(self, system: str, item: tuple[str, str], tokens: Tokenized) -> None:
+        size = len(item[0]) + len(item[1])
+        if self.chars + size > self.max_chars:
+            return
+        self.chars += size
+        self._tokens.setdefault(system, {})[item] = tokens
+
+
+_memo: TokenMemo | None = None
+
+
+@contextmanager
+def remembering_tokens(max_chars: int = 50_000_000) -> Iterator[TokenMemo]:
+    """Within this block, every build in this process reuses the tokens of chunks it tokenized before
+    with the same strategy (its spec with its fingerprint: options, library versions, model checksums)."""
+    global _memo
+    outer, _memo = _memo, TokenMemo(max_chars)
+    try:
+        yield _memo
+    finally:
+        _memo = outer
+
+
 def tokenize_chunks(
     tokenizer: Tokenizer,
     items: list[tuple[str, str]],
@@ -102,6 +144,30 @@ def tokenize_chunks(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[Tokenized], PoolReport]:
     """``(title, text)`` pairs to ``(title terms, body terms, offsets)``, in order."""
+    memo = _memo
+    if memo is None:
+        return _tokenize_chunks(tokenizer, items, keep_offsets=keep_offsets, progress=progress)
+    system = tokenizer.spec  # options and fingerprint: library versions, model and dictionary checksums
+    known = [memo.get(system, item, keep_offsets) for item in items]
+    missing = [item for item, tokens in zip(items, known, strict=True) if tokens is None]
+    computed, report = _tokenize_chunks(tokenizer, missing, keep_offsets=keep_offsets, progress=progress)
+    fresh = iter(computed)
+    results = []
+    for item, tokens in zip(items, known, strict=True):
+        if tokens is None:
+            tokens = next(fresh)
+            memo.put(system, item, tokens)
+        results.append(tokens)
+    return results, report
+
+
+def _tokenize_chunks(
+    tokenizer: Tokenizer,
+    items: list[tuple[str, str]],
+    *,
+    keep_offsets: bool,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[Tokenized], PoolReport]:
     global _worker_tokenizer
     started = time.perf_counter()
     workers = worker_count()
