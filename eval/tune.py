@@ -39,7 +39,7 @@ from .formats import load_dataset
 from .fusion import Fusion
 from .pareto import front
 from .records import Dataset
-from .runner import System
+from .runner import System, latency_summary
 from .split import SALT, split_ids, subset
 from .stats import holm, randomization_test
 
@@ -217,6 +217,24 @@ def _evaluate(
     return found
 
 
+def _judged(dataset: Dataset) -> list[str]:
+    """The queries every metric averages over: those with a positive judgement (as in metrics.evaluate)."""
+    return [q for q in dataset.queries if any(grade > 0 for grade in dataset.qrels.get(q, {}).values())]
+
+
+def _merged(first: dict[str, Any], second: dict[str, Any], judged: list[str], metric: str) -> dict[str, Any]:
+    """One candidate's row on two disjoint parts of the queries as if run on both at once: ``metric`` the
+    mean over ``judged`` of the per-query values (a judged query with no result counts 0, as in
+    metrics.evaluate), the search latency summarised from both parts' samples, the same index."""
+    per_query = {**first["_per_query"], **second["_per_query"]}
+    quality = sum(per_query.get(q, {}).get(metric, 0.0) for q in judged) / len(judged)
+    samples = [
+        value / 1000 for row in (first, second) for value in ((row.get("latency_samples_ms") or {}).get("search") or [])
+    ]
+    latency = {"search": latency_summary(samples)} if samples and second.get("latency_ms") else None
+    return {**second, "metrics": {metric: quality}, "latency_ms": latency, "_per_query": per_query}
+
+
 def _row_name(dataset: Dataset, system: System | None) -> str:
     """The name compare gives ``system`` on ``dataset`` (its builder and mode defaults filled in)."""
     assert system is not None
@@ -265,8 +283,10 @@ def search_space(
     trials: list[Trial] = []
     seconds: dict[str, float] = {}
     finalists = _draw(pool, budget)
+    earlier: dict[str, dict[str, Any]] = {}
+    remaining = dev
     if len(pool) > budget:  # successive halving: a wider field on a quarter of dev, the best on all of it
-        first_ids, _rest = split_ids(list(dev.queries), FIRST_ROUND_SHARE, salt=SALT + "/round1")
+        first_ids, rest_ids = split_ids(list(dev.queries), FIRST_ROUND_SHARE, salt=SALT + "/round1")
         first = subset(dev, first_ids, "round1")
         wide = _draw(pool, 3 * budget)
         clock = time.perf_counter()
@@ -280,9 +300,14 @@ def search_space(
                 break
             keep.add(trial.candidate.name)
         finalists = [c for c in wide if c.name in keep]
+        rest = subset(dev, rest_ids, "round2")
+        if _judged(rest):  # the finalists' first-quarter results are kept: they run on the other queries only
+            earlier, remaining = rows, rest
     clock = time.perf_counter()
-    rows = _evaluate(dev, finalists, metric, progress, 2)
+    rows = _evaluate(remaining, finalists, metric, progress, 2)
     seconds["round 2"] = round(time.perf_counter() - clock, 1)
+    if earlier:
+        rows = {c.name: _merged(earlier[c.name], rows[c.name], _judged(dev), metric) for c in finalists}
     final = [_trial(c, rows[c.name], metric, 2, len(dev.queries)) for c in finalists]
     trials += final
     for trial in final:
@@ -382,7 +407,7 @@ def _dev_chart(trials: list[Trial], metric: str) -> Any:
     """The dev candidates of the last round: quality against p95, marker area by index size, the front drawn."""
     from . import charts
 
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": t.candidate.name,
             "metrics": {metric: t.quality},
@@ -394,7 +419,8 @@ def _dev_chart(trials: list[Trial], metric: str) -> Any:
     ]
     if not rows:
         return None
-    return charts.quality_latency(rows, {row["name"]: row["name"] for row in rows}, metric)
+    labels = {str(row["name"]): str(row["name"]) for row in rows}
+    return charts.quality_latency(rows, labels, metric)
 
 
 def _trial_json(trial: Trial) -> dict[str, Any]:

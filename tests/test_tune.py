@@ -147,3 +147,23 @@ def test_the_cli_writes_a_folder_only_where_allowed(small_space: Path, tmp_path:
         cli, ["tune", "evidence-mini", "--space", str(small_space), "--budget", "3", "-o", str(tmp_path / "t")]
     )
     assert again.exit_code == 0, again.stderr  # its own folder is replaced
+
+
+def test_the_last_round_keeps_the_first_rounds_results_and_equals_a_run_on_all_dev_queries(
+    small_space: Path,
+) -> None:
+    """Finalists run only on the dev queries round 1 did not see; merged, their quality is exactly what a
+    run on every dev query gives (a judged query with no result counts 0 in both)."""
+    from rag_eval.eval.tune import _evaluate
+
+    data = load_dataset("handbook")
+    dev_ids, _test = split_ids(list(data.queries), 0.5)
+    dev = subset(data, dev_ids, "dev")
+    pool = candidates(load_space(small_space))
+    found = search_space(dev, pool, budget=4)
+    final = [t for t in found.trials if t.round == 2]
+    assert len(final) == 4 and all(t.queries == len(dev.queries) for t in final)
+    direct = _evaluate(dev, [t.candidate for t in final], "nDCG@10", None, 2)
+    for trial in final:
+        assert trial.quality == pytest.approx(direct[trial.candidate.name]["metrics"]["nDCG@10"], abs=5e-5)
+        assert trial.p95_ms is not None and trial.p95_ms > 0
