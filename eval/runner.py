@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sqlite3
@@ -207,28 +208,13 @@ def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress
     zero_hits: list[str] = []
     false_hits: dict[str, int] = {}
     with Index.open(path) as index:
+        run = functools.partial(
+            search, index, mode=system.mode, limit=depth, deep=True, as_of=as_of, snippets=False, processing=processing
+        )
         for query in queries[:WARMUP]:
-            search(
-                index,
-                query.text,
-                mode=system.mode,
-                limit=depth,
-                deep=True,
-                as_of=as_of,
-                snippets=False,
-                processing=processing,
-            )
+            run(query.text)
         for number, query in enumerate(queries, start=1):
-            result = search(
-                index,
-                query.text,
-                mode=system.mode,
-                limit=depth,
-                deep=True,
-                as_of=as_of,
-                snippets=False,
-                processing=processing,
-            )
+            result = run(query.text)
             tokenize_times.append(result.tokenize_seconds)
             search_times.append(result.search_seconds)
             if not result.hits:

@@ -16,6 +16,14 @@ from .records import Dataset
 
 #: Part of every hash; change it and every split changes.
 SALT = "rag-eval/split/1"
+#: The share of the queries in the dev part unless told otherwise.
+DEV_FRACTION = 0.5
+# The rest of tune's defaults live here too, where the command line can read them without importing the
+# harness.
+#: Candidates run on every dev query.
+DEFAULT_BUDGET = 12
+#: What quality means when choosing.
+DEFAULT_METRIC = "nDCG@10"
 
 
 def dev_share(query_id: str, salt: str = SALT) -> float:

@@ -40,12 +40,10 @@ from .fusion import Fusion
 from .pareto import front
 from .records import Dataset
 from .runner import System, latency_summary
-from .split import SALT, split_ids, subset
+from .split import DEFAULT_BUDGET, DEFAULT_METRIC, DEV_FRACTION, SALT, split_ids, subset
 from .stats import holm, randomization_test
 
 SCHEMA = "rag-eval/tune/1"
-DEFAULT_BUDGET = 12
-DEFAULT_METRIC = "nDCG@10"
 #: Share of the dev queries the first round of successive halving runs on.
 FIRST_ROUND_SHARE = 0.25
 SEED = 20261130
@@ -333,7 +331,7 @@ def tune(
     budget: int = DEFAULT_BUDGET,
     max_p95_ms: float | None = None,
     max_index_mb: float | None = None,
-    dev_fraction: float = 0.5,
+    dev_fraction: float = DEV_FRACTION,
     eval_on: str | None = None,
     metric: str = DEFAULT_METRIC,
     progress: TuneProgress | None = None,

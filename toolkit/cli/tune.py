@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..eval.split import DEFAULT_BUDGET, DEFAULT_METRIC, DEV_FRACTION
 from . import cli
 from .params import TEXT
 from .progress import Bars
@@ -24,7 +25,7 @@ from .progress import Bars
 @click.option(
     "--budget",
     type=int,
-    default=12,
+    default=DEFAULT_BUDGET,
     show_default=True,
     help="Candidates run on every dev query (successive halving runs up to 3x as many on a quarter).",
 )
@@ -34,7 +35,7 @@ from .progress import Bars
     "--split",
     "dev_fraction",
     type=float,
-    default=0.5,
+    default=DEV_FRACTION,
     show_default=True,
     help="Share of the queries in the dev part (by a hash of each query id).",
 )
@@ -44,7 +45,7 @@ from .progress import Bars
     type=TEXT,
     help="Evaluate the recommendation on another dataset's queries instead of the held-back test part.",
 )
-@click.option("--metric", default="nDCG@10", show_default=True, type=TEXT, help="What quality means.")
+@click.option("--metric", default=DEFAULT_METRIC, show_default=True, type=TEXT, help="What quality means.")
 @click.option("--json", "as_json", is_flag=True, help="Print tune.json's summary instead of the paragraph.")
 @click.option(
     "-o",
