@@ -202,6 +202,7 @@ def compare(
     dataset's corpus does not have (a unit mismatch) is an error rather than a row of zeros. A fused
     system (``fusions``) is a row like any other, made from its members' runs after they have run.
     """
+    started_in = environment()  # the commit and time the run started from, not where the tree is at its end
     metrics = list(dict.fromkeys(metrics or DEFAULT_METRICS))
     for name in metrics:
         parse_metric(name)
@@ -338,7 +339,7 @@ def compare(
     _gains(rows, per_query, dataset, metrics[0], reference_name, no_text)
     report = {
         "schema": "rag-eval/compare/1",
-        "environment": environment(),
+        "environment": started_in,
         "dataset": {
             "id": dataset.id,
             "checksum": dataset.checksum(),

@@ -347,7 +347,7 @@ def tune(
             raise RagEvalError(f"{name} must be above 0, not {value}")
     space = load_space(space_file)
     pool = candidates(space)
-    started = time.perf_counter()
+    started, started_in = time.perf_counter(), environment()
     with publish_folder(output, owned=tune_owned, what="tune folder") as staging, remembering_tokens():
         data = load_dataset(dataset_ref)
         dev_ids, test_ids = split_ids(list(data.queries), dev_fraction)
@@ -365,10 +365,11 @@ def tune(
         test_rows = _evaluate(held, evaluated, metric, progress, 3)
         phases = {**found.seconds, "test": round(time.perf_counter() - clock, 1)}
         test_report = _test_evidence(held, test_rows, on_front, singles, metric)
-        paragraph = _paragraph(best, test_report, metric, on_front)
+        queries = "held-back queries" if eval_on is None else f"queries of {held.id}"
+        paragraph = _paragraph(best, test_report, metric, on_front, queries)
         report = {
             "schema": SCHEMA,
-            "environment": environment(),
+            "environment": started_in,
             "dataset": {"id": data.id, "checksum": data.checksum()},
             "evaluated_on": held.id,
             "split": {
@@ -472,16 +473,18 @@ def _test_evidence(
     }
 
 
-def _paragraph(best: Trial, test: dict[str, Any], metric: str, on_front: list[Trial]) -> str:
-    """The recommendation in plain words: chosen on dev, judged on the held-back queries."""
+def _paragraph(
+    best: Trial, test: dict[str, Any], metric: str, on_front: list[Trial], queries: str = "held-back queries"
+) -> str:
+    """The recommendation in plain words: chosen on dev, judged on the held-back queries (or another set's)."""
     name = best.candidate.name
     single = test["best_single"]
     found = next((item for item in test["front"] if item["candidate"] == name), None)
     cost = f"{best.p95_ms:.2f} ms p95 search latency and {best.index_mb:.1f} MB (dev)"
     if found is None:  # the recommendation is itself the best single tokenizer on the held-back queries
         evidence = (
-            f"the best on dev, and the best single strategy on the {test['judged_queries']} held-back "
-            f"queries too ({metric} {test['best_single_quality']:.4f}), at {cost}"
+            f"the best on dev, and the best single strategy on the {test['judged_queries']} {queries} "
+            f"too ({metric} {test['best_single_quality']:.4f}), at {cost}"
         )
     else:
         significant = found["p_holm"] < 0.05
@@ -493,7 +496,7 @@ def _paragraph(best: Trial, test: dict[str, Any], metric: str, on_front: list[Tr
             else "not significantly different from"
         )
         evidence = (
-            f"the best on dev; on {test['judged_queries']} held-back queries it is {verdict} the best single "
+            f"the best on dev; on {test['judged_queries']} {queries} it is {verdict} the best single "
             f"strategy {single} ({found['delta']:+.4f} {metric}, p = {found['p_holm']:.4f} Holm-corrected), "
             f"at {cost}"
         )

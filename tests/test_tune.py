@@ -167,3 +167,23 @@ def test_the_last_round_keeps_the_first_rounds_results_and_equals_a_run_on_all_d
     for trial in final:
         assert trial.quality == pytest.approx(direct[trial.candidate.name]["metrics"]["nDCG@10"], abs=5e-5)
         assert trial.p95_ms is not None and trial.p95_ms > 0
+
+
+def test_eval_on_tests_the_dev_choice_on_every_judged_query_of_another_dataset(
+    small_space: Path, tmp_path: Path
+) -> None:
+    """--eval-on: the same dev search and choice; the evidence comes from all of the other set's queries."""
+    other = export_shipped("evidence-mini", tmp_path / "other")  # BEIR passages: another builder, other units
+    held = load_dataset(str(other))
+    judged = {q for q in held.queries if any(g > 0 for g in held.qrels.get(q, {}).values())}
+    own = tune("evidence-mini", output=tmp_path / "own", space_file=small_space, budget=4)
+    moved = tune("evidence-mini", output=tmp_path / "moved", space_file=small_space, budget=4, eval_on=str(other))
+    assert moved.recommendation == own.recommendation
+    assert [(t.candidate.name, t.round, t.quality) for t in moved.trials] == [
+        (t.candidate.name, t.round, t.quality) for t in own.trials
+    ]
+    report = json.loads((tmp_path / "moved" / "tune.json").read_text(encoding="utf-8"))
+    assert report["evaluated_on"] == held.id != report["dataset"]["id"]
+    assert report["test"]["judged_queries"] == len(judged) > report["split"]["test_queries"]
+    assert f"queries of {held.id}" in moved.paragraph and "held-back" not in moved.paragraph
+    assert "held-back queries" in own.paragraph
