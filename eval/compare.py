@@ -516,16 +516,20 @@ def run_compare(
     baseline = load_baseline(against) if against is not None else None
     data = load_dataset(dataset)
     skipped: list[Skipped] = []
+    listed: list[System] = []
     if systems_file is not None:
-        systems, declared = load_systems_toml(Path(systems_file))
+        listed, declared = load_systems_toml(Path(systems_file))
         fusions = declared + fusions
-    elif tokenizers:
-        systems = [System(spec, builder or "", mode or "") for spec in tokenizers]
+    if tokenizers:
+        named = [System(spec, builder or "", mode or "") for spec in tokenizers]
+    elif systems_file is None:
+        named, skipped = default_systems(data, builder, mode)
     else:
-        systems, skipped = default_systems(data, builder, mode)
+        named = []
     if processing:  # query processing for the systems named by -t or by default (a systems file has its own)
         query = QueryProcessing.parse(processing).written
-        systems = [dataclasses.replace(system, query=query) for system in systems]
+        named = [dataclasses.replace(system, query=query) for system in named]
+    systems = listed + named  # a systems file's, then -t's: e.g. tune's recommendation beside bigram
     report, runs = compare(
         data,
         systems,

@@ -148,6 +148,21 @@ def test_compare_command_no_text_systems_file_and_outside_run(tmp_path: Path, re
     assert written["systems"][2]["metrics"] == unicode61["metrics"]
 
 
+def test_systems_named_by_t_join_a_systems_file_and_a_repeat_is_refused(tmp_path: Path) -> None:
+    systems = tmp_path / "systems.toml"
+    systems.write_text('[[system]]\ntokenizer = "unigram^2+bigram"\nquery = "query:stopwords=zh"\n', encoding="utf-8")
+    base = ["compare", "evidence-mini", "--systems", str(systems), "--json"]
+    joined = CliRunner().invoke(cli, [*base, "-t", "bigram", "--processing", "max_df=0.5", "-o", str(tmp_path / "a")])
+    assert joined.exit_code == 0, joined.output + joined.stderr
+    names = [row["name"] for row in json.loads((tmp_path / "a" / "report.json").read_text(encoding="utf-8"))["systems"]]
+    # the file's system keeps its own processing; --processing applies to -t's
+    assert names == ["unigram^2+bigram | lines | and | query:stopwords=zh", "bigram | lines | and | query:max_df=0.5"]
+    repeated = CliRunner().invoke(
+        cli, [*base, "-t", "unigram^2+bigram", "--processing", "stopwords=zh", "-o", str(tmp_path / "b")]
+    )
+    assert repeated.exit_code == 1 and "is given twice" in repeated.stderr and not (tmp_path / "b").exists()
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -62,7 +62,8 @@ if TYPE_CHECKING:
     "--systems",
     "systems_file",
     type=click.Path(path_type=Path),
-    help="TOML file of [[system]] tables (tokenizer, builder, mode), instead of -t.",
+    help="TOML file of [[system]] tables (tokenizer, builder, mode, query) and [[fusion]] tables, e.g. "
+    "tune's recommendation.toml; systems named by -t (with -b, --mode, --processing) join them.",
 )
 @click.option(
     "--run",
