@@ -121,16 +121,24 @@ def render_per_query(report: dict[str, Any]) -> str:
 def labels(report: dict[str, Any]) -> tuple[dict[str, str], tuple[str, str] | None]:
     """A display label per system, and the (builder, mode) every system shares, if they share one.
 
-    With one builder and mode for every system the tokenizer alone names a row (as in the terminal
-    table), provided the short labels stay distinct; outside runs keep their own names.
+    With one builder and mode for every system the tokenizer (and its query processing, if any) names a row,
+    provided the short labels stay distinct; outside runs and fused systems keep their own names.
     """
     rows = report["systems"]
     shared = {(row["builder"], row["mode"]) for row in rows if row.get("mode")}
     if len(shared) == 1:
-        short = {row["name"]: row["name"].split(" | ")[0] if row.get("mode") else row["name"] for row in rows}
+        short = {
+            row["name"]: _without_builder_and_mode(row["name"]) if row.get("mode") else row["name"] for row in rows
+        }
         if len(set(short.values())) == len(short):
             return short, next(iter(shared))
     return {row["name"]: row["name"] for row in rows}, None
+
+
+def _without_builder_and_mode(name: str) -> str:
+    """``tokenizer | builder | mode[ | query:...]`` without its builder and mode."""
+    tokenizer, *rest = name.split(" | ")
+    return " | ".join([tokenizer, *rest[2:]])
 
 
 def _fmt(value: Any, digits: int) -> str:

@@ -336,3 +336,21 @@ def test_report_in_headless_chromium(folders: dict[str, Path], tmp_path: Path) -
     assert tables["kinds"] == [everyone]
     assert overflow <= 0
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+def test_short_labels_drop_the_shared_builder_and_mode_but_keep_query_processing() -> None:
+    def row(name: str) -> dict[str, Any]:
+        tokenizer, builder, mode = name.split(" | ")[:3]
+        return {"name": name, "tokenizer": tokenizer, "builder": builder, "mode": mode}
+
+    names = ["unigram | sections | or", "unigram | sections | or | query:stopwords=zh", "bigram | sections | or"]
+    label, shared = labels({"systems": [row(name) for name in names] + [{"name": "prior", "mode": None}]})
+    assert shared == ("sections", "or")
+    assert label == {
+        names[0]: "unigram",
+        names[1]: "unigram | query:stopwords=zh",
+        names[2]: "bigram",
+        "prior": "prior",
+    }
+    mixed, none_shared = labels({"systems": [row(names[0]), row("unigram | lines | and")]})
+    assert none_shared is None and mixed == {names[0]: names[0], "unigram | lines | and": "unigram | lines | and"}
