@@ -1,0 +1,287 @@
+"""Which pooled passage to judge next, and whether the judgments so far already decide the best system.
+
+A *pool* is the union of each system's top ``depth`` documents per query. A person grades pooled
+(query, document) pairs one at a time; the ``Selector`` orders them so each grade helps most to decide which
+system has the highest mean nDCG@10 (trec_eval's definition: gain = grade, discount 1 / log2(1 + rank),
+ideal ranking from the grades of the pool, means over queries with at least one positive grade).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import RagEvalError
+
+#: system name -> query id -> document ids in rank order (best first)
+Runs = Mapping[str, Mapping[str, Sequence[str]]]
+
+METHODS: tuple[str, ...] = ("naive",)
+DEFAULT_METHOD = "naive"
+#: The grade an unjudged passage may at most receive when ``certain`` is worked out (unless a larger one
+#: was recorded): the handbook's and the public sets' scale is 0..2.
+MAX_GRADE = 2
+
+
+class SelectionError(RagEvalError, ValueError):
+    """Runs, options or a grade the selector cannot use."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Which system leads after the grades so far, by how much, and whether grading may stop."""
+
+    leader: str
+    runner_up: str | None
+    margin: float
+    confidence: float
+    settled: bool
+    certain: bool
+    judged: int
+    pooled: int
+    scores: dict[str, float]
+
+    def line(self) -> str:
+        """The decision in plain words, for a page or a log."""
+        if self.runner_up is None:
+            lead = f"only system {self.leader}"
+        else:
+            lead = f"leader {self.leader} by {self.margin:.3f} nDCG@10 over {self.runner_up}"
+        if self.certain:
+            state = "settled (no remaining grade can change the winner)"
+        elif self.settled:
+            state = f"settled ({self.confidence:.0%} confidence)"
+        else:
+            state = f"not settled ({self.confidence:.0%} confidence)"
+        return f"{lead}; {state}; {self.judged} of {self.pooled} judged"
+
+
+def discount(rank: int) -> float:
+    """trec_eval's nDCG discount of a 1-based rank."""
+    return 1.0 / math.log2(1 + rank)
+
+
+class Selector:
+    """Orders pooled passages for judging and tells which system leads (see the module docstring)."""
+
+    def __init__(
+        self,
+        runs: Runs,
+        *,
+        depth: int = 10,
+        method: str = DEFAULT_METHOD,
+        target: float = 0.95,
+        seed: int = 0,
+    ) -> None:
+        if method not in METHODS:
+            raise SelectionError(f"unknown judging order {method!r}; choose from: {', '.join(METHODS)}")
+        if type(depth) is not int or depth < 1:
+            raise SelectionError(f"depth must be a whole number of at least 1, not {depth!r}")
+        if not isinstance(target, (int, float)) or not 0 < target <= 1:
+            raise SelectionError(f"target confidence must be above 0 and at most 1, not {target!r}")
+        self.method = method
+        self.depth = depth
+        self.target = float(target)
+        self.seed = seed
+        self._systems, self._queries, ranked = _check_runs(runs, depth)
+        self._pool: dict[str, list[str]] = {}
+        pairs: list[tuple[str, str]] = []
+        ranks: list[list[int]] = []  # per pair, its rank in each system (0 = not in its top depth)
+        for query in self._queries:
+            lists = [ranked[s].get(query, []) for s in self._systems]
+            order: dict[str, list[int]] = {}
+            for rank in range(depth):
+                for s, docs in enumerate(lists):
+                    if rank < len(docs):
+                        order.setdefault(docs[rank], [0] * len(self._systems))[s] = rank + 1
+            self._pool[query] = list(order)
+            for doc, doc_ranks in order.items():
+                pairs.append((query, doc))
+                ranks.append(doc_ranks)
+        self._pairs = pairs
+        self._index = {pair: i for i, pair in enumerate(pairs)}
+        query_number = {q: n for n, q in enumerate(self._queries)}
+        self._qidx = np.array([query_number[q] for q, _ in pairs], dtype=np.int64)
+        self._ranks = np.array(ranks, dtype=np.int64).reshape(len(pairs), len(self._systems))
+        with np.errstate(divide="ignore"):
+            # nDCG@10: a passage pooled deeper than rank 10 counts for no system
+            inside = (self._ranks > 0) & (self._ranks <= _CUT)
+            self._disc = np.where(inside, 1.0 / np.log2(1.0 + np.maximum(self._ranks, 1)), 0.0)
+        self._grades = np.full(len(pairs), np.nan)
+        self._judged: dict[str, dict[str, int]] = {}
+        # the naive order: every system's rank-1 passage for every query, then rank 2, ...
+        best = np.where(self._ranks > 0, self._ranks, depth + 1)
+        first_system = np.argmin(best, axis=1)
+        self._naive = np.lexsort((first_system, self._qidx, best.min(axis=1)))
+
+    # -- state ------------------------------------------------------------------------------------------------
+
+    @property
+    def systems(self) -> list[str]:
+        """The systems compared, sorted by name."""
+        return list(self._systems)
+
+    @property
+    def pool(self) -> dict[str, list[str]]:
+        """Each query's pooled documents, best-ranked first."""
+        return {q: list(docs) for q, docs in self._pool.items()}
+
+    @property
+    def judged(self) -> dict[str, dict[str, int]]:
+        """The grades recorded so far, by query and document."""
+        return {q: dict(docs) for q, docs in self._judged.items() if docs}
+
+    def _pair(self, query_id: str, doc_id: str) -> int:
+        index = self._index.get((query_id, doc_id))
+        if index is None:
+            raise SelectionError(f"query {query_id!r}, document {doc_id!r} is not in the pool")
+        return index
+
+    def record(self, query_id: str, doc_id: str, grade: int) -> None:
+        """Record a grade (0, 1, 2, ...); recording a pair again replaces its grade."""
+        if type(grade) is not int or grade < 0:
+            raise SelectionError(f"grade must be a whole number of at least 0, not {grade!r}")
+        index = self._pair(query_id, doc_id)
+        self._grades[index] = grade
+        self._judged.setdefault(query_id, {})[doc_id] = grade
+        self._changed()
+
+    def forget(self, query_id: str, doc_id: str) -> None:
+        """Undo one grade."""
+        index = self._pair(query_id, doc_id)
+        if math.isnan(self._grades[index]):
+            raise SelectionError(f"query {query_id!r}, document {doc_id!r} has no grade to forget")
+        self._grades[index] = np.nan
+        del self._judged[query_id][doc_id]
+        if not self._judged[query_id]:
+            del self._judged[query_id]
+        self._changed()
+
+    def _changed(self) -> None:
+        """Hook for cached estimates."""
+
+    # -- choosing -----------------------------------------------------------------------------------------------
+
+    def next(self, exclude: Collection[tuple[str, str]] = ()) -> tuple[str, str] | None:
+        """The most useful unjudged pooled (query, document), or None when all are judged or excluded."""
+        skip = {self._index[p] for p in exclude if p in self._index}
+        for index in self._naive:
+            if math.isnan(self._grades[index]) and int(index) not in skip:
+                return self._pairs[int(index)]
+        return None
+
+    # -- deciding -----------------------------------------------------------------------------------------------
+
+    def decision(self) -> Decision:
+        """The leader and how sure the grades so far make it."""
+        grades = np.nan_to_num(self._grades, nan=0.0)
+        scores = _mean_ndcg(self._disc, self._qidx, len(self._queries), grades[:, None])[:, 0]
+        order = sorted(range(len(self._systems)), key=lambda s: (-scores[s], self._systems[s]))
+        leader = order[0]
+        runner = order[1] if len(order) > 1 else None
+        certain = self._certain(leader)
+        judged = int(np.count_nonzero(~np.isnan(self._grades)))
+        return Decision(
+            leader=self._systems[leader],
+            runner_up=None if runner is None else self._systems[runner],
+            margin=0.0 if runner is None else float(scores[leader] - scores[runner]),
+            confidence=1.0 if certain else 0.0,
+            settled=certain,
+            certain=certain,
+            judged=judged,
+            pooled=len(self._pairs),
+            scores={s: float(scores[n]) for n, s in enumerate(self._systems)},
+        )
+
+    def _certain(self, leader: int) -> bool:
+        """Whether the leader stays a winner whatever grades (up to the largest seen) the unjudged pairs get."""
+        open_ = np.isnan(self._grades)
+        if not open_.any():
+            return True
+        top = max(MAX_GRADE, int(np.nanmax(self._grades)) if (~open_).any() else 0)
+        known = np.nan_to_num(self._grades, nan=0.0)
+        n_queries = len(self._queries)
+        idcg_low = _idcg(self._qidx, n_queries, known[:, None])[:, 0]
+        idcg_high = _idcg(self._qidx, n_queries, np.where(open_, float(top), known)[:, None])[:, 0]
+        for other in range(len(self._systems)):
+            if other == leader:
+                continue
+            delta = self._disc[:, leader] - self._disc[:, other]
+            base = np.bincount(self._qidx, weights=delta * known, minlength=n_queries)
+            worst = base + top * np.bincount(
+                self._qidx, weights=np.where(open_, np.minimum(delta, 0.0), 0.0), minlength=n_queries
+            )
+            can_be_relevant = np.bincount(self._qidx, weights=open_ & (delta < 0), minlength=n_queries) > 0
+            floor = np.maximum(idcg_low, np.where(can_be_relevant, 1.0, 0.0))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                low = np.where(
+                    worst >= 0,
+                    np.where(idcg_high > 0, worst / idcg_high, 0.0),
+                    np.maximum(worst / np.where(floor > 0, floor, 1.0), -1.0),
+                )
+            if low.sum() < -1e-12:
+                return False
+        return True
+
+
+def _check_runs(runs: Runs, depth: int) -> tuple[list[str], list[str], dict[str, dict[str, list[str]]]]:
+    """Systems and queries sorted, and each system's top ``depth`` per query, refusing malformed runs."""
+    if not isinstance(runs, Mapping) or not runs:
+        raise SelectionError("no runs to pool: give at least one system's ranked documents")
+    ranked: dict[str, dict[str, list[str]]] = {}
+    queries: set[str] = set()
+    for system, by_query in runs.items():
+        if not isinstance(system, str) or not system:
+            raise SelectionError(f"invalid system name {system!r}")
+        if not isinstance(by_query, Mapping):
+            raise SelectionError(f"system {system!r}: expected a mapping of query ids to ranked document ids")
+        ranked[system] = {}
+        for query, docs in by_query.items():
+            if not isinstance(query, str) or not query:
+                raise SelectionError(f"system {system!r}: invalid query id {query!r}")
+            if isinstance(docs, str) or not isinstance(docs, Sequence):
+                raise SelectionError(f"system {system!r}, query {query!r}: expected a list of document ids")
+            top = list(docs[:depth])
+            for doc in top:
+                if not isinstance(doc, str) or not doc:
+                    raise SelectionError(f"system {system!r}, query {query!r}: invalid document id {doc!r}")
+            if len(set(top)) != len(top):
+                raise SelectionError(f"system {system!r}, query {query!r}: a document is ranked twice")
+            ranked[system][query] = top
+            queries.add(query)
+    if not queries:
+        raise SelectionError("no runs to pool: no system returned any query")
+    return sorted(ranked), sorted(queries), ranked
+
+
+#: Cumulative discount of ranks 1..k for k = 0..MAX_CUT (the ideal DCG of k passages of gain 1).
+_CUT = 10
+_CUMULATIVE = np.concatenate([[0.0], np.cumsum([discount(r) for r in range(1, _CUT + 1)])])
+
+
+def _idcg(qidx: np.ndarray, n_queries: int, grades: np.ndarray) -> np.ndarray:
+    """Ideal DCG@10 per query (rows) and grade sample (columns) of grades shaped (pairs, samples)."""
+    out = np.zeros((n_queries, grades.shape[1]))
+    levels = np.unique(grades[grades > 0])
+    previous = 0.0
+    for level in levels:
+        # gain = sum over levels of (level - previous level) times the ideal DCG of the passages at >= level
+        counts = np.zeros((n_queries, grades.shape[1]))
+        np.add.at(counts, qidx, (grades >= level).astype(float))
+        out += (level - previous) * _CUMULATIVE[np.minimum(counts, _CUT).astype(int)]
+        previous = level
+    return out
+
+
+def _mean_ndcg(disc: np.ndarray, qidx: np.ndarray, n_queries: int, grades: np.ndarray) -> np.ndarray:
+    """Mean nDCG@10 per system (rows) and grade sample (columns) over queries with a positive grade."""
+    dcg = np.zeros((n_queries, disc.shape[1], grades.shape[1]))
+    np.add.at(dcg, qidx, disc[:, :, None] * grades[:, None, :])
+    idcg = _idcg(qidx, n_queries, grades)
+    valid = idcg > 0
+    ndcg = np.where(valid[:, None, :], dcg / np.where(valid, idcg, 1.0)[:, None, :], 0.0)
+    count = np.maximum(valid.sum(axis=0), 1)
+    return ndcg.sum(axis=0) / count
