@@ -24,16 +24,18 @@ from ..query import MODES
 from ..textio import read_text
 from ..tokenizers import TOKENIZERS, get_tokenizer, written_spec
 from ..tokenizers.base import library_version
+from .agreement import label_free
 from .formats import load_dataset
 from .fusion import Fusion, fuse_runs, fused_row, fused_systems, fusion_from_table, parse_fusion
 from .gate import DEFAULT_TOLERANCE, GateResult, check, check_baseline_target, check_tolerance, load_baseline
 from .gate import write_baseline as save_baseline
 from .metrics import DEFAULT_METRICS, RankedDoc, check_qrels, evaluate, judged_queries, parse_metric
-from .records import NO_ANSWER, Dataset
+from .records import NO_ANSWER, SYNTHETIC_KIND, Dataset, Qrel
 from .report import check_output, write_outputs
 from .runner import System, SystemRun, check_builder, latency_summary, run_system
+from .sources import check_judgments, source_dataset
 from .stats import PERMUTATIONS, SEED, holm, randomization_test, win_tie_loss
-from .trec import read_run
+from .trec import read_any_qrels, read_run
 
 DEFAULT_REFERENCE = "bigram"
 RECALL_CURVE = (1, 2, 3, 5, 10, 20, 50, 100)
@@ -230,14 +232,17 @@ def compare(
         # Rows, runs and per-query values are keyed by name: a second one would silently replace the first.
         raise RagEvalError(f"system {repeated[0]!r} is given twice", hint="give each system and --run a distinct name")
     qrels = dataset.qrel_list()
-    if not judged_queries(check_qrels(qrels)):
+    judged_ids = judged_queries(check_qrels(qrels))
+    if not judged_ids and dataset.meta.get("format") != "source":
         raise RagEvalError(
             f"dataset {dataset.id!r} has no judged query (no qrel with a positive grade): every metric would be 0",
             hint="check the dataset's qrels",
         )
+    if not judged_ids:  # a knowledge base and questions without judgments: what needs no labels only
+        metrics = []
     outside_docs = [(run, read_run(run.path)) for run in outside or []]
     corpus_ids = set(dataset.corpus)
-    curve = [f"R@{k}" for k in RECALL_CURVE]
+    curve = [f"R@{k}" for k in RECALL_CURVE] if metrics else []
     runs: dict[str, list[RankedDoc]] = {}
     measured: dict[str, SystemRun] = {}
     rows: list[dict[str, Any]] = []
@@ -248,7 +253,7 @@ def compare(
         )
         result: SystemRun = run_system(dataset, system, progress=callback)
         check_units(result.run, corpus_ids, system.name, dataset)
-        means, values = evaluate(qrels, result.run, metrics + curve)
+        means, values = _evaluate(qrels, result.run, metrics + curve, judged_ids)
         runs[system.name] = result.run
         measured[system.name] = result
         per_query[system.name] = values
@@ -302,7 +307,7 @@ def compare(
         )
     for run, docs in outside_docs:
         check_units(docs, corpus_ids, run.name, dataset)
-        means, values = evaluate(qrels, docs, metrics + curve)
+        means, values = _evaluate(qrels, docs, metrics + curve, judged_ids)
         runs[run.name] = docs
         per_query[run.name] = values
         rows.append(
@@ -318,7 +323,7 @@ def compare(
         )
     for fusion, name, members in fused:
         fused_run = fuse_runs([runs[m] for m in members], fusion, queries=list(dataset.queries))
-        means, values = evaluate(qrels, fused_run.run, metrics + curve)
+        means, values = _evaluate(qrels, fused_run.run, metrics + curve, judged_ids)
         runs[name] = fused_run.run
         per_query[name] = values
         rows.append(
@@ -336,7 +341,9 @@ def compare(
     for row in rows:
         row["by_kind"] = by_kind[row["name"]]
     _significance(rows, per_query, judged, metrics, reference_name)
-    _gains(rows, per_query, dataset, metrics[0], reference_name, no_text)
+    if metrics:
+        _gains(rows, per_query, dataset, metrics[0], reference_name, no_text)
+    without_labels = label_free(rows, runs, dataset, per_query, metrics, no_text=no_text)
     report = {
         "schema": "rag-eval/compare/1",
         "environment": started_in,
@@ -345,6 +352,7 @@ def compare(
             "checksum": dataset.checksum(),
             "stats": dataset.stats(),
             "as_of": dataset.meta.get("as_of"),
+            "synthetic": any(q.kind.startswith(SYNTHETIC_KIND) for q in dataset.queries.values()),
         },
         "metrics": metrics,
         "reference": reference_name,
@@ -356,11 +364,22 @@ def compare(
             "alpha": 0.05,
         },
         "judged_queries": len(judged),
+        "questions": len(dataset.queries),
+        "without_labels": without_labels,
         "skipped": [asdict(item) for item in skipped or []],
         "systems": rows,
         "per_query": per_query,
     }
     return report, runs
+
+
+def _evaluate(
+    qrels: list[Qrel], run: list[RankedDoc], metrics: list[str], judged: list[str]
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Means and per-query values over the judged queries; nothing to evaluate without judgments."""
+    if not judged:
+        return {}, {}
+    return evaluate(qrels, run, metrics)
 
 
 def check_units(run: list[RankedDoc], corpus_ids: set[str], name: str, dataset: Dataset) -> None:
@@ -497,11 +516,18 @@ def run_compare(
     processing: str | None = None,
     progress: SystemProgress | None = None,
     fuse: tuple[str, ...] | list[str] = (),
+    queries: str | Path | None = None,
+    qrels: str | Path | None = None,
 ) -> CompareResult:
     """``rag-eval compare``: check every argument and output path, compare, gate, and write the report folder
     (and a baseline). A refusal (an output folder rag-eval did not write, a NaN tolerance, an unknown
     metric, ...) happens before any index is built, so it costs nothing and touches nothing. ``fuse`` adds
-    fused systems by spec (``rrf(bigram, unigram)``) to a systems file's ``[[fusion]]`` tables."""
+    fused systems by spec (``rrf(bigram, unigram)``) to a systems file's ``[[fusion]]`` tables.
+
+    With ``queries`` (a questions file), ``dataset`` is a knowledge base (anything ``index build`` reads, or
+    a shipped id): its builder's units are the passages, ``builder`` may name any builder, and ``qrels``
+    (judgments, e.g. from ``rag-eval judge``) are optional; without them the report shows what needs no
+    labels. Without ``queries``, ``qrels`` replaces the dataset's own judgments."""
     tolerance = check_tolerance(tolerance)
     folder = check_output(output)
     baseline_path = check_baseline_target(write_baseline) if write_baseline is not None else None
@@ -514,7 +540,12 @@ def run_compare(
         parse_metric(name)
     fusions = [parse_fusion(spec) for spec in fuse]
     baseline = load_baseline(against) if against is not None else None
-    data = load_dataset(dataset)
+    if queries is not None:
+        data = source_dataset(dataset, queries, builder=builder, qrels=qrels)
+    else:
+        data = load_dataset(dataset)
+        if qrels is not None:
+            data.qrels = check_judgments(read_any_qrels(qrels), data.corpus, data.queries, qrels)
     skipped: list[Skipped] = []
     listed: list[System] = []
     if systems_file is not None:

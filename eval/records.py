@@ -33,6 +33,8 @@ class Qrel(NamedTuple):
 
 
 NO_ANSWER = "no-answer"
+#: Query kinds written by ``rag-eval queries synth`` start with this; a report on them says so in its title.
+SYNTHETIC_KIND = "synthetic"
 #: Largest relevance grade accepted in qrels: grades are small non-negative integers (0 = not relevant).
 #: trec_eval uses the grade itself as nDCG's gain; huge grades overflow pytrec_eval's integers silently.
 MAX_RELEVANCE = 100

@@ -193,6 +193,9 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
         for cell, row in zip(column, rows, strict=False):
             cell["arrow"] = arrow(row, m)
     page: dict[str, Any] = {
+        "title": _title(report),
+        "judged": bool(metrics),
+        "without_labels": _without_labels(report, rows, label),
         "report": report,
         "label": label,
         "setting": setting,
@@ -327,6 +330,62 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
     return page
 
 
+def _title(report: dict[str, Any]) -> str:
+    """What the page is about, saying so when its queries are synthetic."""
+    synthetic = report["dataset"].get("synthetic")
+    return f"rag-eval compare: {report['dataset']['id']}" + (" (synthetic queries)" if synthetic else "")
+
+
+def _without_labels(report: dict[str, Any], rows: list[dict[str, Any]], label: dict[str, str]) -> dict[str, Any] | None:
+    """The label-free section: zero hits (and Judged@10) per system, pairwise overlap, disagreements."""
+    section = report.get("without_labels")
+    if not section:
+        return None
+    depth = section["depth"]
+    judged_key, unjudged_key = f"judged@{depth}", f"unjudged_in_top{depth}"
+    columns = ["zero-hit rate"]
+    cells = [_column([row.get("zero_hit_rate") for row in rows], 4, "low")]
+    if any(judged_key in row for row in rows):
+        columns += [f"Judged@{depth}", f"unjudged in top {depth}"]
+        cells += [
+            _column([row.get(judged_key) for row in rows], 4, "high"),
+            _column([row.get(unjudged_key) for row in rows], 0, "low"),
+        ]
+    overlap = [
+        {
+            "a": label.get(pair["a"], pair["a"]),
+            "b": label.get(pair["b"], pair["b"]),
+            "jaccard": _fmt(pair[f"jaccard@{depth}"], 3),
+            "rbo": _fmt(pair[f"rbo@{depth}"], 3),
+        }
+        for pair in section["overlap"]
+    ]
+    hardest = [
+        {
+            "query": item["query"],
+            "text": item.get("text"),
+            "mean": _fmt(item[f"mean_jaccard@{depth}"], 3),
+            "top": [
+                {
+                    "system": label.get(system, system),
+                    "hits": [{"id": doc, "title": (item.get("titles") or {}).get(doc)} for doc in docs],
+                }
+                for system, docs in item["top"].items()
+            ],
+        }
+        for item in section["disagreements"]
+    ]
+    return {
+        "depth": depth,
+        "rbo_p": section["rbo_p"],
+        "questions": section["questions"],
+        "table": _table(columns, rows, label, cells),
+        "overlap": overlap,
+        "disagreements": hardest,
+        "warning": section.get("warning"),
+    }
+
+
 # '_' inside a word (x86_64, model_dir) is no emphasis in CommonMark, so it is left as it is.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>|#~&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 
@@ -379,7 +438,8 @@ def render_html(report: dict[str, Any]) -> str:
     from . import charts
 
     page = page_data(report)
-    rows, label, first = report["systems"], page["label"], report["metrics"][0]
+    rows, label = report["systems"], page["label"]
+    first = report["metrics"][0] if report["metrics"] else None
     arrows = {m: {row["name"]: arrow(row, m) for row in rows} for m in report["metrics"]}
 
     def inline(chart: charts.Chart | None) -> dict[str, Any] | None:
@@ -387,14 +447,14 @@ def render_html(report: dict[str, Any]) -> str:
         return None if chart is None else {"svg": Markup(chart.svg), "note": chart.note}
 
     page["charts"] = {
-        "which": inline(charts.quality_latency(rows, label, first)),
+        "which": inline(charts.quality_latency(rows, label, first)) if first else None,
         "bars": [
             (m, inline(charts.metric_bars(rows, label, m, report["judged_queries"], arrows[m])))
             for m in report["metrics"]
         ],
         "recall": inline(charts.recall_curves(rows, label)) if any(row.get("recall_curve") for row in rows) else None,
         "latency": inline(charts.search_latency(rows, label)),
-        "kinds": inline(charts.kind_heatmap(rows, label, first)),
+        "kinds": inline(charts.kind_heatmap(rows, label, first)) if first else None,
     }
     return _templates().get_template("report.html").render(page)
 

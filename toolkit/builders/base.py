@@ -108,6 +108,13 @@ class Builder(Configurable):
     #: What ``index list`` lists: ``"chunk"`` (one row per chunk) or ``"document"`` (one row per ``doc``,
     #: with its revision, status, expiry and line count).
     list_by: ClassVar[str] = "chunk"
+    #: Where this builder comes when several recognise a source (lower first: the most specific layout).
+    recognise_order: ClassVar[int] = 100
+
+    @classmethod
+    def recognises(cls, source: Path) -> bool:
+        """Whether ``source`` looks like this builder's layout (for commands that infer the builder)."""
+        return False
 
     def unit(self, key: str) -> str:
         """The unit qrels judge a chunk as (a split section's parts count as the section); by default the key."""

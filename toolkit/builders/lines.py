@@ -46,6 +46,11 @@ class LinesBuilder(Builder):
     option_set = OptionSet((Option("max_bytes", "largest source file accepted, in bytes", 1_000_000, int),))
     index_title = False
     list_by = "document"
+    recognise_order = 10
+
+    @classmethod
+    def recognises(cls, source: Path) -> bool:
+        return (source / "manifest.json").is_file() if source.is_dir() else source.name == "manifest.json"
 
     def _plan(self, source: Path) -> tuple[Path, list[FileRef]]:
         root = source if source.is_dir() else source.parent

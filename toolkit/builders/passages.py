@@ -23,6 +23,12 @@ class PassagesBuilder(Builder):
         )
     )
 
+    recognise_order = 20
+
+    @classmethod
+    def recognises(cls, source: Path) -> bool:
+        return (source / "corpus.jsonl").is_file() if source.is_dir() else source.suffix == ".jsonl"
+
     def _plan(self, source: Path) -> tuple[Path, list[FileRef]]:
         path = source / "corpus.jsonl" if source.is_dir() else source
         locate(path.parent, path.name, max_bytes=self.options["max_bytes"])

@@ -193,6 +193,12 @@ class SectionsBuilder(Builder):
         )
     )
 
+    recognise_order = 30
+
+    @classmethod
+    def recognises(cls, source: Path) -> bool:
+        return source.is_dir() and next(source.rglob("*.md"), None) is not None
+
     def _plan(self, source: Path) -> tuple[Path, list[FileRef]]:
         if not source.is_dir():
             raise CorpusError(f"{source}: the sections builder needs a folder of Markdown files")

@@ -39,7 +39,22 @@ if TYPE_CHECKING:
     metavar="SPEC",
     type=TEXT,
     help="Builder spec (default: the dataset's; BEIR folders use passages). Options only: the builder "
-    "must be the one that reads the dataset's layout.",
+    "must be the one that reads the dataset's layout (with --queries: any builder that reads DATASET).",
+)
+@click.option(
+    "--queries",
+    "questions",
+    type=click.Path(path_type=Path),
+    help="Questions, one per line (or queries.jsonl): DATASET is then a knowledge base (a Markdown folder, a "
+    "lines corpus with manifest.json, a corpus.jsonl, or a shipped id), its builder inferred (or -b), and "
+    "judgments optional.",
+)
+@click.option(
+    "--qrels",
+    "judgments",
+    type=click.Path(path_type=Path),
+    help="Judgments (TREC or BEIR qrels, e.g. from rag-eval judge) for the questions; unjudged passages count "
+    "as not relevant and Judged@10 says how many there were.",
 )
 @click.option("--mode", type=click.Choice(MODES), help="Query mode (default: the dataset's).")
 @click.option(
@@ -135,6 +150,8 @@ def compare_cmd(
     dataset: str,
     tokenizers: tuple[str, ...],
     builder_spec: str | None,
+    questions: Path | None,
+    judgments: Path | None,
     mode: str | None,
     metrics: tuple[str, ...],
     reference: str | None,
@@ -187,6 +204,8 @@ def compare_cmd(
             processing=processing,
             progress=progress,
             fuse=fusions,
+            queries=questions,
+            qrels=judgments,
         )
     report, gate = result.report, result.gate
     if as_json:
@@ -235,12 +254,21 @@ def print_comparison(report: dict[str, Any], console: Console) -> None:
     short, shared = labels(report)
     label = lambda row: short[row["name"]]  # noqa: E731
     setting = f"builder {shared[0]}, mode {shared[1]}; " if shared else ""
-    console.print(
-        f"{report['dataset']['id']}: {report['judged_queries']} judged queries; {setting}reference "
-        f"{short.get(report['reference'], report['reference'] or '')}; bold = best, ↑/↓ = significantly better/worse "
-        "(Holm p < 0.05)",
-        highlight=False,
-    )
+    synthetic = " (synthetic queries)" if report["dataset"].get("synthetic") else ""
+    if metrics:
+        console.print(
+            f"{report['dataset']['id']}{synthetic}: {report['judged_queries']} judged queries; {setting}reference "
+            f"{short.get(report['reference'], report['reference'] or '')}; bold = best, ↑/↓ = significantly "
+            "better/worse (Holm p < 0.05)",
+            highlight=False,
+        )
+    else:
+        console.print(
+            f"{report['dataset']['id']}{synthetic}: {report.get('questions', 0)} questions, not judged: quality not "
+            f"measured; {setting.rstrip('; ')}",
+            highlight=False,
+            markup=False,
+        )
     best = {m: max(row["metrics"][m] for row in rows) for m in metrics}
     columns: list[tuple[str, list[str]]] = []
     for metric in metrics:
@@ -252,12 +280,29 @@ def print_comparison(report: dict[str, Any], console: Console) -> None:
     latency = [row.get("latency_ms", {}).get("search", {}).get("median") for row in rows]
     if any(value is not None for value in latency):
         columns.append(("p50 ms", ["-" if value is None else f"{value:.3f}" for value in latency]))
+    for key, header, digits in (("zero_hit_rate", "zero hits", 3), ("judged@10", "Judged@10", 3)):
+        values = [row.get(key) for row in rows]
+        if any(value is not None for value in values):
+            columns.append((header, ["-" if value is None else f"{value:.{digits}f}" for value in values]))
     false_hits = [row.get("no_answer_false_hit_rate") for row in rows]
     if any(value is not None for value in false_hits):
         columns.append(("false hits", ["-" if value is None else f"{value:.2f}" for value in false_hits]))
     names = [label(row) for row in rows]
     for group in _fit(names, columns, console):
         console.print(group)
+    without_labels = report.get("without_labels") or {}
+    if without_labels.get("overlap"):
+        pairs = sorted(without_labels["overlap"], key=lambda pair: pair["jaccard@10"] or 0)
+        console.print(
+            "overlap of the top 10 (Jaccard): "
+            + ", ".join(
+                f"{short.get(p['a'], p['a'])} ~ {short.get(p['b'], p['b'])} {p['jaccard@10']:.2f}" for p in pairs
+            ),
+            highlight=False,
+            markup=False,
+        )
+    if without_labels.get("warning"):
+        console.print(f"warning: {without_labels['warning']}", highlight=False, markup=False)
     for item in report.get("skipped", []):
         console.print(
             f"{item['tokenizer']}: skipped, {item['reason']}" + (f"; {item['hint']}" if item.get("hint") else ""),

@@ -1,0 +1,154 @@
+"""A knowledge base as a dataset: anything ``index build`` accepts, its builder's units as passages, the
+questions a user asks of it (a plain text file or queries.jsonl), and judgments when there are any."""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+from ..builders import BUILDERS, Builder, get_builder
+from ..errors import DatasetError, RagEvalError
+from ..spec import SystemSpec
+from ..textio import control_character, display_name, iter_lines
+from .beir import query_text, read_queries
+from .records import Dataset, Passage, Query
+from .shipped import corpus_dir, entry, shipped_ids
+from .trec import read_any_qrels
+
+#: Largest questions file read, in bytes (a few thousand questions take well under 1 MB).
+MAX_QUESTIONS_BYTES = 10_000_000
+#: Longest question accepted, in characters.
+MAX_QUESTION_CHARS = 2_000
+
+
+def infer_builder(source: Path) -> str:
+    """The builder whose layout ``source`` has; builders declare what they recognise and in which order."""
+    if not source.exists():
+        raise DatasetError(f"{source}: no such file or directory")
+    found = []
+    for name in BUILDERS:
+        try:
+            cls = BUILDERS[name]
+        except RagEvalError:
+            continue
+        if isinstance(cls, type) and issubclass(cls, Builder) and cls.recognises(source):
+            found.append((cls.recognise_order, name))
+    if not found:
+        raise DatasetError(
+            f"{source}: no builder recognises this source (a lines manifest.json, a corpus.jsonl or Markdown files)",
+            hint=f"name one with -b SPEC ({', '.join(sorted(BUILDERS))})",
+        )
+    return min(found)[1]
+
+
+def question_id(text: str) -> str:
+    """A question's id from its text (NFC, trimmed): editing or reordering the file keeps the other ids."""
+    digest = hashlib.sha256(unicodedata.normalize("NFC", text.strip()).encode()).hexdigest()
+    return f"q-{digest[:12]}"
+
+
+def read_questions(path: str | Path) -> dict[str, Query]:
+    """Questions from queries.jsonl (``_id``, ``text``) or a UTF-8 text file with one question per line.
+
+    Blank lines are skipped; a repeated question, an empty file, a NUL or a question over
+    ``MAX_QUESTION_CHARS`` characters is an error naming the line.
+    """
+    path = Path(path)
+    name = display_name(str(path))
+    if path.suffix == ".jsonl":
+        queries = read_queries(path)
+    else:
+        queries = {}
+        first_line: dict[str, int] = {}
+        for number, line in iter_lines(path, DatasetError, max_bytes=MAX_QUESTIONS_BYTES):
+            text = line.strip()
+            if not text:
+                continue
+            where = f"{name}:{number}"
+            query_text(text, where)
+            bad = control_character(text.replace("\t", " "))
+            if bad is not None:
+                raise DatasetError(f"{where}: the question contains a control character ({bad})")
+            if len(text) > MAX_QUESTION_CHARS:
+                raise DatasetError(f"{where}: the question is {len(text)} characters, over {MAX_QUESTION_CHARS}")
+            qid = question_id(text)
+            if qid in first_line:
+                raise DatasetError(f"{where}: the same question as line {first_line[qid]}", hint="remove repeats")
+            first_line[qid] = number
+            queries[qid] = Query(qid, text)
+    if not queries:
+        raise DatasetError(f"{name}: no questions (one per line, or queries.jsonl records)")
+    return queries
+
+
+def source_units(source: str, builder: str | None = None) -> tuple[Path, Builder, dict[str, Passage]]:
+    """The root, builder and judged units (as passages, in source order) of a shipped id or a path that
+    ``index build`` accepts; the builder is inferred from the layout unless given (a spec, options allowed)."""
+    if source in shipped_ids() and not Path(source).exists():
+        root = corpus_dir(source)
+        implied = entry(source)["builder"]
+    else:
+        root = Path(source)
+        implied = infer_builder(root) if builder is None else SystemSpec.parse(builder).name
+    chosen = get_builder(builder or implied)
+    corpus: dict[str, Passage] = {}
+    for file in chosen.scan(root):
+        for key, title, text in chosen.units(file):
+            corpus.setdefault(key, Passage(key, title, text))
+    if not corpus:
+        raise DatasetError(f"{source}: the {chosen.name} builder found no passages")
+    return root, chosen, corpus
+
+
+def source_dataset(
+    source: str,
+    questions: str | Path,
+    *,
+    builder: str | None = None,
+    qrels: str | Path | None = None,
+) -> Dataset:
+    """A dataset from a knowledge base and questions: passages are the builder's units with their own keys
+    (``path#anchor`` for sections, source ids for lines, ``_id`` for passages); qrels are optional.
+
+    ``source`` is a shipped dataset id (its corpus and builder) or a path; the builder is inferred from
+    the layout unless given (a spec, options allowed). ``qrels`` (TREC or BEIR qrels, e.g. written by
+    ``rag-eval judge``) must name known questions and passages.
+    """
+    root, chosen, corpus = source_units(source, builder)
+    label = source if source in shipped_ids() and not Path(source).exists() else root.resolve().name or str(root)
+    queries = read_questions(questions)
+    judged = check_judgments(read_any_qrels(qrels), corpus, queries, qrels) if qrels is not None else {}
+    meta: dict[str, Any] = {
+        "format": "source",
+        "path": str(root),
+        "corpus_dir": str(root),
+        "builder": chosen.name,
+        "mode": chosen.query_defaults().mode,
+        "questions": str(questions),
+        "qrels": str(qrels) if qrels is not None else None,
+    }
+    return Dataset(label, corpus, queries, judged, meta)
+
+
+def check_judgments(
+    qrels: dict[str, dict[str, int]], corpus: dict[str, Passage], queries: dict[str, Query], path: str | Path
+) -> dict[str, dict[str, int]]:
+    """Judgments that name only these questions and passages: anything else means another corpus, another
+    questions file or another builder, and would silently count for nothing."""
+    name = display_name(str(path))
+    unknown_queries = sorted(set(qrels) - set(queries))
+    if unknown_queries:
+        raise DatasetError(
+            f"{name}: {len(unknown_queries)} judged query ids are not questions of this questions file, "
+            f"e.g. {unknown_queries[0]!r}",
+            hint="judgments belong to the questions (and corpus) they were made for",
+        )
+    unknown_docs = sorted({doc for docs in qrels.values() for doc in docs} - set(corpus))
+    if unknown_docs:
+        raise DatasetError(
+            f"{name}: {len(unknown_docs)} judged passages are not units of this source, e.g. {unknown_docs[0]!r}",
+            hint="judgments belong to the corpus and builder they were made with",
+        )
+    return qrels
