@@ -546,6 +546,11 @@ def run_compare(
         data = load_dataset(dataset)
         if qrels is not None:
             data.qrels = check_judgments(read_any_qrels(qrels), data.corpus, data.queries, qrels)
+    if (baseline is not None or baseline_path is not None) and not judged_queries(data.qrels):
+        raise RagEvalError(
+            "a baseline or a gate needs judged queries: these questions have no judgments",
+            hint="judge them first (rag-eval judge), then add --qrels FILE",
+        )
     skipped: list[Skipped] = []
     listed: list[System] = []
     if systems_file is not None:

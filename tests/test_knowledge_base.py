@@ -211,3 +211,12 @@ def test_a_markdown_folder_is_compared_as_sections(questions: Path, tmp_path: Pa
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["systems"][0]["builder"].startswith("sections") and report["dataset"]["id"] == "kb"
+
+
+def test_a_gate_on_unjudged_questions_is_refused_before_any_build(questions: Path, tmp_path: Path) -> None:
+    args = ["compare", "handbook", "--queries", str(questions), "-t", "bigram", "-o", str(tmp_path / "out")]
+    baseline = Path(__file__).resolve().parents[1] / "reports" / "baseline" / "handbook.json"
+    for extra in (["--against", str(baseline)], ["--write-baseline", str(tmp_path / "b.json")]):
+        result = CliRunner().invoke(cli, [*args, *extra])
+        assert result.exit_code == 1 and "needs judged queries" in result.output
+        assert not (tmp_path / "out").exists() and not (tmp_path / "b.json").exists()

@@ -167,12 +167,20 @@ def compare_cmd(
     as_json: bool,
     output: Path,
 ) -> None:
-    """Build one index per system, run every labelled query, and compare quality, latency and cost.
+    """Build one index per system, run every query, and compare quality (when judged), latency and cost.
 
-    DATASET is a shipped id (rag-eval datasets list) or a BEIR folder. A system is a tokenizer spec with
-    a builder and a query mode; indexes are cached by the content of the source files and the system
-    spec, so adding one more system only builds that one. Significance is a paired randomization test
-    against the reference system, Holm-corrected.
+    DATASET is a shipped id (rag-eval datasets list) or a BEIR folder; with --queries, a knowledge base
+    (a Markdown folder, a lines corpus, a corpus.jsonl) whose questions may be unjudged. A system is a
+    tokenizer spec with a builder and a query mode; indexes are cached by the content of the source files
+    and the system spec, so adding one more system only builds that one. Significance is a paired
+    randomization test against the reference system, Holm-corrected.
+
+    \b
+    Examples:
+      rag-eval compare handbook -o out/handbook
+      rag-eval compare handbook -t bigram -t jieba:mode=precise -o out/two
+      rag-eval compare ../my-notes --queries questions.txt -o out/notes
+      rag-eval compare ../my-notes --queries questions.txt --qrels judged.qrels -o out/notes
     """
     from ..eval.compare import OutsideRun, run_compare
     from ..eval.report import summary
