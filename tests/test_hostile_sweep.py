@@ -146,6 +146,17 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _write(root / "trec" / "big.qrels", "q1 0 d1 4294967296\n")
     _write(root / "trec" / "good.qrels", "q1 0 d1 1\n")
     _fifo(root / "trec" / "fifo.run")
+    # questions files (compare --queries)
+    _write(root / "q" / "good.txt", "导出文件保留多久\n备份策略是什么\n")
+    _write(root / "q" / "empty.txt", "")
+    _write(root / "q" / "blank.txt", "\n  \n\r\n")
+    _write(root / "q" / "nul.txt", "导出\x00\n")
+    _write(root / "q" / "binary.txt", b"\x00\xff\xfe" * 100)
+    _write(root / "q" / "dup.txt", "导出\n导出\n")
+    _write(root / "q" / "bomb.jsonl", DEEP + "\n")
+    _write(root / "q" / "surrogate.jsonl", '{"_id": "q1", "text": "\\ud800"}\n')
+    _write(root / "q" / "long.txt", "导" * 100_000 + "\n")
+    _fifo(root / "q" / "fifo.txt")
     # outputs that already exist and are not rag-eval's
     _write(root / "out" / "project" / "notes.txt", "keep me\n")
     _fifo(root / "out" / "fifo-out")
@@ -230,6 +241,40 @@ CASES: list[tuple[list[str], str | None]] = [
     ],
     *[(["datasets", "show", f"{{root}}/{name}"], None) for name in DATASETS],
     *[(["compare", f"{{root}}/{name}", "-t", "bigram", "-o", "{out}"], "out/report") for name in DATASETS],
+    # a knowledge base and questions: hostile questions files, sources and judgments
+    *[
+        (["compare", "{root}/good/docs", "--queries", f"{{root}}/{name}", "-t", "bigram", "-o", "{out}"], "out/report")
+        for name in (
+            "q/empty.txt",
+            "q/blank.txt",
+            "q/nul.txt",
+            "q/binary.txt",
+            "q/dup.txt",
+            "q/bomb.jsonl",
+            "q/surrogate.jsonl",
+            "q/long.txt",
+            "q/fifo.txt",
+            "q",
+            "q/missing.txt",
+            "bad/fifo.sqlite",
+            "bad/loop.sqlite",
+        )
+    ],
+    *[
+        (
+            ["compare", f"{{root}}/{source}", "--queries", "{root}/q/good.txt", "-t", "bigram", "-o", "{out}"],
+            "out/report",
+        )
+        for source, _ in SOURCES
+    ],
+    *[
+        (
+            ["compare", "{root}/good/docs", "--queries", "{root}/q/good.txt", "--qrels", f"{{root}}/{name}"]
+            + ["-t", "bigram", "-o", "{out}"],
+            "out/report",
+        )
+        for name in ("trec/big.qrels", "trec/good.qrels", "trec/fifo.run", "trec/nan.run", "q/binary.txt", "q")
+    ],
     *[
         (["datasets", "convert", "squad", f"{{root}}/squad/{name}", "-o", "{out}"], "out/converted")
         for name in ("bomb.json", "surrogate.json", "bigint.json", "fifo.json", "missing.json")

@@ -1,0 +1,33 @@
+"""The README's "your own knowledge base" example: the handbook's natural questions as a plain questions
+file, and their pooled judgments keyed by the ids ``compare --queries`` gives them (for ``judge --oracle``).
+
+Usage: python tools/example_questions.py   (writes docs/examples/handbook-questions.txt and .qrels)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag_eval.eval.shipped import load_shipped
+from rag_eval.eval.sources import question_id
+
+KIND = "question"
+
+
+def main() -> None:
+    dataset = load_shipped("handbook")
+    chosen = [query for query in dataset.queries.values() if query.kind == KIND]
+    out = Path(__file__).resolve().parents[1] / "docs" / "examples"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "handbook-questions.txt").write_text("".join(f"{q.text}\n" for q in chosen), encoding="utf-8")
+    lines = [
+        f"{question_id(query.text)} 0 {doc} {grade}\n"
+        for query in chosen
+        for doc, grade in sorted(dataset.qrels.get(query.id, {}).items())
+    ]
+    (out / "handbook-questions.qrels").write_text("".join(lines), encoding="utf-8")
+    print(f"{len(chosen)} questions, {len(lines)} judgments written to {out}")
+
+
+if __name__ == "__main__":
+    main()
