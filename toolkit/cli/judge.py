@@ -1,0 +1,123 @@
+"""rag-eval judge: grade the systems' pooled results in a local page, in the order that decides fastest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from . import cli
+from .params import TEXT
+from .progress import Bars
+
+
+@cli.command("judge")
+@click.argument("source", metavar="SOURCE", type=TEXT)
+@click.option(
+    "--queries",
+    "questions",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The questions: a UTF-8 text file with one per line, or queries.jsonl (_id, text).",
+)
+@click.option(
+    "-t",
+    "--tokenizer",
+    "tokenizers",
+    multiple=True,
+    metavar="SPEC",
+    type=TEXT,
+    help="A system's tokenizer (repeat). Default: every available tokenizer.",
+)
+@click.option("-b", "--builder", metavar="SPEC", type=TEXT, help="Builder spec. Default: inferred from SOURCE.")
+@click.option("--depth", type=int, default=10, show_default=True, help="Results pooled per system and question.")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The judgments file (TREC qrels; its log JUDGMENTS.jsonl beside it). An existing one of the same "
+    "pool is resumed.",
+)
+@click.option("--assessor", default="", type=TEXT, help="Your name or id, recorded with every grade in the log.")
+@click.option("--port", type=int, default=0, help="Port on 127.0.0.1. Default: a free one.")
+@click.option(
+    "--idle-timeout",
+    type=float,
+    default=240.0,
+    show_default=True,
+    help="Stop after this many minutes without a request from the page.",
+)
+@click.option("--method", metavar="NAME", type=TEXT, help="Judging order (see eval/selection.py). Default: the best.")
+@click.option(
+    "--oracle",
+    "oracle_qrels",
+    type=click.Path(path_type=Path),
+    help="Replay the order with grades read from these qrels instead of a person, and report when the "
+    "pick equals the full qrels' winner.",
+)
+@click.option("--samples", type=int, default=200, show_default=True, help="--oracle: random samples of questions.")
+@click.option(
+    "--sample-queries", type=int, default=50, show_default=True, help="--oracle: judged questions per sample."
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="--oracle: seed of the samples.")
+@click.option("--json", "as_json", is_flag=True, help="--oracle: print the replay as JSON.")
+def judge_cmd(
+    source: str,
+    questions: Path,
+    tokenizers: tuple[str, ...],
+    builder: str | None,
+    depth: int,
+    output: Path,
+    assessor: str,
+    port: int,
+    idle_timeout: float,
+    method: str | None,
+    oracle_qrels: Path | None,
+    samples: int,
+    sample_queries: int,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Pool every system's top results for your questions and grade them 0/1/2 in a local web page.
+
+    Builds (or reuses) one index per system, pools each system's top --depth results per question and
+    serves a judging page on 127.0.0.1 (the printed URL holds a one-time token). Passages come in the
+    order that most helps decide which system is best; the page says when the decision is settled.
+    Every grade is appended to the judgments file at once (TREC qrels: compare --qrels and evaluate read
+    it); running the same command again resumes. Keys: 0/1/2 grade, j/k forward/back, u undo, s skip.
+    Ctrl-C stops the server.
+
+    \b
+    Examples:
+      rag-eval judge handbook --queries questions.txt -o handbook.qrels
+      rag-eval judge docs/ --queries questions.txt -t bigram -t jieba --assessor ana -o mine.qrels
+      rag-eval compare docs/ --queries questions.txt --qrels mine.qrels -o out/mine
+      rag-eval judge handbook --queries q.jsonl -t bigram -t unigram --oracle qrels.tsv -o replay.qrels
+    """
+    from ..eval.judge import judge
+
+    bars = Bars()
+    progress = lambda system, phase, done, total: bars(f"{system[:40]} {phase}", done, total)  # noqa: E731
+
+    def announce(url: str) -> None:
+        bars.__exit__()
+        click.echo(f"Judging page (Ctrl-C to stop): {url}")
+
+    with bars:
+        result = judge(
+            source,
+            questions,
+            output=output,
+            tokenizers=tokenizers,
+            builder=builder,
+            depth=depth,
+            method=method,
+            assessor=assessor,
+            port=port,
+            idle_timeout=idle_timeout * 60 if idle_timeout > 0 else None,
+            announce=announce,
+            progress=progress,
+        )
+    click.echo(f"{result.decision}", err=True)
+    click.echo(f"stopped ({result.stopped}); {result.judged} of {result.pooled} judged in {result.path}", err=True)
