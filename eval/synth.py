@@ -1,0 +1,363 @@
+"""Synthetic known-item queries generated from a corpus itself, each labelled with the unit it came from.
+
+Terms are words the corpus's own statistics find (:mod:`.wordfind`), sampled with probability by a
+discrimination weight (tf x idf, after Azzopardi, de Rijke and Balog, SIGIR 2007), never tokens of a
+strategy under test: a generator that cuts text the way one strategy does favours that strategy. Every
+choice comes from a random generator seeded by (seed, purpose, unit key), so the same source, count,
+kinds and seed give byte-identical files. Their bias against real queries is measured in
+reports/synthetic.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import DatasetError
+from ..outputs import new_folder
+from .beir import write_beir
+from .records import Dataset, Passage, Query
+from .sources import source_units
+from .wordfind import MAX_LEN, MIN_COHESION, MIN_COUNT, MIN_ENTROPY, MIN_LEN, Lexicon, build_lexicon, han_runs
+
+#: Version of the generator: a change that alters any output for the same arguments bumps it.
+GENERATOR = "rag-eval synth 1"
+#: The kind prefix in queries.jsonl, so a report can tell synthetic queries from real ones.
+KIND_PREFIX = "synthetic:"
+#: Largest -n accepted.
+MAX_QUERIES = 100_000
+#: Terms per ``terms`` query: drawn uniformly from this range.
+MIN_TERMS, MAX_TERMS = 2, 4
+#: Question templates (simplified script; converted to traditional for a traditional-script corpus).
+QUESTION_TEMPLATES = (
+    "{a}的{b}是什么？",
+    "{a}和{b}有什么关系？",
+    "什么是{a}{b}？",
+    "{a}{b}是多少？",
+    "为什么{a}会{b}？",
+    "如何{a}{b}？",
+    "{a}{b}是谁？",
+    "{a}中的{b}指的是什么？",
+    "关于{a}，{b}怎么样？",
+    "{a}{b}在哪里？",
+)
+SYNTHETIC_NOTE = (
+    "These are synthetic known-item queries generated from the corpus itself: each is judged relevant "
+    "(grade 1) to the one unit it came from and to no other. They are not real users' questions; "
+    "reports/synthetic.md measures how far a strategy ranking from them agrees with real queries."
+)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A judged unit prepared for generation: its passage, its sampled base terms and its heading."""
+
+    passage: Passage
+    terms: tuple[str, ...]
+    heading: str
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every generator may use: the corpus's lexicon, character frequencies, script and query limit."""
+
+    lexicon: Lexicon
+    chars: tuple[tuple[str, ...], tuple[int, ...]]
+    traditional: bool
+    max_chars: int
+    seed: int
+
+
+#: A generator: the query text for one unit, or None when the unit does not support the kind.
+Generator = Callable[[Unit, Context], "str | None"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A documented kind of synthetic query."""
+
+    name: str
+    summary: str
+    make: Generator
+
+
+@dataclass(frozen=True)
+class SynthQuery:
+    """One generated query and the unit it came from."""
+
+    id: str
+    text: str
+    kind: str
+    unit: str
+
+
+@dataclass(frozen=True)
+class SynthSummary:
+    """What ``synthesize`` wrote."""
+
+    target: Path
+    counts: dict[str, int]
+    skipped: tuple[str, ...]
+    units: int
+    words: int
+    builder: str
+
+
+def _rng(seed: int, purpose: str, key: str) -> random.Random:
+    # A string seed is hashed with SHA-512 (random's version 2 seeding): stable across runs and platforms,
+    # independent of PYTHONHASHSEED, and one unit's choices never depend on which other units exist.
+    return random.Random(f"{seed}\x1f{purpose}\x1f{key}")
+
+
+@lru_cache(maxsize=2)
+def _opencc(config: str) -> Any:
+    import opencc
+
+    return opencc.OpenCC(config)
+
+
+def _script(text: str, config: str) -> str:
+    return str(_opencc(config).convert(text))
+
+
+def _heading(unit: Unit, context: Context) -> str | None:
+    return unit.heading or None
+
+
+def _terms(unit: Unit, context: Context) -> str | None:
+    return " ".join(unit.terms)
+
+
+def _compacted(unit: Unit, context: Context) -> str | None:
+    return "".join(unit.terms)
+
+
+def _question(unit: Unit, context: Context) -> str | None:
+    rng = _rng(context.seed, "question", unit.passage.id)
+    first, second = rng.sample(unit.terms, 2)
+    text = rng.choice(QUESTION_TEMPLATES).format(a=first, b=second)
+    return _script(text, "s2tw") if context.traditional else text
+
+
+def _traditional(unit: Unit, context: Context) -> str | None:
+    text = " ".join(unit.terms)
+    converted = _script(text, "s2tw")
+    return converted if converted != text else None
+
+
+def _simplified(unit: Unit, context: Context) -> str | None:
+    text = " ".join(unit.terms)
+    converted = _script(text, "t2s")
+    return converted if converted != text else None
+
+
+def _typo(unit: Unit, context: Context) -> str | None:
+    rng = _rng(context.seed, "typo", unit.passage.id)
+    spots = [(i, j) for i, term in enumerate(unit.terms) for j, char in enumerate(term) if han_runs(char)]
+    if not spots:
+        return None
+    term_index, char_index = rng.choice(spots)
+    term = unit.terms[term_index]
+    replacement = term[char_index]
+    chars, weights = context.chars
+    if len(chars) < 2:
+        return None
+    while replacement == term[char_index]:  # ends: at least two characters to draw
+        replacement = rng.choices(chars, weights)[0]
+    changed = list(unit.terms)
+    changed[term_index] = term[:char_index] + replacement + term[char_index + 1 :]
+    return " ".join(changed)
+
+
+#: Every kind, in the order queries are allocated and written.
+KINDS: dict[str, Kind] = {
+    kind.name: kind
+    for kind in (
+        Kind("heading", "the unit's own heading (last part of its title), when no other unit has it", _heading),
+        Kind("terms", "2-4 corpus-found words sampled by tf x idf from the unit, space-separated", _terms),
+        Kind("question", "two sampled words in a question template (是什么, 有什么关系, 如何, ...)", _question),
+        Kind("traditional", "the terms query in traditional script (OpenCC s2tw), when that changes it", _traditional),
+        Kind("simplified", "the terms query in simplified script (OpenCC t2s), when that changes it", _simplified),
+        Kind("typo", "the terms query with one Han character replaced by a corpus character", _typo),
+        Kind("compacted", "the terms query run together, no spaces", _compacted),
+    )
+}
+
+
+def parse_kinds(raw: str | None) -> tuple[str, ...] | None:
+    """Kinds from ``a,b,c`` (None: every kind); an unknown kind lists the known ones."""
+    if raw is None:
+        return None
+    names = tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
+    if not names:
+        raise DatasetError("--kinds names no kind", hint=f"choose from: {', '.join(KINDS)}")
+    for name in names:
+        if name not in KINDS:
+            raise DatasetError(f"unknown query kind {name!r}; choose from: {', '.join(KINDS)}")
+    return names
+
+
+def _sample_terms(counts: Counter[str], lexicon: Lexicon, rng: random.Random, text: str) -> tuple[str, ...]:
+    """2-4 words drawn without replacement, weight tf x idf; a word inside or around a drawn one is dropped."""
+    pool = {word: count * lexicon.idf(word) for word, count in counts.items() if len(word) >= MIN_LEN}
+    pool = {word: weight for word, weight in pool.items() if weight > 0}
+    wanted = rng.randint(MIN_TERMS, MAX_TERMS)
+    chosen: list[str] = []
+    while pool and len(chosen) < wanted:
+        words = sorted(pool)
+        pick = rng.choices(words, [pool[word] for word in words])[0]
+        chosen.append(pick)
+        pool = {word: weight for word, weight in pool.items() if word not in pick and pick not in word}
+    if len(chosen) < MIN_TERMS:
+        return ()
+    return tuple(sorted(chosen, key=lambda word: (text.find(word), word)))  # in reading order
+
+
+def prepare(corpus: dict[str, Passage], seed: int) -> tuple[list[Unit], Lexicon, Counter[str]]:
+    """Units with their base terms and unique headings, the lexicon and the corpus's Han character counts."""
+    texts = [f"{passage.title}\n{passage.text}" for passage in corpus.values()]
+    lexicon, per_text = build_lexicon(texts)
+    seen = Counter(texts)
+    headings = [passage.title.rsplit(" > ", 1)[-1].strip() for passage in corpus.values()]
+    heading_count = Counter(headings)
+    chars: Counter[str] = Counter()
+    units = []
+    for passage, text, counts, heading in zip(corpus.values(), texts, per_text, headings, strict=True):
+        chars.update("".join(han_runs(text)))
+        if seen[text] > 1:  # a duplicated unit cannot be a known item
+            continue
+        terms = _sample_terms(counts, lexicon, _rng(seed, "terms", passage.id), text)
+        units.append(Unit(passage, terms, heading if heading_count[heading] == 1 else ""))
+    return units, lexicon, chars
+
+
+def _is_traditional(chars: Counter[str]) -> bool:
+    """Whether converting to simplified changes more of the corpus than converting to traditional."""
+    common = "".join(char for char, _count in chars.most_common(3000))
+    to_simplified = sum(a != b for a, b in zip(common, _script(common, "t2s"), strict=False))
+    to_traditional = sum(a != b for a, b in zip(common, _script(common, "s2tw"), strict=False))
+    return to_simplified > to_traditional
+
+
+def _allocate(n: int, supply: dict[str, int]) -> dict[str, int]:
+    """``n`` queries shared evenly over the kinds, none past its supply, the rest passed to kinds with room."""
+    share = dict.fromkeys(supply, 0)
+    left = n
+    while left > 0:
+        open_kinds = [kind for kind in supply if share[kind] < supply[kind]]
+        if not open_kinds:
+            break
+        each, extra = divmod(left, len(open_kinds))
+        for position, kind in enumerate(open_kinds):
+            give = min(each + (1 if position < extra else 0), supply[kind] - share[kind])
+            share[kind] += give
+            left -= give
+    return share
+
+
+def generate(
+    corpus: dict[str, Passage],
+    n: int,
+    *,
+    kinds: tuple[str, ...] | None = None,
+    seed: int = 0,
+    max_chars: int = 200,
+) -> tuple[list[SynthQuery], dict[str, Any]]:
+    """``n`` synthetic queries over ``kinds`` (None: every kind a unit supports), and generation facts."""
+    if not 1 <= n <= MAX_QUERIES:
+        raise DatasetError(f"-n must be from 1 to {MAX_QUERIES}, got {n}")
+    units, lexicon, chars = prepare(corpus, seed)
+    han = sorted(chars)
+    context = Context(lexicon, (tuple(han), tuple(chars[c] for c in han)), _is_traditional(chars), max_chars, seed)
+    candidates: dict[str, list[tuple[Unit, str]]] = {}
+    for name in kinds or tuple(KINDS):
+        made = []
+        for unit in units:
+            text = KINDS[name].make(unit, context) if (unit.terms or name == "heading") else None
+            if text and text.strip() and len(text) <= max_chars:
+                made.append((unit, text))
+        candidates[name] = made
+    empty = tuple(name for name, made in candidates.items() if not made)
+    if kinds is not None and empty:
+        raise DatasetError(
+            f"no unit of this source supports query kind {empty[0]!r} ({KINDS[empty[0]].summary})",
+            hint="drop it from --kinds",
+        )
+    supply = {name: len(made) for name, made in candidates.items() if made}
+    if not supply:
+        raise DatasetError("no unit of this source supports any query kind (too little text to find words in)")
+    share = _allocate(n, supply)
+    queries = []
+    for name, count in share.items():
+        picked = random.Random(f"{seed}\x1fpick\x1f{name}").sample(range(supply[name]), count)
+        for index in sorted(picked):
+            unit, text = candidates[name][index]
+            digest = hashlib.sha256(unit.passage.id.encode()).hexdigest()[:12]
+            queries.append(SynthQuery(f"syn-{name}-{digest}", text, name, unit.passage.id))
+    facts = {
+        "traditional_script": context.traditional,
+        "words_found": len(lexicon.words),
+        "units_with_terms": sum(1 for unit in units if unit.terms),
+        "skipped_kinds": list(empty),
+    }
+    return queries, facts
+
+
+def synthesize(
+    source: str,
+    n: int,
+    target: str | Path,
+    *,
+    kinds: tuple[str, ...] | None = None,
+    seed: int = 0,
+    builder: str | None = None,
+) -> SynthSummary:
+    """Write ``n`` synthetic known-item queries of ``source`` as a new BEIR folder ``target`` (corpus.jsonl of
+    the source's units, queries.jsonl with ``synthetic:<kind>``, qrels/test.tsv, synthetic.json)."""
+    if not 1 <= n <= MAX_QUERIES:
+        raise DatasetError(f"-n must be from 1 to {MAX_QUERIES}, got {n}")
+    _root, chosen, corpus = source_units(source, builder)
+    queries, facts = generate(corpus, n, kinds=kinds, seed=seed, max_chars=chosen.query_defaults().max_query_chars)
+    counts = dict(Counter(query.kind for query in queries))
+    dataset = Dataset(
+        f"synthetic-{Path(source).name}",
+        corpus,
+        {q.id: Query(q.id, q.text, KIND_PREFIX + q.kind) for q in queries},
+        {q.id: {q.unit: 1} for q in queries},
+    )
+    with new_folder(target, what="synthetic query folder") as staging:
+        write_beir(dataset, staging)
+        record = {
+            "generator": GENERATOR,
+            "rag_eval": __version__,
+            "note": SYNTHETIC_NOTE,
+            "source": source,
+            "builder": chosen.system,
+            "units": len(corpus),
+            "units_sha256": hashlib.sha256((staging / "corpus.jsonl").read_bytes()).hexdigest(),
+            "seed": seed,
+            "n": n,
+            "kinds": counts,
+            "kind_prefix": KIND_PREFIX,
+            "word_discovery": {
+                "lengths": [MIN_LEN, MAX_LEN],
+                "min_count": MIN_COUNT,
+                "min_entropy": MIN_ENTROPY,
+                "min_cohesion": MIN_COHESION,
+            },
+            **facts,
+        }
+        (staging / "synthetic.json").write_text(
+            json.dumps(record, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
+    return SynthSummary(
+        Path(target), counts, tuple(facts["skipped_kinds"]), len(corpus), facts["words_found"], chosen.system
+    )

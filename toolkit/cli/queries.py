@@ -1,0 +1,68 @@
+"""rag-eval queries synth: synthetic known-item queries from a corpus, labelled and seeded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..eval.synth import KINDS
+from . import cli
+from .params import TEXT
+
+_KIND_HELP = "\n".join(f"  {kind.name:<12} {kind.summary}" for kind in KINDS.values())
+
+
+@cli.group("queries")
+def queries_cmd() -> None:
+    """Make query sets: synthetic known-item queries from a corpus."""
+
+
+@queries_cmd.command(
+    "synth",
+    help=f"""Write N synthetic known-item queries generated from SOURCE's own units, as a new BEIR folder.
+
+SOURCE is a shipped id (handbook, evidence-mini) or anything `rag-eval index build` accepts (a Markdown
+folder, a lines corpus with manifest.json, corpus.jsonl or a BEIR folder). Each query is judged relevant
+(grade 1) to the one unit it came from. Terms are words found by the corpus's own statistics (recurring,
+cohesive, free on both sides), sampled by tf x idf, never tokens of a strategy under test. N is shared
+evenly over the kinds; a kind no unit supports is skipped (an error when named in --kinds).
+
+\b
+Kinds (queries.jsonl records them as synthetic:KIND):
+{_KIND_HELP}
+
+Synthetic queries are not real questions: reports/synthetic.md measures how far a strategy ranking from
+each kind agrees with real queries. DIR holds corpus.jsonl, queries.jsonl, qrels/test.tsv and
+synthetic.json (generator, seed, counts, source checksum); run `rag-eval compare DIR` on it. The same
+SOURCE, -n, --kinds and --seed give byte-identical files. DIR must not exist.
+
+\b
+Examples:
+  rag-eval queries synth handbook -n 300 -o out/synth-handbook
+  rag-eval queries synth docs/ -n 500 --kinds heading,terms,question --seed 7 -o out/synth
+  rag-eval compare out/synth-handbook -o out/synth-report
+""",
+)
+@click.argument("source", metavar="SOURCE", type=TEXT)
+@click.option("-n", "count", type=int, required=True, help="How many queries to write (shared over the kinds).")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), required=True, help="New folder to write (must not exist)."
+)
+@click.option("--kinds", type=TEXT, help=f"Comma-separated kinds (default: every kind): {', '.join(KINDS)}.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random choice.")
+@click.option("-b", "--builder", metavar="SPEC", type=TEXT, help="Builder spec (default: inferred from SOURCE).")
+def synth_cmd(source: str, count: int, output: Path, kinds: str | None, seed: int, builder: str | None) -> None:
+    from ..eval.synth import parse_kinds, synthesize
+
+    summary = synthesize(source, count, output, kinds=parse_kinds(kinds), seed=seed, builder=builder)
+    total = sum(summary.counts.values())
+    click.echo(
+        f"wrote {summary.target}: {total} synthetic queries over {summary.units} units ({summary.builder}), "
+        f"{summary.words} corpus words"
+    )
+    for name, number in summary.counts.items():
+        click.echo(f"  {name:<12} {number}")
+    if summary.skipped:
+        click.echo(f"skipped (no unit supports them): {', '.join(summary.skipped)}")
+    click.echo(f"compare strategies on them with: rag-eval compare {summary.target} -o REPORT_DIR")
