@@ -69,11 +69,12 @@ def plan(
     tokenizers: Sequence[str] = (),
     builder: str | None = None,
     depth: int = DEFAULT_DEPTH,
+    qrels: str | Path | None = None,
 ) -> tuple[Dataset, dict[str, System], tuple[Skipped, ...], PoolIdentity]:
-    """Read the source and questions and name the systems; nothing is built or written yet."""
+    """Read the source, the questions (and judgments of them) and name the systems; nothing is built yet."""
     if depth < 1:
         raise RagEvalError(f"--depth must be at least 1, not {depth}")
-    dataset = source_dataset(source, questions, builder=builder)
+    dataset = source_dataset(source, questions, builder=builder, qrels=qrels)
     for query_id in dataset.queries:
         check_id(query_id, "question id")
     builder_spec = get_builder(builder or dataset.meta["builder"]).system
@@ -379,3 +380,109 @@ def judge(
             return JudgeResult(judgments.path, decision.judged, decision.pooled, decision.line(), stopped)
     finally:
         server.close()
+
+
+# -- the oracle ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OracleResult:
+    """A judging order replayed with grades from existing qrels, and the sampling study."""
+
+    systems: list[str]
+    questions: int
+    judged_questions: int
+    pooled: int
+    method: str
+    #: The systems with the best mean nDCG@10 under the full qrels (several when they tie exactly).
+    winners: list[str]
+    #: After each judgment: ``judged``, ``pick``, ``right``, ``confidence``, ``settled``, ``certain``.
+    steps: list[dict[str, Any]]
+    #: How often the pick equals the winner over random samples of questions (None with ``samples=0``).
+    study: dict[str, Any] | None
+    parameters: dict[str, Any]
+
+
+def oracle(
+    source: str,
+    questions: str | Path,
+    qrels: str | Path,
+    *,
+    tokenizers: Sequence[str] = (),
+    builder: str | None = None,
+    depth: int = DEFAULT_DEPTH,
+    method: str | None = None,
+    samples: int = 200,
+    sample_queries: int = 50,
+    seed: int = 0,
+    progress: SystemProgress | None = None,
+) -> OracleResult:
+    """Judge the pool in the judging order with grades read from ``qrels`` instead of a person (a pooled
+    passage they do not grade counts as not relevant), and report the pick after every judgment; then the
+    same over ``samples`` random samples of ``sample_queries`` judged questions (``samples=0``: no study)."""
+    from . import oracle as replaying
+    from .selection import DEFAULT_METHOD
+
+    if samples < 0 or sample_queries < 1:
+        raise RagEvalError("--samples must be at least 0 and --sample-queries at least 1")
+    dataset, systems, skipped, identity = plan(
+        source, questions, tokenizers=tokenizers, builder=builder, depth=depth, qrels=qrels
+    )
+    judged = sorted(q for q, docs in dataset.qrels.items() if any(g > 0 for g in docs.values()))
+    if not judged:
+        raise RagEvalError(f"{qrels}: no question has a relevant passage; there is no winner to find")
+    if samples and len(judged) < sample_queries:
+        raise RagEvalError(
+            f"{len(judged)} questions have a relevant passage, fewer than the {sample_queries} a sample needs",
+            hint=f"use --sample-queries {len(judged) * 3 // 4 or 1} (or --samples 0 for no study)",
+        )
+    chosen = method or DEFAULT_METHOD
+    pool = build_pool(dataset, systems, identity, skipped=skipped, progress=progress)
+    pooled = sum(len({d for run in pool.runs.values() for d in run[q][:depth]}) for q in dataset.queries)
+    replay = replaying.replay(pool.runs, dataset.qrels, method=chosen, budget=pooled, seed=seed)
+    steps = [
+        {
+            "judged": step.judged,
+            "pick": step.pick,
+            "right": step.pick in replay.winners,
+            "confidence": round(step.confidence, 4),
+            "settled": step.settled,
+            "certain": step.certain,
+        }
+        for step in replay.steps
+    ]
+    study = None
+    if samples:
+        budget = max(replaying.CHECKPOINTS)
+        raw = replaying.sampling_study(
+            pool.runs,
+            dataset.qrels,
+            samples=samples,
+            sample_queries=sample_queries,
+            methods=[chosen],
+            budget=budget,
+            until_settled=0,
+            seed=seed,
+        )
+        summary = replaying.summarise(raw)[chosen]
+        study = {key: summary[key] for key in ("samples", "correct", "settled_by", "first_settled_right")} | {
+            "sample_queries": sample_queries,
+            "seed": seed,
+        }
+    return OracleResult(
+        systems=list(pool.systems),
+        questions=len(dataset.queries),
+        judged_questions=len(judged),
+        pooled=pooled,
+        method=chosen,
+        winners=sorted(replay.winners),
+        steps=steps,
+        study=study,
+        parameters={
+            "source": source,
+            "questions": str(questions),
+            "qrels": str(qrels),
+            "depth": depth,
+            "builder": next(iter(systems.values())).builder,
+        },
+    )

@@ -34,10 +34,9 @@ from .progress import Bars
 @click.option(
     "-o",
     "--output",
-    required=True,
     type=click.Path(path_type=Path),
-    help="The judgments file (TREC qrels; its log JUDGMENTS.jsonl beside it). An existing one of the same "
-    "pool is resumed.",
+    help="The judgments file (TREC qrels; its log JUDGMENTS.jsonl beside it); an existing one of the same "
+    "pool is resumed. With --oracle: a new JSON file for the replay (optional).",
 )
 @click.option("--assessor", default="", type=TEXT, help="Your name or id, recorded with every grade in the log.")
 @click.option("--port", type=int, default=0, help="Port on 127.0.0.1. Default: a free one.")
@@ -95,6 +94,24 @@ def judge_cmd(
       rag-eval compare docs/ --queries questions.txt --qrels mine.qrels -o out/mine
       rag-eval judge handbook --queries q.jsonl -t bigram -t unigram --oracle qrels.tsv -o replay.qrels
     """
+    if oracle_qrels is not None:
+        _oracle(
+            source,
+            questions,
+            oracle_qrels,
+            tokenizers,
+            builder,
+            depth,
+            method,
+            samples,
+            sample_queries,
+            seed,
+            as_json,
+            output,
+        )
+        return
+    if output is None:
+        raise click.UsageError("missing option '-o' / '--output' (the judgments file)")
     from ..eval.judge import judge
 
     bars = Bars()
@@ -121,3 +138,66 @@ def judge_cmd(
         )
     click.echo(f"{result.decision}", err=True)
     click.echo(f"stopped ({result.stopped}); {result.judged} of {result.pooled} judged in {result.path}", err=True)
+
+
+def _oracle(
+    source: str,
+    questions: Path,
+    qrels: Path,
+    tokenizers: tuple[str, ...],
+    builder: str | None,
+    depth: int,
+    method: str | None,
+    samples: int,
+    sample_queries: int,
+    seed: int,
+    as_json: bool,
+    output: Path | None,
+) -> None:
+    import dataclasses
+    import json
+
+    from ..eval.judge import oracle
+    from ..outputs import write_text_atomic
+
+    with Bars() as bars:
+        result = oracle(
+            source,
+            questions,
+            qrels,
+            tokenizers=tokenizers,
+            builder=builder,
+            depth=depth,
+            method=method,
+            samples=samples,
+            sample_queries=sample_queries,
+            seed=seed,
+            progress=lambda system, phase, done, total: bars(f"{system[:40]} {phase}", done, total),
+        )
+    data = dataclasses.asdict(result)
+    if output is not None:
+        write_text_atomic(output, json.dumps(data, ensure_ascii=False, indent=1) + "\n", owned=None, what="replay")
+        click.echo(f"wrote {output}", err=True)
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    winners = " and ".join(result.winners)
+    click.echo(
+        f"Oracle replay ({result.method} order): {result.questions} questions ({result.judged_questions} with a "
+        f"relevant passage), {len(result.systems)} systems, {result.pooled} pooled passages; "
+        f"the full qrels' winner: {winners}"
+    )
+    click.echo(f"{'judged':>6}  {'pick':<24} {'= winner':<8}  {'confidence':>10}  state")
+    for step in result.steps:
+        state = "certain" if step["certain"] else "settled" if step["settled"] else ""
+        click.echo(
+            f"{step['judged']:>6}  {step['pick'][:24]:<24} {'yes' if step['right'] else 'no':<8}  "
+            f"{step['confidence']:>10.2f}  {state}"
+        )
+    if result.study is not None:
+        study = result.study
+        rates = "; ".join(f"after {n}: {rate:.0%}" for n, rate in study["correct"].items())
+        click.echo(
+            f"Over {study['samples']} random samples of {study['sample_queries']} questions (seed {study['seed']}), "
+            f"the pick equals the winner {rates}"
+        )

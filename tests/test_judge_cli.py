@@ -1,0 +1,202 @@
+"""``rag-eval judge`` on the command line (issue #13): help with examples, every bad input one error line
+before anything is built, served or written, the highlights, and the oracle replay on the shipped handbook."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rag_eval.cli import cli
+from rag_eval.eval.judge import plan, query_marks
+from rag_eval.eval.judgments import Judgments, log_path
+from rag_eval.tokenizers import get_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTIONS = ROOT / "tests" / "data" / "judge" / "questions.txt"
+CHEAP = ["-t", "bigram", "-t", "unigram"]
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    # --idle-timeout: should a case ever reach the server, it stops by itself within seconds.
+    result = CliRunner().invoke(cli, ["judge", *args, "--idle-timeout", "0.05"])
+    return result.exit_code, result.output, result.stderr
+
+
+def test_help_shows_examples() -> None:
+    result = CliRunner().invoke(cli, ["judge", "--help"])
+    assert result.exit_code == 0
+    assert "Examples:" in result.output and "rag-eval judge handbook --queries" in result.output
+    assert "--oracle" in result.output and "0/1/2" in result.output
+
+
+def test_judge_is_documented() -> None:
+    assert "`rag-eval judge SOURCE --queries FILE" in (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+
+
+def _bad_inputs(folder: Path) -> dict[str, tuple[list[str], str]]:
+    (folder / "empty.txt").write_text("\n  \n", encoding="utf-8")
+    (folder / "twice.txt").write_text("退款多久到账？\n发票怎么开？\n退款多久到账？\n", encoding="utf-8")
+    (folder / "latin1.txt").write_bytes("退款\n".encode() + "caf\u00e9\n".encode("latin-1"))
+    (folder / "theirs.qrels").write_text("q1 0 a.md#x 1\n", encoding="utf-8")
+    out = str(folder / "new.qrels")
+    return {
+        "empty questions": (["handbook", "--queries", str(folder / "empty.txt"), "-o", out], "no questions"),
+        "duplicate questions": (
+            ["handbook", "--queries", str(folder / "twice.txt"), "-o", out],
+            "twice.txt:3: the same question as line 1",
+        ),
+        "not UTF-8": (["handbook", "--queries", str(folder / "latin1.txt"), "-o", out], "not valid UTF-8"),
+        "not rag-eval's": (
+            ["handbook", "--queries", str(QUESTIONS), *CHEAP, "-o", str(folder / "theirs.qrels")],
+            "rag-eval did not write it",
+        ),
+        "depth": (["handbook", "--queries", str(QUESTIONS), "--depth", "0", "-o", out], "--depth must be"),
+        "unknown tokenizer": (["handbook", "--queries", str(QUESTIONS), "-t", "nope", "-o", out], "nope"),
+        "same system twice": (
+            ["handbook", "--queries", str(QUESTIONS), "-t", "bigram", "-t", "bigram:t2s=false", "-o", out],
+            "the same system",
+        ),
+    }
+
+
+CASES = [
+    "empty questions",
+    "duplicate questions",
+    "not UTF-8",
+    "not rag-eval's",
+    "depth",
+    "unknown tokenizer",
+    "same system twice",
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_input_is_one_error_line_and_writes_nothing(tmp_path: Path, case: str) -> None:
+    args, said = _bad_inputs(tmp_path)[case]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, _, stderr = invoke(*args)
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert code == 1 and len(errors) == 1, stderr
+    assert said in errors[0] and "Traceback" not in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_judgments_of_another_pool_are_one_error_line(tmp_path: Path) -> None:
+    out = tmp_path / "h.qrels"
+    *_, identity = plan("handbook", QUESTIONS, tokenizers=["bigram", "unigram"], depth=5)
+    with Judgments.open(out, identity, assessor="") as judgments:
+        judgments.record(identity.questions[0], "accounts/invite-members.md#邀请成员", 2)
+    before = out.read_bytes(), log_path(out).read_bytes()
+    code, _, stderr = invoke("handbook", "--queries", str(QUESTIONS), *CHEAP, "-o", str(out))
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert code == 1 and len(errors) == 1, stderr
+    assert "belong to another pool: the depth differs (5 then, 10 now)" in errors[0]
+    assert "hint: use the same SOURCE" in stderr
+    assert (out.read_bytes(), log_path(out).read_bytes()) == before
+
+
+def test_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, _, stderr = invoke(
+            "handbook", "--queries", str(QUESTIONS), *CHEAP, "--port", str(port), "-o", str(tmp_path / "h.qrels")
+        )
+    assert code == 1, stderr
+    assert [line for line in stderr.splitlines() if line.startswith("error:")] == [
+        f"error: port {port} on 127.0.0.1 is in use"
+    ]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_highlights_join_every_tokenizers_matches() -> None:
+    """A word matched by bigram is marked as a word; a character only unigram matches, as a character."""
+    text = "导出文件保留三十天"
+    bigram, unigram = get_tokenizer("bigram"), get_tokenizer("unigram")
+    assert query_marks(text, "文件的天数", [bigram]) == [(2, 4, 2)]
+    assert query_marks(text, "文件的天数", [unigram]) == [(2, 4, 1), (8, 9, 1)]
+    assert query_marks(text, "文件的天数", [bigram, unigram]) == [(2, 4, 2), (8, 9, 1)]
+    assert query_marks(text, "保留", [get_tokenizer("bigram+unigram")]) == [(4, 6, 2)]
+    assert query_marks("", "保留", [bigram]) == []
+
+
+@pytest.fixture(scope="module")
+def small_set(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The first 12 of the handbook's example questions and their judgments (docs/examples)."""
+    from rag_eval.eval.sources import question_id
+
+    folder = tmp_path_factory.mktemp("oracle")
+    questions = (ROOT / "docs" / "examples" / "handbook-questions.txt").read_text(encoding="utf-8").splitlines()[:12]
+    ids = {question_id(q) for q in questions}
+    qrels = (ROOT / "docs" / "examples" / "handbook-questions.qrels").read_text(encoding="utf-8").splitlines()
+    (folder / "q.txt").write_text("\n".join(questions) + "\n", encoding="utf-8")
+    (folder / "q.qrels").write_text("".join(f"{line}\n" for line in qrels if line.split()[0] in ids), "utf-8")
+    return folder / "q.txt", folder / "q.qrels"
+
+
+def _full_qrels_winner(questions: Path, qrels: Path) -> str:
+    """The winner by trec_eval's nDCG@10 (ir-measures), computed apart from the oracle module."""
+    from rag_eval.eval.metrics import evaluate
+    from rag_eval.eval.records import Qrel
+    from rag_eval.eval.runner import System, run_system
+    from rag_eval.eval.sources import source_dataset
+
+    dataset = source_dataset("handbook", questions, qrels=qrels)
+    judged = [Qrel(q, d, g) for q, docs in dataset.qrels.items() for d, g in docs.items()]
+    means = {}
+    for name in ("bigram", "unigram"):
+        run = run_system(dataset, System(name, "sections", "or"), depth=10).run
+        means[name] = evaluate(judged, run, ["nDCG@10"])[0]["nDCG@10"]
+    return max(means, key=means.__getitem__)
+
+
+def test_oracle_replays_the_order_and_samples(tmp_path: Path, small_set: tuple[Path, Path]) -> None:
+    questions, qrels = small_set
+    out = tmp_path / "replay.json"
+    result = CliRunner().invoke(
+        cli,
+        ["judge", "handbook", "--queries", str(questions), *CHEAP, "--oracle", str(qrels)]
+        + ["--samples", "4", "--sample-queries", "6", "--json", "-o", str(out)],
+    )
+    assert result.exit_code == 0, result.output + result.stderr
+    data = json.loads(result.stdout)
+    assert json.loads(out.read_text(encoding="utf-8")) == data
+    assert data["winners"] == [_full_qrels_winner(questions, qrels)]
+    assert data["systems"] == ["bigram", "unigram"] and data["questions"] == 12
+    steps = data["steps"]
+    assert [s["judged"] for s in steps] == list(range(1, data["pooled"] + 1))  # every pooled passage, in turn
+    assert all(s["right"] == (s["pick"] in data["winners"]) for s in steps)
+    assert steps[-1]["certain"] and steps[-1]["right"]
+    assert data["study"]["samples"] == 4 and set(data["study"]["correct"]) == {"50", "100", "150"}
+    assert all(0 <= rate <= 1 for rate in data["study"]["correct"].values())
+
+
+def test_oracle_text_lists_every_judgment(small_set: tuple[Path, Path]) -> None:
+    questions, qrels = small_set
+    result = CliRunner().invoke(
+        cli, ["judge", "handbook", "--queries", str(questions), *CHEAP, "--oracle", str(qrels), "--samples", "0"]
+    )
+    assert result.exit_code == 0, result.output + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("Oracle replay") and "the full qrels' winner: " in lines[0]
+    pooled = int(lines[0].split(" pooled passages")[0].split()[-1])
+    assert len(lines) == 2 + pooled and lines[-1].split()[0] == str(pooled)
+    assert "Over " not in result.stdout
+
+
+def test_oracle_with_too_few_judged_questions_for_a_sample_is_one_error_line(small_set: tuple[Path, Path]) -> None:
+    questions, qrels = small_set
+    code, _, stderr = invoke("handbook", "--queries", str(questions), *CHEAP, "--oracle", str(qrels))
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert code == 1 and len(errors) == 1 and "fewer than the 50 a sample needs" in errors[0], stderr
+    assert "hint: use --sample-queries" in stderr
+
+
+def test_judging_needs_an_output_file() -> None:
+    code, _, stderr = invoke("handbook", "--queries", str(QUESTIONS))
+    assert code == 2 and "error: missing option '-o'" in stderr
