@@ -99,7 +99,7 @@ def plan(
         systems[name] = System(tokenizer.system, builder_spec, mode)
     identity = PoolIdentity(
         corpus=corpus_digest(dataset),
-        questions=tuple(dataset.queries),
+        questions=tuple(sorted(dataset.queries)),  # ids from the text: the file order does not matter
         systems=tuple(sorted(system.name for system in systems.values())),
         depth=depth,
     )
@@ -365,21 +365,37 @@ def judge(
     judgments file of another pool (or not rag-eval's), a port in use.
     """
     from .judge_server import JudgeServer
-    from .selection import DEFAULT_METHOD, Selector
+    from .selection import Selector
 
+    chosen = check_method(method)
     dataset, systems, skipped, identity = plan(source, questions, tokenizers=tokenizers, builder=builder, depth=depth)
     Judgments.check(output, identity)
     server = JudgeServer.bind(port)
     try:
         pool = build_pool(dataset, systems, identity, skipped=skipped, progress=progress)
-        selector = Selector(pool.runs, depth=depth, method=method or DEFAULT_METHOD)
+        selector = Selector(pool.runs, depth=depth, method=chosen)
         with Judgments.open(output, identity, assessor=assessor) as judgments:
             session = Session(pool, judgments, selector)
-            stopped = server.serve(session, announce=announce, idle_timeout=idle_timeout)
+            try:
+                stopped = server.serve(session, announce=announce, idle_timeout=idle_timeout)
+            finally:
+                # A request thread may still be writing a grade: let it finish before the file closes.
+                session.lock.acquire()
             decision = selector.decision()
             return JudgeResult(judgments.path, decision.judged, decision.pooled, decision.line(), stopped)
     finally:
         server.close()
+
+
+def check_method(method: str | None) -> str:
+    """The judging order to use, refused before anything is built when unknown."""
+    from .selection import DEFAULT_METHOD, METHODS
+
+    if method is None:
+        return DEFAULT_METHOD
+    if method not in METHODS:
+        raise RagEvalError(f"unknown judging order {method!r}; choose from: {', '.join(METHODS)}")
+    return method
 
 
 # -- the oracle ------------------------------------------------------------------------------------------------
@@ -421,8 +437,8 @@ def oracle(
     passage they do not grade counts as not relevant), and report the pick after every judgment; then the
     same over ``samples`` random samples of ``sample_queries`` judged questions (``samples=0``: no study)."""
     from . import oracle as replaying
-    from .selection import DEFAULT_METHOD
 
+    chosen = check_method(method)
     if samples < 0 or sample_queries < 1:
         raise RagEvalError("--samples must be at least 0 and --sample-queries at least 1")
     dataset, systems, skipped, identity = plan(
@@ -436,7 +452,6 @@ def oracle(
             f"{len(judged)} questions have a relevant passage, fewer than the {sample_queries} a sample needs",
             hint=f"use --sample-queries {len(judged) * 3 // 4 or 1} (or --samples 0 for no study)",
         )
-    chosen = method or DEFAULT_METHOD
     pool = build_pool(dataset, systems, identity, skipped=skipped, progress=progress)
     pooled = sum(len({d for run in pool.runs.values() for d in run[q][:depth]}) for q in dataset.queries)
     replay = replaying.replay(pool.runs, dataset.qrels, method=chosen, budget=pooled, seed=seed)

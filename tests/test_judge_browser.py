@@ -62,10 +62,10 @@ def servers() -> Iterator[list[Server]]:
         server.stop()
 
 
-def status(port: int, path: str, headers: dict[str, str]) -> int:
+def status(port: int, path: str, headers: dict[str, str], method: str = "GET") -> int:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
-        connection.putrequest("GET", path, skip_host="Host" in headers)
+        connection.putrequest(method, path, skip_host="Host" in headers)
         for key, value in headers.items():
             connection.putheader(key, value)
         connection.endheaders()
@@ -168,6 +168,8 @@ def test_judge_in_headless_chromium(tmp_path: Path, servers: list[Server]) -> No
     assert status(second.port, "/api/state", cookie) == 200
     assert status(second.port, "/api/state", cookie | {"Host": f"evil.example:{second.port}"}) == 403
     assert status(second.port, f"/?token={second.token}", {"Host": f"rebind.example:{second.port}"}) == 403
+    post = cookie | {"Content-Type": "application/json", "Content-Length": "0"}
+    assert status(second.port, "/api/undo", post | {"Origin": "http://evil.example"}, "POST") == 403
     err = second.stop(signal.SIGINT)  # Ctrl-C: a clean stop
     assert second.process.returncode == 0, err
     assert "stopped (interrupted); 3 of" in err

@@ -56,6 +56,10 @@ def _bad_inputs(folder: Path) -> dict[str, tuple[list[str], str]]:
         ),
         "depth": (["handbook", "--queries", str(QUESTIONS), "--depth", "0", "-o", out], "--depth must be"),
         "unknown tokenizer": (["handbook", "--queries", str(QUESTIONS), "-t", "nope", "-o", out], "nope"),
+        "unknown order": (
+            ["handbook", "--queries", str(QUESTIONS), *CHEAP, "--method", "best", "-o", out],
+            "unknown judging order 'best'; choose from: ",
+        ),
         "same system twice": (
             ["handbook", "--queries", str(QUESTIONS), "-t", "bigram", "-t", "bigram:t2s=false", "-o", out],
             "the same system",
@@ -71,6 +75,7 @@ CASES = [
     "depth",
     "unknown tokenizer",
     "same system twice",
+    "unknown order",
 ]
 
 
@@ -200,3 +205,12 @@ def test_oracle_with_too_few_judged_questions_for_a_sample_is_one_error_line(sma
 def test_judging_needs_an_output_file() -> None:
     code, _, stderr = invoke("handbook", "--queries", str(QUESTIONS))
     assert code == 2 and "error: missing option '-o'" in stderr
+
+
+def test_the_pool_does_not_depend_on_the_order_of_questions_or_how_a_spec_is_written(tmp_path: Path) -> None:
+    reordered = tmp_path / "q.txt"
+    reordered.write_text("\n".join(reversed(QUESTIONS.read_text(encoding="utf-8").splitlines())), encoding="utf-8")
+    *_, identity = plan("handbook", QUESTIONS, tokenizers=["bigram", "unigram"])
+    *_, same = plan("handbook", reordered, tokenizers=["unigram:t2s=false", "bigram"])
+    *_, deeper = plan("handbook", reordered, tokenizers=["unigram", "bigram"], depth=20)
+    assert same.fingerprint() == identity.fingerprint() != deeper.fingerprint()
