@@ -15,12 +15,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import RagEvalError
+from .settle import Completions, PoolModel, query_uncertainty
 
 #: system name -> query id -> document ids in rank order (best first)
 Runs = Mapping[str, Mapping[str, Sequence[str]]]
 
-METHODS: tuple[str, ...] = ("naive",)
-DEFAULT_METHOD = "naive"
+#: ``naive``: every system's rank-1 passage for every query, then rank 2, ...; ``decisive``: the passage whose
+#: grade is expected to tell most about which system wins (see eval/settle.py).
+METHODS: tuple[str, ...] = ("naive", "decisive")
+DEFAULT_METHOD = "decisive"
+#: Monte Carlo completions of the pool behind every decision.
+DEFAULT_SAMPLES = 500
 #: The grade an unjudged passage may at most receive when ``certain`` is worked out (unless a larger one
 #: was recorded): the handbook's and the public sets' scale is 0..2.
 MAX_GRADE = 2
@@ -75,6 +80,7 @@ class Selector:
         method: str = DEFAULT_METHOD,
         target: float = 0.95,
         seed: int = 0,
+        samples: int = DEFAULT_SAMPLES,
     ) -> None:
         if method not in METHODS:
             raise SelectionError(f"unknown judging order {method!r}; choose from: {', '.join(METHODS)}")
@@ -82,6 +88,8 @@ class Selector:
             raise SelectionError(f"depth must be a whole number of at least 1, not {depth!r}")
         if not isinstance(target, (int, float)) or not 0 < target <= 1:
             raise SelectionError(f"target confidence must be above 0 and at most 1, not {target!r}")
+        if type(samples) is not int or not 10 <= samples <= 100_000:
+            raise SelectionError(f"samples must be a whole number from 10 to 100000, not {samples!r}")
         self.method = method
         self.depth = depth
         self.target = float(target)
@@ -97,8 +105,11 @@ class Selector:
                 for s, docs in enumerate(lists):
                     if rank < len(docs):
                         order.setdefault(docs[rank], [0] * len(self._systems))[s] = rank + 1
-            self._pool[query] = list(order)
-            for doc, doc_ranks in order.items():
+            # best-first: by mean nDCG discount over the systems, then best rank, then first seen
+            docs_first = sorted(order, key=lambda d: (-_mean_discount(order[d]), _best(order[d])))
+            self._pool[query] = docs_first
+            for doc in docs_first:
+                doc_ranks = order[doc]
                 pairs.append((query, doc))
                 ranks.append(doc_ranks)
         self._pairs = pairs
@@ -116,6 +127,8 @@ class Selector:
         best = np.where(self._ranks > 0, self._ranks, depth + 1)
         first_system = np.argmin(best, axis=1)
         self._naive = np.lexsort((first_system, self._qidx, best.min(axis=1)))
+        self._model = PoolModel(self._disc, self._qidx, len(self._queries), samples, seed)
+        self._cache: Completions | None = None
 
     # -- state ------------------------------------------------------------------------------------------------
 
@@ -161,35 +174,68 @@ class Selector:
         self._changed()
 
     def _changed(self) -> None:
-        """Hook for cached estimates."""
+        self._cache = None
+
+    def completions(self) -> Completions:
+        """Monte Carlo completions of the pool given the grades so far (cached until a grade changes)."""
+        if self._cache is None:
+            self._cache = self._model.completions(self._grades)
+        return self._cache
 
     # -- choosing -----------------------------------------------------------------------------------------------
 
     def next(self, exclude: Collection[tuple[str, str]] = ()) -> tuple[str, str] | None:
         """The most useful unjudged pooled (query, document), or None when all are judged or excluded."""
-        skip = {self._index[p] for p in exclude if p in self._index}
-        for index in self._naive:
-            if math.isnan(self._grades[index]) and int(index) not in skip:
-                return self._pairs[int(index)]
-        return None
+        open_ = np.isnan(self._grades)
+        for pair in exclude:
+            if pair in self._index:
+                open_[self._index[pair]] = False
+        if not open_.any():
+            return None
+        if self.method == "naive":
+            index = next(int(i) for i in self._naive if open_[i])
+            return self._pairs[index]
+        sampled = self.completions()
+        leader = int(np.argmax(sampled.winners.mean(axis=1)))
+        uncertainty = query_uncertainty(sampled, leader)[self._qidx]
+        if not (uncertainty[open_] > 0).any():  # nothing left to decide: the naive order
+            return self._pairs[next(int(i) for i in self._naive if open_[i])]
+        # the query whose grades can move the close races most, and in it the passage most likely relevant
+        # (public sets have about one relevant passage per query: finding it settles the query)
+        likely = np.zeros(len(self._pairs))
+        likely[sampled.rows] = (sampled.grades > 0).mean(axis=1)
+        spread = np.abs(self._disc - self._disc[:, [leader]]).max(axis=1)
+        query = self._qidx[int(np.argmax(np.where(open_, uncertainty, -1.0)))]
+        value = np.where(open_ & (self._qidx == query), likely + 1e-3 * spread, -np.inf)
+        return self._pairs[int(np.argmax(value))]
+
+    def judged_scores(self) -> dict[str, float]:
+        """Mean nDCG@10 per system with every unjudged passage counted as not relevant (trec_eval's view)."""
+        grades = np.nan_to_num(self._grades, nan=0.0)
+        scores = _mean_ndcg(self._disc, self._qidx, len(self._queries), grades[:, None])[:, 0]
+        return {s: float(scores[n]) for n, s in enumerate(self._systems)}
 
     # -- deciding -----------------------------------------------------------------------------------------------
 
     def decision(self) -> Decision:
         """The leader and how sure the grades so far make it."""
-        grades = np.nan_to_num(self._grades, nan=0.0)
-        scores = _mean_ndcg(self._disc, self._qidx, len(self._queries), grades[:, None])[:, 0]
-        order = sorted(range(len(self._systems)), key=lambda s: (-scores[s], self._systems[s]))
+        sampled = self.completions()
+        scores = sampled.scores.mean(axis=1)
+        wins = sampled.winners.mean(axis=1)
+        # the leader is the system most likely to win; the runner-up the best of the others by estimate
+        order = sorted(range(len(self._systems)), key=lambda s: (-wins[s], -scores[s], self._systems[s]))
         leader = order[0]
-        runner = order[1] if len(order) > 1 else None
+        others = sorted(order[1:], key=lambda s: (-scores[s], -wins[s], self._systems[s]))
+        runner = others[0] if others else None
         certain = self._certain(leader)
+        confidence = 1.0 if certain else float(wins[leader])
         judged = int(np.count_nonzero(~np.isnan(self._grades)))
         return Decision(
             leader=self._systems[leader],
             runner_up=None if runner is None else self._systems[runner],
             margin=0.0 if runner is None else float(scores[leader] - scores[runner]),
-            confidence=1.0 if certain else 0.0,
-            settled=certain,
+            confidence=confidence,
+            settled=certain or confidence >= self.target,
             certain=certain,
             judged=judged,
             pooled=len(self._pairs),
@@ -225,6 +271,14 @@ class Selector:
             if low.sum() < -1e-12:
                 return False
         return True
+
+
+def _mean_discount(ranks: list[int]) -> float:
+    return sum(discount(r) for r in ranks if 0 < r <= _CUT) / len(ranks)
+
+
+def _best(ranks: list[int]) -> int:
+    return min((r for r in ranks if r > 0), default=0)
 
 
 def _check_runs(runs: Runs, depth: int) -> tuple[list[str], list[str], dict[str, dict[str, list[str]]]]:

@@ -1,0 +1,298 @@
+"""Judging with an oracle: replay a judging order with grades read from existing qrels, and measure how often
+the pick equals the winner under the full qrels, over random samples of queries.
+
+The winner is the system with the highest mean nDCG@10 (trec_eval: gain = grade, ideal ranking from every
+judged passage of the query, unjudged = not relevant) over the sample's queries with a positive grade; when
+several tie exactly, picking any of them counts as correct. A pooled passage absent from the qrels gets grade 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import RagEvalError
+from .selection import DEFAULT_SAMPLES, METHODS, Runs, SelectionError, Selector
+
+CUT = 10
+#: Judgment counts the study reports the correct-pick rate at.
+CHECKPOINTS = (50, 100, 150)
+#: Ties of mean nDCG@10 closer than this are exact ties (sums in another order differ in the last bits).
+TIE = 1e-9
+
+
+def per_query_ndcg(runs: Runs, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, float]]:
+    """nDCG@10 per system and judged query (a positive grade), trec_eval's definition; a missing query is 0."""
+    out: dict[str, dict[str, float]] = {system: {} for system in runs}
+    for query, grades in qrels.items():
+        ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:CUT]
+        idcg = sum(g / math.log2(r + 2) for r, g in enumerate(ideal))
+        if idcg <= 0:
+            continue
+        for system, by_query in runs.items():
+            docs = list(by_query.get(query, ()))[:CUT]
+            dcg = sum(grades.get(d, 0) / math.log2(r + 2) for r, d in enumerate(docs))
+            out[system][query] = dcg / idcg
+    return out
+
+
+def winners(per_query: Mapping[str, Mapping[str, float]], queries: Sequence[str]) -> frozenset[str]:
+    """The systems with the highest mean nDCG@10 over ``queries`` (all of them when they tie exactly)."""
+    means = {s: sum(v.get(q, 0.0) for q in queries) / max(len(queries), 1) for s, v in per_query.items()}
+    best = max(means.values())
+    return frozenset(s for s, m in means.items() if m >= best - TIE)
+
+
+@dataclass(frozen=True)
+class Step:
+    """The state after one more judgment of a replay."""
+
+    judged: int
+    pick: str  # the selector's leader
+    judged_pick: str  # the best system with unjudged passages counted as not relevant
+    confidence: float
+    settled: bool
+    certain: bool
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One replay: the full-qrels winners of its queries and the state after each judgment."""
+
+    queries: tuple[str, ...]
+    winners: frozenset[str]
+    steps: list[Step] = field(default_factory=list)
+
+
+def replay(
+    runs: Runs,
+    qrels: Mapping[str, Mapping[str, int]],
+    *,
+    queries: Sequence[str] | None = None,
+    method: str = METHODS[-1],
+    budget: int = 150,
+    until_settled: int = 0,
+    target: float = 0.95,
+    seed: int = 0,
+    samples: int = DEFAULT_SAMPLES,
+    decide: bool = True,
+) -> Replay:
+    """Judge ``budget`` pooled passages in the selector's order with grades from ``qrels`` (absent = 0),
+    going on up to ``until_settled`` judgments while the decision is not yet settled."""
+    chosen = sorted(queries) if queries is not None else sorted({q for r in runs.values() for q in r})
+    wanted = set(chosen)
+    restricted = {s: {q: list(d) for q, d in r.items() if q in wanted} for s, r in runs.items()}
+    selector = Selector(restricted, method=method, target=target, seed=seed, samples=samples)
+    judged_queries = [q for q in chosen if any(g > 0 for g in qrels.get(q, {}).values())]
+    out = Replay(tuple(chosen), winners(per_query_ndcg(restricted, qrels), judged_queries))
+    systems = selector.systems
+    settled = False
+    while len(out.steps) < max(budget, until_settled):
+        if len(out.steps) >= budget and (settled or not decide):
+            break
+        pair = selector.next()
+        if pair is None:
+            break
+        selector.record(pair[0], pair[1], int(qrels.get(pair[0], {}).get(pair[1], 0)))
+        flat = selector.judged_scores()
+        judged_pick = max(systems, key=lambda s: (flat[s], -systems.index(s)))
+        if decide:
+            decision = selector.decision()
+            settled = decision.settled
+            step = Step(
+                len(out.steps) + 1, decision.leader, judged_pick, decision.confidence, settled, decision.certain
+            )
+        else:
+            step = Step(len(out.steps) + 1, judged_pick, judged_pick, 0.0, False, False)
+        out.steps.append(step)
+    return out
+
+
+def sampling_study(
+    runs: Runs,
+    qrels: Mapping[str, Mapping[str, int]],
+    *,
+    samples: int = 200,
+    sample_queries: int = 50,
+    methods: Sequence[str] = METHODS,
+    budget: int = 150,
+    until_settled: int = 300,
+    target: float = 0.95,
+    seed: int = 0,
+    mc_samples: int = DEFAULT_SAMPLES,
+    first: int = 0,
+    count: int | None = None,
+) -> dict[str, Any]:
+    """Replay every method on ``samples`` seeded random samples of ``sample_queries`` judged queries; summarise
+    how often the pick equals the full-qrels winner, and how calibrated the settled signal is."""
+    if type(samples) is not int or samples < 1 or type(sample_queries) is not int or sample_queries < 1:
+        raise RagEvalError("samples and sample queries must be whole numbers of at least 1")
+    for method in methods:
+        if method not in METHODS:
+            raise SelectionError(f"unknown judging order {method!r}; choose from: {', '.join(METHODS)}")
+    judged = sorted(q for q, d in qrels.items() if any(g > 0 for g in d.values()))
+    if len(judged) < sample_queries:
+        raise RagEvalError(f"{len(judged)} judged queries, fewer than the {sample_queries} a sample needs")
+    rng = random.Random(seed)
+    draws = [sorted(rng.sample(judged, sample_queries)) for _ in range(samples)]
+    chosen = range(first, samples if count is None else min(samples, first + count))
+    records: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
+    for number in chosen:
+        for method in methods:
+            result = replay(
+                runs,
+                qrels,
+                queries=draws[number],
+                method=method,
+                budget=budget,
+                until_settled=until_settled,
+                target=target,
+                seed=seed + number,
+                samples=mc_samples,
+                decide=method != "naive",  # the baseline picks by the judged passages only
+            )
+            records[method].append(
+                {
+                    "sample": number,
+                    "winners": sorted(result.winners),
+                    "steps": [
+                        [s.judged, s.pick, s.judged_pick, round(s.confidence, 4), s.settled, s.certain]
+                        for s in result.steps
+                    ],
+                }
+            )
+    return {
+        "samples": samples,
+        "sample_queries": sample_queries,
+        "budget": budget,
+        "until_settled": until_settled,
+        "target": target,
+        "seed": seed,
+        "mc_samples": mc_samples,
+        "judged_queries": len(judged),
+        "records": records,
+    }
+
+
+def summarise(study: Mapping[str, Any], checkpoints: Sequence[int] = CHECKPOINTS) -> dict[str, Any]:
+    """Correct-pick rates at the checkpoints and per judgment, and the settled signal's calibration."""
+    out: dict[str, Any] = {}
+    for method, records in study["records"].items():
+        budget = study["budget"]
+        curve = {"pick": [0] * budget, "judged_pick": [0] * budget}
+        first_settled: list[dict[str, Any]] = []
+        claims = right = 0
+        claimed = 0.0
+        for record in records:
+            win = set(record["winners"])
+            steps = record["steps"]
+            for k in range(budget):
+                step = steps[min(k, len(steps) - 1)]  # a pool judged completely keeps its last state
+                curve["pick"][k] += step[1] in win
+                curve["judged_pick"][k] += step[2] in win
+            for step in steps:
+                if step[4]:
+                    claims += 1
+                    right += step[1] in win
+                    claimed += step[3]
+            hit = next((s for s in steps if s[4]), None)
+            if hit is not None:
+                first_settled.append(
+                    {"judged": hit[0], "confidence": hit[3], "right": hit[1] in win, "certain": hit[5]}
+                )
+        n = max(len(records), 1)
+        out[method] = {
+            "samples": len(records),
+            "correct": {str(c): curve["pick"][c - 1] / n for c in checkpoints if c <= budget},
+            "correct_judged_pick": {str(c): curve["judged_pick"][c - 1] / n for c in checkpoints if c <= budget},
+            "curve": [v / n for v in curve["pick"]],
+            "curve_judged_pick": [v / n for v in curve["judged_pick"]],
+            "settled_samples": len(first_settled),
+            "settled_median_judgments": statistics.median([f["judged"] for f in first_settled])
+            if first_settled
+            else None,
+            "first_settled_right": sum(f["right"] for f in first_settled) / len(first_settled)
+            if first_settled
+            else None,
+            "first_settled_claimed": statistics.mean([f["confidence"] for f in first_settled])
+            if first_settled
+            else None,
+            "settled_steps": claims,
+            "settled_steps_right": right / claims if claims else None,
+            "settled_steps_claimed": claimed / claims if claims else None,
+            "settled_by": {str(c): sum(f["judged"] <= c for f in first_settled) / n for c in checkpoints},
+        }
+    return out
+
+
+def read_runs(paths: Sequence[str | Path]) -> dict[str, dict[str, list[str]]]:
+    """Runs from TREC run files, named by file stem without the suffix every stem shares (``_sections_or``)."""
+    from .trec import read_run
+
+    stems = [Path(p).stem for p in paths]
+    if len(set(stems)) != len(stems):
+        raise RagEvalError("two run files have the same name")
+    common = ""
+    if len(stems) > 1:
+        reversed_stems = [s[::-1] for s in stems]
+        while all(
+            len(s) > len(common) + 1 and s[len(common)] == reversed_stems[0][len(common)] for s in reversed_stems
+        ):
+            common += reversed_stems[0][len(common)]
+        common = common[: common.rfind("_") + 1] if "_" in common else ""
+    runs: dict[str, dict[str, list[str]]] = {}
+    for path, stem in zip(paths, stems, strict=True):
+        name = stem[: len(stem) - len(common)] if common else stem
+        ranked: dict[str, list[str]] = {}
+        for doc in read_run(path):
+            ranked.setdefault(doc.query_id, []).append(doc.doc_id)
+        runs[name] = ranked
+    return runs
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m rag_eval.eval.oracle --qrels Q --out F RUN...``: the sampling study as JSON."""
+    import argparse
+
+    from .trec import read_any_qrels
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("runs", nargs="+")
+    parser.add_argument("--qrels", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--sample-queries", type=int, default=50)
+    parser.add_argument("--budget", type=int, default=150)
+    parser.add_argument("--until-settled", type=int, default=300)
+    parser.add_argument("--mc-samples", type=int, default=DEFAULT_SAMPLES)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--first", type=int, default=0)
+    parser.add_argument("--count", type=int, default=None)
+    parser.add_argument("--methods", default=",".join(METHODS))
+    args = parser.parse_args(argv)
+    study = sampling_study(
+        read_runs(args.runs),
+        read_any_qrels(args.qrels),
+        samples=args.samples,
+        sample_queries=args.sample_queries,
+        methods=args.methods.split(","),
+        budget=args.budget,
+        until_settled=args.until_settled,
+        seed=args.seed,
+        mc_samples=args.mc_samples,
+        first=args.first,
+        count=args.count,
+    )
+    study["summary"] = summarise(study)
+    Path(args.out).write_text(json.dumps(study, separators=(",", ":")), encoding="utf-8")
+    print(json.dumps(study["summary"], indent=1, default=str)[:3000])
+
+
+if __name__ == "__main__":
+    main()

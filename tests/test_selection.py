@@ -1,0 +1,178 @@
+"""The judging order and the settled signal (rag_eval.eval.selection) on small hand-made runs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rag_eval.errors import RagEvalError
+from rag_eval.eval.selection import DEFAULT_METHOD, METHODS, Selector
+
+# two systems that swap their top two passages on one query, and agree on another
+SWAP = {
+    "a": {"q1": ["x", "y"], "q2": ["z"]},
+    "b": {"q1": ["y", "x"], "q2": ["z"]},
+}
+
+
+def test_the_pool_is_the_union_of_each_systems_top_depth() -> None:
+    runs = {"a": {"q1": ["d1", "d2", "d3"]}, "b": {"q1": ["d4", "d1"], "q2": ["d5"]}}
+    selector = Selector(runs, depth=2)
+    assert {q: sorted(d) for q, d in selector.pool.items()} == {"q1": ["d1", "d2", "d4"], "q2": ["d5"]}
+    assert selector.decision().pooled == 4 and selector.judged == {}
+
+
+def test_the_naive_order_is_rank_1_of_every_system_for_every_query_then_rank_2() -> None:
+    runs = {
+        "a": {"q1": ["a1", "s1", "a3"], "q2": ["s2", "a2"]},
+        "b": {"q1": ["s1", "b2"], "q2": ["s2", "b3", "b4"]},
+    }
+    selector = Selector(runs, method="naive", depth=3)
+    seen = []
+    while (pair := selector.next()) is not None:
+        seen.append(pair)
+        selector.record(*pair, 0)
+    # rank 1: q1 a1, s1 (b's rank 1); q2 s2 (both); rank 2: q1 b2 (s1 already seen); q2 a2, b3; rank 3: ...
+    assert seen == [
+        ("q1", "a1"),
+        ("q1", "s1"),
+        ("q2", "s2"),
+        ("q1", "b2"),
+        ("q2", "a2"),
+        ("q2", "b3"),
+        ("q1", "a3"),
+        ("q2", "b4"),
+    ]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_visits_every_pooled_pair_once_then_says_none(method: str) -> None:
+    selector = Selector(SWAP, method=method, samples=50)
+    seen = set()
+    while (pair := selector.next()) is not None:
+        assert pair not in seen
+        seen.add(pair)
+        selector.record(*pair, 1)
+    assert seen == {("q1", "x"), ("q1", "y"), ("q2", "z")}
+    decision = selector.decision()
+    assert decision.judged == decision.pooled == 3 and decision.certain and decision.settled
+
+
+def test_next_skips_excluded_pairs() -> None:
+    selector = Selector(SWAP, method="naive")
+    assert selector.next() == ("q1", "x")
+    assert selector.next(exclude=[("q1", "x")]) == ("q1", "y")
+    assert selector.next(exclude=[("q1", "x"), ("q1", "y"), ("q2", "z")]) is None
+
+
+def test_a_single_judgment_decides() -> None:
+    """x is a's first and b's second passage: once x is graded 2, whatever y gets, a wins or ties."""
+    selector = Selector(SWAP)
+    assert not selector.decision().certain
+    selector.record("q1", "x", 2)
+    decision = selector.decision()
+    assert decision.certain and decision.settled and decision.confidence == 1.0
+    assert decision.leader == "a" and decision.runner_up == "b"
+
+
+def test_not_certain_while_an_unjudged_passage_can_still_turn_the_result() -> None:
+    """Only the shared z is judged: x relevant makes a win, y relevant makes b win."""
+    selector = Selector(SWAP)
+    selector.record("q2", "z", 1)
+    assert not selector.decision().certain
+    selector.record("q1", "x", 0)
+    decision = selector.decision()  # y relevant: b wins; y not: a tie; b wins or ties either way
+    assert decision.certain and decision.leader == "b"
+    selector.record("q1", "y", 1)
+    # hand-computed over q1 and q2: a = (1 / log2(3) + 1) / 2, b = (1 + 1) / 2
+    assert selector.judged_scores() == pytest.approx({"a": (1 / math.log2(3) + 1) / 2, "b": 1.0})
+    assert selector.decision().margin == pytest.approx(1 - (1 / math.log2(3) + 1) / 2)
+
+
+def test_certain_allows_the_largest_grade_recorded() -> None:
+    """a ranks w first, b ranks w second and v first; v unjudged could be 5 (a 5 was recorded elsewhere)."""
+    runs = {"a": {"q1": ["w", "v"], "q2": ["u"]}, "b": {"q1": ["v", "w"], "q2": ["u"]}}
+    selector = Selector(runs)
+    selector.record("q1", "w", 2)
+    assert selector.decision().certain  # v <= 2 only ties
+    selector.record("q2", "u", 5)
+    assert not selector.decision().certain  # v = 5 would make b win q1
+
+
+def test_forget_restores_the_previous_state_exactly() -> None:
+    runs = {
+        "a": {"q1": ["d1", "d2", "d3"], "q2": ["e1", "e2"]},
+        "b": {"q1": ["d3", "d1", "d4"], "q2": ["e2", "e3"]},
+        "c": {"q1": ["d2", "d4"]},
+    }
+    selector = Selector(runs, samples=200, seed=3)
+    selector.record("q1", "d1", 1)
+    before, pair = selector.decision(), selector.next()
+    selector.record("q2", "e2", 2)
+    selector.record("q1", "d1", 0)  # re-recording replaces
+    assert selector.judged == {"q1": {"d1": 0}, "q2": {"e2": 2}}
+    selector.forget("q2", "e2")
+    selector.record("q1", "d1", 1)
+    assert selector.decision() == before and selector.next() == pair
+    selector.forget("q1", "d1")
+    assert selector.judged == {} and selector.decision() == Selector(runs, samples=200, seed=3).decision()
+
+
+def test_the_same_seed_gives_the_same_order_and_decisions() -> None:
+    runs = {f"s{k}": {f"q{q}": [f"d{(q + k * r) % 13}" for r in range(1, 6)] for q in range(6)} for k in range(1, 4)}
+
+    def replay(seed: int) -> list[tuple[tuple[str, str], float]]:
+        selector = Selector(runs, samples=100, seed=seed)
+        out = []
+        for step in range(12):
+            pair = selector.next()
+            assert pair is not None
+            selector.record(*pair, step % 3)
+            out.append((pair, selector.decision().confidence))
+        return out
+
+    assert replay(7) == replay(7)
+
+
+def test_queries_not_every_system_answered_and_short_lists() -> None:
+    runs = {"a": {"q1": ["d1"]}, "b": {"q2": ["d2", "d3"]}, "c": {"q1": [], "q2": ["d3"]}}
+    selector = Selector(runs)
+    assert selector.pool == {"q1": ["d1"], "q2": ["d3", "d2"]}
+    selector.record("q1", "d1", 1)
+    selector.record("q2", "d2", 0)
+    selector.record("q2", "d3", 0)
+    decision = selector.decision()
+    assert decision.certain and decision.leader == "a" and decision.scores["a"] == pytest.approx(1.0)
+    assert "leader a" in decision.line() and "3 of 3 judged" in decision.line()
+
+
+def test_the_default_method_is_listed() -> None:
+    assert DEFAULT_METHOD in METHODS and "naive" in METHODS
+
+
+@pytest.mark.parametrize(
+    ("runs", "options", "message"),
+    [
+        (SWAP, {"method": "bogus"}, "unknown judging order 'bogus'; choose from: naive"),
+        (SWAP, {"depth": 0}, "depth"),
+        ({}, {}, "no runs"),
+        ({"a": {}}, {}, "no runs"),
+        ({"a": {"q1": "d1"}}, {}, "list of document ids"),
+        ({"a": {"q1": ["d1", "d1"]}}, {}, "ranked twice"),
+        (SWAP, {"target": 0}, "target"),
+    ],
+)
+def test_invalid_input_is_a_rag_eval_error(runs: object, options: dict[str, object], message: str) -> None:
+    with pytest.raises(RagEvalError, match=message):
+        Selector(runs, **options)  # type: ignore[arg-type]
+
+
+def test_invalid_grades_and_pairs_are_rag_eval_errors() -> None:
+    selector = Selector(SWAP)
+    with pytest.raises(RagEvalError, match="grade"):
+        selector.record("q1", "x", -1)
+    with pytest.raises(RagEvalError, match="not in the pool"):
+        selector.record("q1", "nope", 1)
+    with pytest.raises(RagEvalError, match="no grade to forget"):
+        selector.forget("q1", "x")
