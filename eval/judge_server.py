@@ -158,7 +158,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _admitted(self) -> bool:
         """Host and token checks every request passes first."""
-        self.app.last_request = time.monotonic()
         if not self._host_ok():
             self._refuse(HTTPStatus.FORBIDDEN, "refused: this server answers only for 127.0.0.1 and localhost")
             return False
@@ -175,6 +174,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return False
             self._refuse(HTTPStatus.FORBIDDEN, "forbidden: open the URL rag-eval judge printed (with its token)")
             return False
+        self.app.last_request = time.monotonic()  # only the assessor's requests keep the server up
         return True
 
     # -- responses ------------------------------------------------------------------------------------------

@@ -271,11 +271,8 @@ class Judgments:
         return out
 
     def history(self) -> list[tuple[str, str]]:
-        """Judged pairs in the order of their latest grade (what j/k step through)."""
-        latest: dict[tuple[str, str], int] = {}
-        for position, event in enumerate(self.events):
-            latest[(event.query_id, event.doc_id)] = position
-        return sorted(latest, key=latest.__getitem__)
+        """Judged pairs in the order they were first graded (what j/k step through; a re-grade keeps its place)."""
+        return list(dict.fromkeys((event.query_id, event.doc_id) for event in self.events))
 
     def grade_of(self, query_id: str, doc_id: str) -> int | None:
         """The pair's grade in force, or None."""

@@ -214,3 +214,39 @@ def test_the_pool_does_not_depend_on_the_order_of_questions_or_how_a_spec_is_wri
     *_, same = plan("handbook", reordered, tokenizers=["unigram:t2s=false", "bigram"])
     *_, deeper = plan("handbook", reordered, tokenizers=["unigram", "bigram"], depth=20)
     assert same.fingerprint() == identity.fingerprint() != deeper.fingerprint()
+
+
+def test_a_session_grades_steps_back_regrades_undoes_and_skips(tmp_path: Path) -> None:
+    from rag_eval.eval.judge import Session, build_pool
+    from rag_eval.eval.selection import Selector
+
+    dataset, systems, skipped, identity = plan("handbook", QUESTIONS, tokenizers=["bigram", "unigram"])
+    pool = build_pool(dataset, systems, identity, skipped=skipped)
+    with Judgments.open(tmp_path / "h.qrels", identity, assessor="t") as judgments:
+        session = Session(pool, judgments, Selector(pool.runs))
+
+        def pair(state: dict[str, object]) -> tuple[str, str]:
+            item = state["item"]
+            assert isinstance(item, dict)
+            return item["query"], item["doc"]
+
+        state = session.state()
+        first = pair(state)
+        assert session.state() == state  # the same passage waits until it is graded
+        second = pair(session.grade(*first, 2))
+        third = pair(session.grade(*second, 1))
+        fourth = pair(session.grade(*third, 0))
+        assert len({first, second, third, fourth}) == 4
+        back = session.state(0)
+        assert pair(back) == first and back["position"] == 0 and back["item"]["grade"] == 2
+        after = session.grade(*first, 1, position=0)  # re-grade from history: on to the next judged one
+        assert pair(after) == second and after["position"] == 1
+        assert judgments.grades[first[0]][first[1]] == 1
+        session.undo()  # the re-grade: the earlier grade is back
+        assert judgments.grades[first[0]][first[1]] == 2
+        undone = session.undo()
+        assert pair(undone) == third and undone["item"]["grade"] is None
+        skipped_to = session.skip(*third)
+        assert pair(skipped_to) not in (first, second, third) and skipped_to["skipped"] == 1
+        assert session.selector.judged == judgments.grades
+        assert skipped_to["judged"] == 2 and skipped_to["history"] == 2

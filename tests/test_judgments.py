@@ -65,7 +65,7 @@ def test_a_regrade_replaces_and_undo_brings_the_earlier_grade_back(tmp_path: Pat
         judgments.record("q2", "b", 1)
         judgments.record("q1", "a", 0)
         assert lines(path) == ["q1 0 a 0", "q2 0 b 1"]  # one line per pair: trec_eval refuses duplicates
-        assert judgments.history() == [("q2", "b"), ("q1", "a")]
+        assert judgments.history() == [("q1", "a"), ("q2", "b")]  # a re-grade keeps its place
         undone = judgments.undo()
         assert undone is not None and (undone.query_id, undone.doc_id, undone.grade) == ("q1", "a", 0)
         assert read_trec_qrels(path) == {"q1": {"a": 2}, "q2": {"b": 1}}
