@@ -28,7 +28,7 @@ from urllib.parse import parse_qs, urlsplit
 from ..errors import RagEvalError
 
 if TYPE_CHECKING:
-    from .judge import Session
+    from .judge_session import Session
 
 HOST = "127.0.0.1"
 _TOKEN_IN_TEXT = re.compile(r"token=[^&\s'\"]*")

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.judge import plan, query_marks
+from rag_eval.eval.judge import plan
+from rag_eval.eval.judge_session import query_marks
 from rag_eval.eval.judgments import Judgments, log_path
 from rag_eval.tokenizers import get_tokenizer
 
@@ -217,7 +218,8 @@ def test_the_pool_does_not_depend_on_the_order_of_questions_or_how_a_spec_is_wri
 
 
 def test_a_session_grades_steps_back_regrades_undoes_and_skips(tmp_path: Path) -> None:
-    from rag_eval.eval.judge import Session, build_pool
+    from rag_eval.eval.judge import build_pool
+    from rag_eval.eval.judge_session import Session
     from rag_eval.eval.selection import Selector
 
     dataset, systems, skipped, identity = plan("handbook", QUESTIONS, tokenizers=["bigram", "unigram"])
