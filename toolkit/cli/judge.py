@@ -92,7 +92,8 @@ def judge_cmd(
       rag-eval judge handbook --queries questions.txt -o handbook.qrels
       rag-eval judge docs/ --queries questions.txt -t bigram -t jieba --assessor ana -o mine.qrels
       rag-eval compare docs/ --queries questions.txt --qrels mine.qrels -o out/mine
-      rag-eval judge handbook --queries q.jsonl -t bigram -t unigram --oracle qrels.tsv -o replay.qrels
+      rag-eval judge handbook --queries docs/examples/handbook-questions.txt -t bigram -t unigram \\
+          --oracle docs/examples/handbook-questions.qrels --sample-queries 25 -o replay.json
     """
     if oracle_qrels is not None:
         _oracle(
