@@ -81,7 +81,7 @@ def judge_cmd(
     """Pool every system's top results for your questions and grade them 0/1/2 in a local web page.
 
     Builds (or reuses) one index per system, pools each system's top --depth results per question and
-    serves a judging page on 127.0.0.1 (the printed URL holds a one-time token). Passages come in the
+    serves a judging page on 127.0.0.1 (the printed URL holds a token made for this run). Passages come in the
     order that most helps decide which system is best; the page says when the decision is settled.
     Every grade is appended to the judgments file at once (TREC qrels: compare --qrels and evaluate read
     it); running the same command again resumes. Keys: 0/1/2 grade, j/k forward/back, u undo, s skip.
