@@ -12,12 +12,14 @@ import json
 import math
 import random
 import statistics
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import RagEvalError
+from ..outputs import write_text_atomic
 from .selection import DEFAULT_SAMPLES, METHODS, Runs, SelectionError, Selector
 
 CUT = 10
@@ -67,6 +69,9 @@ class Replay:
 
     queries: tuple[str, ...]
     winners: frozenset[str]
+    #: the winners had every pooled passage been judged (the best any judging order can reach): they differ
+    #: from ``winners`` when passages outside the pool are relevant, which changes the ideal DCG
+    pool_winners: frozenset[str]
     steps: list[Step] = field(default_factory=list)
 
 
@@ -90,7 +95,13 @@ def replay(
     restricted = {s: {q: list(d) for q, d in r.items() if q in wanted} for s, r in runs.items()}
     selector = Selector(restricted, method=method, target=target, seed=seed, samples=samples)
     judged_queries = [q for q in chosen if any(g > 0 for g in qrels.get(q, {}).values())]
-    out = Replay(tuple(chosen), winners(per_query_ndcg(restricted, qrels), judged_queries))
+    pooled = {q: {d: g for d, g in qrels.get(q, {}).items() if d in docs} for q, docs in selector.pool.items()}
+    pool_judged = [q for q in chosen if any(g > 0 for g in pooled.get(q, {}).values())]
+    out = Replay(
+        tuple(chosen),
+        winners(per_query_ndcg(restricted, qrels), judged_queries),
+        winners(per_query_ndcg(restricted, pooled), pool_judged),
+    )
     systems = selector.systems
     settled = False
     while len(out.steps) < max(budget, until_settled):
@@ -161,6 +172,7 @@ def sampling_study(
                 {
                     "sample": number,
                     "winners": sorted(result.winners),
+                    "pool_winners": sorted(result.pool_winners),
                     "steps": [
                         [s.judged, s.pick, s.judged_pick, round(s.confidence, 4), s.settled, s.certain]
                         for s in result.steps
@@ -180,53 +192,66 @@ def sampling_study(
     }
 
 
+def _share(hits: Sequence[bool]) -> float | None:
+    return sum(hits) / len(hits) if hits else None
+
+
 def summarise(study: Mapping[str, Any], checkpoints: Sequence[int] = CHECKPOINTS) -> dict[str, Any]:
     """Correct-pick rates at the checkpoints and per judgment, and the settled signal's calibration."""
     out: dict[str, Any] = {}
+    budget = study["budget"]
     for method, records in study["records"].items():
-        budget = study["budget"]
-        curve = {"pick": [0] * budget, "judged_pick": [0] * budget}
-        first_settled: list[dict[str, Any]] = []
-        claims = right = 0
-        claimed = 0.0
+        pick: list[list[bool]] = [[] for _ in range(budget)]
+        judged_pick: list[list[bool]] = [[] for _ in range(budget)]
+        pool_pick: list[list[bool]] = [[] for _ in range(budget)]
+        saying: list[list[bool]] = [[] for _ in range(budget)]  # per judgment: right, where it says settled
+        first: list[tuple[int, float, bool, bool]] = []
+        claims: list[tuple[float, bool]] = []
         for record in records:
-            win = set(record["winners"])
-            steps = record["steps"]
+            win, pool_win, steps = set(record["winners"]), set(record["pool_winners"]), record["steps"]
             for k in range(budget):
                 step = steps[min(k, len(steps) - 1)]  # a pool judged completely keeps its last state
-                curve["pick"][k] += step[1] in win
-                curve["judged_pick"][k] += step[2] in win
-            for step in steps:
+                pick[k].append(step[1] in win)
+                judged_pick[k].append(step[2] in win)
+                pool_pick[k].append(step[1] in pool_win)
                 if step[4]:
-                    claims += 1
-                    right += step[1] in win
-                    claimed += step[3]
-            hit = next((s for s in steps if s[4]), None)
+                    saying[k].append(step[1] in win)
+            claims += [(step[3], step[1] in win) for step in steps if step[4]]
+            hit = next((step for step in steps if step[4]), None)
             if hit is not None:
-                first_settled.append(
-                    {"judged": hit[0], "confidence": hit[3], "right": hit[1] in win, "certain": hit[5]}
-                )
-        n = max(len(records), 1)
+                first.append((hit[0], hit[3], hit[1] in win, hit[5]))
+        n = len(records)
+        bins = {}
+        for low, high in ((0.0, 0.97), (0.97, 0.99), (0.99, 1.0), (1.0, 1.01)):
+            inside = [(c, r) for c, r in claims if low <= c < high]
+            if inside:
+                bins[f"{low:.2f}-{min(high, 1.0):.2f}"] = {
+                    "claims": len(inside),
+                    "claimed": statistics.mean(c for c, _ in inside),
+                    "right": _share([r for _, r in inside]),
+                }
+        settled_at = sorted(f[0] for f in first) + [math.inf] * (n - len(first))
+        median = statistics.median(settled_at) if settled_at else math.inf
         out[method] = {
-            "samples": len(records),
-            "correct": {str(c): curve["pick"][c - 1] / n for c in checkpoints if c <= budget},
-            "correct_judged_pick": {str(c): curve["judged_pick"][c - 1] / n for c in checkpoints if c <= budget},
-            "curve": [v / n for v in curve["pick"]],
-            "curve_judged_pick": [v / n for v in curve["judged_pick"]],
-            "settled_samples": len(first_settled),
-            "settled_median_judgments": statistics.median([f["judged"] for f in first_settled])
-            if first_settled
-            else None,
-            "first_settled_right": sum(f["right"] for f in first_settled) / len(first_settled)
-            if first_settled
-            else None,
-            "first_settled_claimed": statistics.mean([f["confidence"] for f in first_settled])
-            if first_settled
-            else None,
-            "settled_steps": claims,
-            "settled_steps_right": right / claims if claims else None,
-            "settled_steps_claimed": claimed / claims if claims else None,
-            "settled_by": {str(c): sum(f["judged"] <= c for f in first_settled) / n for c in checkpoints},
+            "samples": n,
+            "correct": {str(c): _share(pick[c - 1]) for c in checkpoints if c <= budget},
+            "correct_judged_pick": {str(c): _share(judged_pick[c - 1]) for c in checkpoints if c <= budget},
+            "correct_pool_winner": {str(c): _share(pool_pick[c - 1]) for c in checkpoints if c <= budget},
+            "pool_winner_is_winner": _share([bool(set(r["winners"]) & set(r["pool_winners"])) for r in records]),
+            "curve": [_share(v) for v in pick],
+            "curve_judged_pick": [_share(v) for v in judged_pick],
+            "settled_share_curve": [len(v) / n if n else 0.0 for v in saying],
+            "settled_right_curve": [_share(v) for v in saying],
+            "settled_samples": len(first),
+            "settled_by": {str(c): sum(f[0] <= c for f in first) / n for c in checkpoints},
+            "settled_median_judgments": None if math.isinf(median) else median,
+            "first_settled_right": _share([f[2] for f in first]),
+            "first_settled_claimed": statistics.mean(f[1] for f in first) if first else None,
+            "first_settled_certain": sum(f[3] for f in first),
+            "settled_steps": len(claims),
+            "settled_steps_right": _share([r for _, r in claims]),
+            "settled_steps_claimed": statistics.mean(c for c, _ in claims) if claims else None,
+            "calibration": bins,
         }
     return out
 
@@ -256,6 +281,15 @@ def read_runs(paths: Sequence[str | Path]) -> dict[str, dict[str, list[str]]]:
     return runs
 
 
+def _a_study(path: Path) -> str | None:
+    """None (may be replaced) when ``path`` holds a study or records this module wrote."""
+    try:
+        head = path.read_text(encoding="utf-8")[:200]
+    except (OSError, UnicodeDecodeError):
+        return "it cannot be read"
+    return None if head.startswith(('{\n "samples"', '{"naive"', '{"decisive"')) else "it is not a judging study"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m rag_eval.eval.oracle --qrels Q --out F RUN...``: the sampling study as JSON."""
     import argparse
@@ -265,7 +299,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--qrels", required=True)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", required=True, help="the study's settings and summary (JSON)")
+    parser.add_argument("--records", help="also every replay, judgment by judgment (JSON, large)")
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--sample-queries", type=int, default=50)
     parser.add_argument("--budget", type=int, default=150)
@@ -289,9 +324,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         first=args.first,
         count=args.count,
     )
-    study["summary"] = summarise(study)
-    Path(args.out).write_text(json.dumps(study, separators=(",", ":")), encoding="utf-8")
-    print(json.dumps(study["summary"], indent=1, default=str)[:3000])
+    records = study.pop("records")
+    study["summary"] = summarise({**study, "records": records})
+    study["command"] = "python -m rag_eval.eval.oracle " + " ".join(argv if argv is not None else sys.argv[1:])
+    write_text_atomic(args.out, json.dumps(study, indent=1) + "\n", owned=_a_study, what="study")
+    if args.records:
+        write_text_atomic(args.records, json.dumps(records, separators=(",", ":")), owned=_a_study, what="records")
 
 
 if __name__ == "__main__":
