@@ -297,9 +297,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     from .trec import read_any_qrels
 
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("runs", nargs="+")
-    parser.add_argument("--qrels", required=True)
-    parser.add_argument("--out", required=True, help="the study's settings and summary (JSON)")
+    parser.add_argument("runs", nargs="+", help="run files; with --charts, study JSON files")
+    parser.add_argument("--charts", help="draw the studies given as arguments into this folder, print tables")
+    parser.add_argument("--qrels")
+    parser.add_argument("--out", help="the study's settings and summary (JSON)")
     parser.add_argument("--records", help="also every replay, judgment by judgment (JSON, large)")
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--sample-queries", type=int, default=50)
@@ -311,6 +312,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--count", type=int, default=None)
     parser.add_argument("--methods", default=",".join(METHODS))
     args = parser.parse_args(argv)
+    if args.charts:
+        from .oracle_report import render_tables, write_charts
+
+        studies = {Path(p).stem: json.loads(Path(p).read_text(encoding="utf-8")) for p in args.runs}
+        write_charts(studies, args.charts)
+        print(render_tables(studies), end="")
+        return
+    if not args.qrels or not args.out:
+        parser.error("--qrels and --out are needed to run a study")
     study = sampling_study(
         read_runs(args.runs),
         read_any_qrels(args.qrels),

@@ -24,8 +24,8 @@ Runs = Mapping[str, Mapping[str, Sequence[str]]]
 #: grade is expected to tell most about which system wins (see eval/settle.py).
 METHODS: tuple[str, ...] = ("naive", "decisive")
 DEFAULT_METHOD = "decisive"
-#: Monte Carlo completions of the pool behind every decision.
-DEFAULT_SAMPLES = 500
+#: Monte Carlo completions of the pool behind every decision (reports/judging.md measured with this many).
+DEFAULT_SAMPLES = 200
 #: The grade an unjudged passage may at most receive when ``certain`` is worked out (unless a larger one
 #: was recorded): the handbook's and the public sets' scale is 0..2.
 MAX_GRADE = 2

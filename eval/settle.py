@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
 
 #: Prior mean and standard deviation of (intercept, slope) per regime. The means are the maximum-likelihood
 #: fits on the handbook's complete pool (``reports/judging.md``); the deviations are wide so that a set with
@@ -77,11 +76,6 @@ class PoolModel:
         self.blocks = max(1, min(BLOCKS, samples))
         self.samples = samples // self.blocks * self.blocks
         self.feature = disc.mean(axis=1) if n_systems else np.zeros(n_pairs)
-        columns = np.arange(n_pairs)
-        self.by_query = sparse.csc_matrix((np.ones(n_pairs), (qidx, columns)), shape=(n_queries, n_pairs))
-        self.by_system = [
-            sparse.csc_matrix((disc[:, s], (qidx, columns)), shape=(n_queries, n_pairs)) for s in range(n_systems)
-        ]
         rng = np.random.default_rng(seed)
         # common random numbers: the same grades always give the same completions
         self.uniform = rng.random((n_pairs, self.samples), dtype=np.float32)
@@ -136,17 +130,36 @@ class PoolModel:
         """(systems, queries, samples) nDCG@10 divided by the number of queries with a positive grade (so the
         sum over queries is the mean), for the recorded grades and the drawn grades of the unjudged rows."""
         fixed = np.where(judged, known, 0.0)
-        by_query = self.by_query[:, rows]
+        q = self.qidx[rows]
         idcg = np.zeros((self.n_queries, self.samples))
         previous = 0.0
         for level in np.union1d(np.unique(fixed[fixed > 0]), np.unique(drawn[drawn > 0])):
-            counts = (self.by_query @ (fixed >= level))[:, None] + by_query @ (drawn >= level).astype(np.float32)
+            counts = np.bincount(self.qidx, weights=fixed >= level, minlength=self.n_queries)[:, None]
+            counts = counts + _by_query(drawn >= level, q, self.n_queries)
             idcg += (level - previous) * CUMULATIVE[np.minimum(counts, CUT).astype(np.int64)]
             previous = float(level)
         valid = idcg > 0
         count = np.maximum(valid.sum(axis=0), 1)
         inverse = np.where(valid, 1.0 / np.where(valid, idcg, 1.0), 0.0) / count
-        return np.array([((m @ fixed)[:, None] + m[:, rows] @ drawn) * inverse for m in self.by_system])
+        return np.array(
+            [
+                (
+                    np.bincount(self.qidx, weights=self.disc[:, s] * fixed, minlength=self.n_queries)[:, None]
+                    + _by_query(self.disc[rows, s][:, None] * drawn, q, self.n_queries)
+                )
+                * inverse
+                for s in range(self.disc.shape[1])
+            ]
+        )
+
+
+def _by_query(values: np.ndarray, qidx: np.ndarray, n_queries: int) -> np.ndarray:
+    """(queries, samples) sums of the rows of ``values`` per query; ``qidx`` (non-decreasing) names each row's."""
+    out = np.zeros((n_queries, values.shape[1]))
+    if qidx.size:
+        queries, starts = np.unique(qidx, return_index=True)
+        out[queries] = np.add.reduceat(values.astype(np.float64), starts, axis=0)
+    return out
 
 
 CUT = 10

@@ -1,0 +1,91 @@
+"""Tables and charts of oracle sampling studies (``python -m rag_eval.eval.oracle --charts FOLDER STUDY.json...``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+LABELS = {"naive": "naive order, judged-only pick", "decisive": "decisive order, model pick"}
+
+
+def render_tables(studies: Mapping[str, Mapping[str, Any]]) -> str:
+    """Markdown tables of the studies' summaries, one row per set and method."""
+    lines = [
+        "| set | method | correct @50 | @100 | @150 | pool-complete winner is the winner |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, study in studies.items():
+        for method, f in study["summary"].items():
+            c = f["correct"]
+            lines.append(
+                f"| {name} | {method} | {_pct(c.get('50'))} | {_pct(c.get('100'))} | {_pct(c.get('150'))} | "
+                f"{_pct(f['pool_winner_is_winner'])} |"
+            )
+    lines += [
+        "",
+        "| set | method | settled by 50 / 100 / 150 | median judgments to settle | right at first settle "
+        "(claimed) | right over all settled moments (claimed) | first settles that were certain |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, study in studies.items():
+        for method, f in study["summary"].items():
+            if not f["settled_steps"]:
+                continue
+            by = " / ".join(_pct(f["settled_by"][k]) for k in ("50", "100", "150"))
+            median = f["settled_median_judgments"]
+            lines.append(
+                f"| {name} | {method} | {by} | {median if median is not None else '> ' + str(study['budget'])} | "
+                f"{_pct(f['first_settled_right'])} ({_pct(f['first_settled_claimed'])}) of {f['settled_samples']} | "
+                f"{_pct(f['settled_steps_right'])} ({_pct(f['settled_steps_claimed'])}) of {f['settled_steps']} | "
+                f"{f['first_settled_certain']} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def write_charts(studies: Mapping[str, Mapping[str, Any]], folder: str | Path) -> list[Path]:
+    """Two SVG charts per study set: judgments -> correct pick; judgments -> settled share and its accuracy."""
+    import matplotlib
+
+    matplotlib.use("svg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.hashsalt"] = "rag-eval"  # stable ids: the same numbers give the same file
+    plt.rcParams["svg.fonttype"] = "none"  # text stays text
+    written = []
+    for kind in ("picks", "settled"):
+        figure, axes = plt.subplots(1, len(studies), figsize=(4 * len(studies), 3.6), squeeze=False)
+        for axis, (name, study) in zip(axes[0], studies.items(), strict=True):
+            summary = study["summary"]
+            x = list(range(1, study["budget"] + 1))
+            if kind == "picks":
+                for method, f in summary.items():
+                    axis.plot(x, f["curve"], label=LABELS.get(method, method))
+                    if method != "naive":
+                        axis.plot(x, f["curve_judged_pick"], linestyle="--", label=f"{method} order, judged-only pick")
+                axis.axhline(0.97, color="grey", linestyle=":", linewidth=1, label="target 97%")
+                axis.set_ylabel("share of samples whose pick is the winner")
+                axis.set_ylim(0, 1.02)
+            else:
+                f = summary.get("decisive") or next(iter(summary.values()))
+                right = [v if v is not None else float("nan") for v in f["settled_right_curve"]]
+                axis.plot(x, f["settled_share_curve"], label="share of samples saying settled")
+                axis.plot(x, right, label="share right among them")
+                axis.axhline(study["target"], color="grey", linestyle=":", linewidth=1, label="claimed 95%")
+                axis.set_ylabel("share of samples")
+                axis.set_ylim(0, 1.02)
+            axis.set_title(f"{name} ({study['samples']} x {study['sample_queries']} queries)", fontsize=9)
+            axis.set_xlabel("judgments")
+            axis.grid(alpha=0.3)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        figure.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+        figure.tight_layout(rect=(0, 0.1, 1, 1))
+        path = Path(folder) / f"{kind}.svg"
+        figure.savefig(path, format="svg", metadata={"Date": None})
+        plt.close(figure)
+        written.append(path)
+    return written
