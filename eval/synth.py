@@ -24,14 +24,14 @@ from .. import __version__
 from ..errors import DatasetError
 from ..outputs import new_folder
 from .beir import write_beir
-from .records import Dataset, Passage, Query
+from .records import SYNTHETIC_KIND, Dataset, Passage, Query
 from .sources import source_units
 from .wordfind import MAX_LEN, MIN_COHESION, MIN_COUNT, MIN_ENTROPY, MIN_LEN, Lexicon, build_lexicon, han_runs
 
 #: Version of the generator: a change that alters any output for the same arguments bumps it.
 GENERATOR = "rag-eval synth 1"
 #: The kind prefix in queries.jsonl, so a report can tell synthetic queries from real ones.
-KIND_PREFIX = "synthetic:"
+KIND_PREFIX = f"{SYNTHETIC_KIND}:"
 #: Largest -n accepted.
 MAX_QUERIES = 100_000
 #: Terms per ``terms`` query: drawn uniformly from this range.

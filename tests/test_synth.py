@@ -154,3 +154,10 @@ def test_cli_writes_and_summarises(tmp_path: Path) -> None:
     assert "heading      6" in result.output and "terms        6" in result.output
     kinds = {json.loads(line)["kind"] for line in (target / "queries.jsonl").read_text(encoding="utf-8").splitlines()}
     assert kinds == {"synthetic:heading", "synthetic:terms"}
+
+
+def test_cli_says_when_the_units_support_fewer_queries_than_asked(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["queries", "synth", "evidence-mini", "-n", "5000", "-o", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    total = len((tmp_path / "s" / "queries.jsonl").read_text(encoding="utf-8").splitlines())
+    assert 0 < total < 5000 and f"asked for 5000: the units support only {total}" in result.output

@@ -63,6 +63,8 @@ def synth_cmd(source: str, count: int, output: Path, kinds: str | None, seed: in
     )
     for name, number in summary.counts.items():
         click.echo(f"  {name:<12} {number}")
+    if total < count:
+        click.echo(f"asked for {count}: the units support only {total} (one query per unit and kind)")
     if summary.skipped:
         click.echo(f"skipped (no unit supports them): {', '.join(summary.skipped)}")
     click.echo(f"compare strategies on them with: rag-eval compare {summary.target} -o REPORT_DIR")
