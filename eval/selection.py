@@ -31,6 +31,20 @@ DEFAULT_SAMPLES = 200
 MAX_GRADE = 2
 
 
+#: Grades in a row the confidence must stay at the target (same leader) before the decision is settled;
+#: set on the handbook (reports/judging.md).
+STREAK = 10
+
+
+@dataclass
+class _Action:
+    """One grade recorded or forgotten: the pair, its grade before, and the lead a decision saw after it."""
+
+    index: int
+    previous: float
+    lead: tuple[int, float] | None = None
+
+
 class SelectionError(RagEvalError, ValueError):
     """Runs, options or a grade the selector cannot use."""
 
@@ -127,6 +141,8 @@ class Selector:
         best = np.where(self._ranks > 0, self._ranks, depth + 1)
         first_system = np.argmin(best, axis=1)
         self._naive = np.lexsort((first_system, self._qidx, best.min(axis=1)))
+        self._history: list[_Action] = []
+        self._answered = sum(1 for docs in self._pool.values() if docs)
         self._model = PoolModel(self._disc, self._qidx, len(self._queries), samples, seed)
         self._cache: Completions | None = None
 
@@ -158,6 +174,7 @@ class Selector:
         if type(grade) is not int or grade < 0:
             raise SelectionError(f"grade must be a whole number of at least 0, not {grade!r}")
         index = self._pair(query_id, doc_id)
+        self._history.append(_Action(index, float(self._grades[index])))
         self._grades[index] = grade
         self._judged.setdefault(query_id, {})[doc_id] = grade
         self._changed()
@@ -167,6 +184,10 @@ class Selector:
         index = self._pair(query_id, doc_id)
         if math.isnan(self._grades[index]):
             raise SelectionError(f"query {query_id!r}, document {doc_id!r} has no grade to forget")
+        if self._history and self._history[-1].index == index and math.isnan(self._history[-1].previous):
+            self._history.pop()  # undoing the last grade returns to the state before it, streak included
+        else:
+            self._history.append(_Action(index, float(self._grades[index])))
         self._grades[index] = np.nan
         del self._judged[query_id][doc_id]
         if not self._judged[query_id]:
@@ -230,12 +251,25 @@ class Selector:
         certain = self._certain(leader)
         confidence = 1.0 if certain else float(wins[leader])
         judged = int(np.count_nonzero(~np.isnan(self._grades)))
+        if self._history:
+            self._history[-1].lead = (leader, confidence)
+        # The first moment a confidence crosses the target overstates it (it is the highest of many noisy
+        # looks), so "settled" needs the target held with the same leader over the last STREAK grades seen
+        # by a decision, and at least as many grades as queries (reports/judging.md).
+        streak = 0
+        for action in reversed(self._history):
+            if action.lead is None:
+                continue
+            if action.lead[0] != leader or action.lead[1] < self.target:
+                break
+            streak += 1
+        held = streak >= STREAK and judged >= self._answered
         return Decision(
             leader=self._systems[leader],
             runner_up=None if runner is None else self._systems[runner],
             margin=0.0 if runner is None else float(scores[leader] - scores[runner]),
             confidence=confidence,
-            settled=certain or confidence >= self.target,
+            settled=certain or held,
             certain=certain,
             judged=judged,
             pooled=len(self._pairs),

@@ -27,6 +27,9 @@ PRIOR = {
 }
 #: A relevant passage's grade is 2 with a Beta(1, 1) prior probability, learned from the grades so far.
 NEWTON_STEPS = 12
+#: Standard deviation of a query's own shift of the log-odds of relevance (queries differ: some have one
+#: relevant passage, some ten); set on the handbook (reports/judging.md).
+QUERY_SPREAD = 1.0
 #: Model parameters are drawn this many times per decision; each draw serves samples / BLOCKS completions.
 BLOCKS = 25
 
@@ -81,6 +84,7 @@ class PoolModel:
         self.uniform = rng.random((n_pairs, self.samples), dtype=np.float32)
         self.level = rng.random((n_pairs, self.samples), dtype=np.float32)
         self.normal = {regime: rng.standard_normal((2, self.blocks)) for regime in PRIOR}
+        self.query_shift = QUERY_SPREAD * rng.standard_normal((n_queries, self.blocks))
 
     def probabilities(self, grades: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
         """Per regime, (rows, blocks) probabilities of relevance under parameters drawn from its posterior."""
@@ -93,7 +97,9 @@ class PoolModel:
         for regime, fitted in (("before", judged & ~after), ("after", judged & after)):
             theta, covariance = fit_logistic(self.feature[fitted], relevant[fitted].astype(float), PRIOR[regime])
             draws = theta[:, None] + np.linalg.cholesky(covariance) @ self.normal[regime]
-            logits = draws[0][None, :] + self.feature[rows, None] * draws[1][None, :]
+            logits = (
+                draws[0][None, :] + self.feature[rows, None] * draws[1][None, :] + self.query_shift[self.qidx[rows]]
+            )
             out[regime] = (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
         return out
 
