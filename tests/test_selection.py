@@ -176,3 +176,31 @@ def test_invalid_grades_and_pairs_are_rag_eval_errors() -> None:
         selector.record("q1", "nope", 1)
     with pytest.raises(RagEvalError, match="no grade to forget"):
         selector.forget("q1", "x")
+
+
+def test_settled_needs_a_grade_per_query_and_the_target_held_for_ten_grades() -> None:
+    """a ranks each query's relevant passage first, b second. With a target any leader meets, the decision
+    settles at the 12th grade (one per query), not before, and not by certainty."""
+    queries = [f"q{n:02d}" for n in range(12)]
+    runs = {"a": {q: [f"{q}r", f"{q}n"] for q in queries}, "b": {q: [f"{q}n", f"{q}r"] for q in queries}}
+    selector = Selector(runs, target=0.01, samples=200)
+    settled_at = []
+    for step, query in enumerate(queries, start=1):
+        selector.record(query, f"{query}r", 1)  # every query's relevant passage: a pulls ahead
+        decision = selector.decision()
+        assert not decision.certain  # the unjudged second passages could still be relevant
+        if decision.settled:
+            settled_at.append(step)
+    assert settled_at == [12] and decision.leader == "a"
+    selector.forget(queries[-1], f"{queries[-1]}r")
+    assert not selector.decision().settled
+
+    # grades recorded without a decision do not count towards the ten
+    fresh = Selector(runs, target=0.01, samples=200)
+    for query in queries:
+        fresh.record(query, f"{query}r", 1)
+    looks = [fresh.decision().settled]
+    for query in queries[:9]:
+        fresh.record(query, f"{query}n", 0)
+        looks.append(fresh.decision().settled)
+    assert looks == [False] * 9 + [True]
