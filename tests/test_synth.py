@@ -161,3 +161,14 @@ def test_cli_says_when_the_units_support_fewer_queries_than_asked(tmp_path: Path
     assert result.exit_code == 0, result.output
     total = len((tmp_path / "s" / "queries.jsonl").read_text(encoding="utf-8").splitlines())
     assert 0 < total < 5000 and f"asked for 5000: the units support only {total}" in result.output
+
+
+def test_the_default_kind_is_terms_and_all_means_every_kind(tmp_path: Path) -> None:
+    """The default is the kind measured to agree best with real queries (reports/synthetic.md)."""
+    for extra, expected in (([], {"synthetic:terms"}), (["--kinds", "all"], None)):
+        target = tmp_path / ("all" if extra else "default")
+        result = CliRunner().invoke(cli, ["queries", "synth", "handbook", "-n", "40", *extra, "-o", str(target)])
+        assert result.exit_code == 0, result.output
+        lines = (target / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+        kinds = {json.loads(line)["kind"] for line in lines}
+        assert kinds == expected if expected else len(kinds) >= 5

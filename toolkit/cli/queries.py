@@ -26,7 +26,7 @@ SOURCE is a shipped id (handbook, evidence-mini) or anything `rag-eval index bui
 folder, a lines corpus with manifest.json, corpus.jsonl or a BEIR folder). Each query is judged relevant
 (grade 1) to the one unit it came from. Terms are words found by the corpus's own statistics (recurring,
 cohesive, free on both sides), sampled by tf x idf, never tokens of a strategy under test. N is shared
-evenly over the kinds; a kind no unit supports is skipped (an error when named in --kinds).
+evenly over the kinds; with --kinds all a kind no unit supports is skipped (an error when named).
 
 \b
 Kinds (queries.jsonl records them as synthetic:KIND):
@@ -40,7 +40,7 @@ SOURCE, -n, --kinds and --seed give byte-identical files. DIR must not exist.
 \b
 Examples:
   rag-eval queries synth handbook -n 300 -o out/synth-handbook
-  rag-eval queries synth docs/ -n 500 --kinds heading,terms,question --seed 7 -o out/synth
+  rag-eval queries synth docs/ -n 500 --kinds all --seed 7 -o out/synth-all-kinds
   rag-eval compare out/synth-handbook -o out/synth-report
 """,
 )
@@ -49,7 +49,12 @@ Examples:
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), required=True, help="New folder to write (must not exist)."
 )
-@click.option("--kinds", type=TEXT, help=f"Comma-separated kinds (default: every kind): {', '.join(KINDS)}.")
+@click.option(
+    "--kinds",
+    type=TEXT,
+    help="Comma-separated kinds, or all (default: terms, the kind that agreed best with real queries): "
+    f"{', '.join(KINDS)}.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random choice.")
 @click.option("-b", "--builder", metavar="SPEC", type=TEXT, help="Builder spec (default: inferred from SOURCE).")
 def synth_cmd(source: str, count: int, output: Path, kinds: str | None, seed: int, builder: str | None) -> None:
