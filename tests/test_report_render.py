@@ -276,7 +276,7 @@ def test_templates_are_package_data() -> None:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = data["tool"]["setuptools"]["package-data"]["rag_eval.eval"]
     templates = sorted(p.relative_to(ROOT / "eval").as_posix() for p in (ROOT / "eval" / "templates").iterdir())
-    assert templates == ["templates/report.html", "templates/report.md"]
+    assert {"templates/judge.html", "templates/report.html", "templates/report.md"} <= set(templates)
     assert all(any(fnmatch(name, pattern) for pattern in patterns) for name in templates)
 
 
