@@ -68,7 +68,14 @@ class Decision:
         if self.runner_up is None:
             lead = f"only system {self.leader}"
         else:
-            lead = f"leader {self.leader} by {self.margin:.3f} nDCG@10 over {self.runner_up}"
+            # The leader is the system most often the winner; its expected score may trail by a hair.
+            if self.margin >= 0:
+                lead = f"leader {self.leader}, {self.margin:.3f} nDCG@10 ahead of {self.runner_up}"
+            else:
+                lead = (
+                    f"leader {self.leader} (more often the winner, though {-self.margin:.3f} nDCG@10 behind "
+                    f"{self.runner_up} on average)"
+                )
         if self.certain:
             state = "settled (no remaining grade can change the winner)"
         elif self.settled:

@@ -47,7 +47,13 @@ from .progress import Bars
     show_default=True,
     help="Stop after this many minutes without a request from the page.",
 )
-@click.option("--method", metavar="NAME", type=TEXT, help="Judging order (see eval/selection.py). Default: the best.")
+@click.option(
+    "--method",
+    metavar="NAME",
+    type=TEXT,
+    help="Judging order: decisive (default: what can most change the winner first) or naive (every "
+    "system's rank 1, then rank 2, ...; the baseline). An unknown name lists the known ones.",
+)
 @click.option(
     "--oracle",
     "oracle_qrels",
