@@ -31,6 +31,11 @@ DEFAULT_SAMPLES = 200
 MAX_GRADE = 2
 
 
+#: Below this win probability the model's leader is no better a pick than the best system on the judged
+#: passages alone (unjudged = not relevant), which the leader then is; set on cmrc2018_dev_trial_sent
+#: (reports/judging.md). Settled decisions (confidence >= target) always name the model's leader.
+PICK_SURE = 0.6
+
 #: Grades in a row the confidence must stay at the target (same leader) before the decision is settled;
 #: set on the handbook (reports/judging.md).
 STREAK = 10
@@ -68,14 +73,12 @@ class Decision:
         if self.runner_up is None:
             lead = f"only system {self.leader}"
         else:
-            # The leader is the system most often the winner; its expected score may trail by a hair.
+            # The leader is the system most often the winner (or, in a close race, the best on the judged
+            # passages); its expected score may trail by a hair.
             if self.margin >= 0:
                 lead = f"leader {self.leader}, {self.margin:.3f} nDCG@10 ahead of {self.runner_up}"
             else:
-                lead = (
-                    f"leader {self.leader} (more often the winner, though {-self.margin:.3f} nDCG@10 behind "
-                    f"{self.runner_up} on average)"
-                )
+                lead = f"leader {self.leader} (though {-self.margin:.3f} nDCG@10 behind {self.runner_up} on average)"
         if self.certain:
             state = "settled (no remaining grade can change the winner)"
         elif self.settled:
@@ -253,9 +256,14 @@ class Selector:
         # the leader is the system most likely to win; the runner-up the best of the others by estimate
         order = sorted(range(len(self._systems)), key=lambda s: (-wins[s], -scores[s], self._systems[s]))
         leader = order[0]
-        others = sorted(order[1:], key=lambda s: (-scores[s], -wins[s], self._systems[s]))
-        runner = others[0] if others else None
         certain = self._certain(leader)
+        if not certain and wins[leader] < PICK_SURE:
+            # a close race: the judged passages alone picked the winner more often than the model's leader
+            # (cmrc2018_dev_trial_sent, reports/judging.md); the first system by name on a tie
+            flat = self.judged_scores()
+            leader = max(range(len(self._systems)), key=lambda s: (flat[self._systems[s]], -s))
+        others = sorted((s for s in order if s != leader), key=lambda s: (-scores[s], -wins[s], self._systems[s]))
+        runner = others[0] if others else None
         confidence = 1.0 if certain else float(wins[leader])
         judged = int(np.count_nonzero(~np.isnan(self._grades)))
         if self._history:

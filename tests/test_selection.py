@@ -7,7 +7,7 @@ import math
 import pytest
 
 from rag_eval.errors import RagEvalError
-from rag_eval.eval.selection import DEFAULT_METHOD, METHODS, Selector
+from rag_eval.eval.selection import DEFAULT_METHOD, METHODS, PICK_SURE, Selector
 
 # two systems that swap their top two passages on one query, and agree on another
 SWAP = {
@@ -205,3 +205,17 @@ def test_settled_needs_a_grade_per_query_and_the_target_held_for_ten_grades() ->
         looks.append(fresh.decision())
     held = [d.settled for d in looks if not d.certain]  # late on, certainty alone settles it
     assert held[:9] == [False] * min(9, len(held)) and len(held) >= 6
+
+
+def test_in_a_close_race_the_leader_is_the_best_system_on_the_judged_passages() -> None:
+    # three systems with disjoint pools; one relevant passage found, at b's rank 2: too little for the
+    # model to favour anyone strongly, so the pick is the judged-only best (b), not the model's favourite
+    runs = {s: {f"q{i}": [f"{s}{i}_{r}" for r in range(10)] for i in range(12)} for s in "abc"}
+    selector = Selector(runs)
+    selector.record("q0", "b0_1", 2)
+    wins = selector.completions().winners.mean(axis=1)
+    decision = selector.decision()
+    assert int(wins.argmax()) != 1 and wins.max() < PICK_SURE
+    assert decision.leader == "b" and not decision.settled
+    assert decision.confidence == pytest.approx(wins[1])
+    assert decision.line().startswith("leader b")
