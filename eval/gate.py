@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RagEvalError
-from ..outputs import OutputError, checked_target, write_text_atomic
+from ..outputs import check_file_target, write_text_atomic
 from ..textio import read_json
 
 DEFAULT_TOLERANCE = 0.005
@@ -121,21 +121,7 @@ def baseline_owned(path: Path) -> str | None:
 
 def check_baseline_target(path: str | Path) -> Path:
     """Refuse now a ``--write-baseline`` target that ``write_baseline`` would refuse later."""
-    target = checked_target(path, what=BASELINE_WHAT)
-    if target.exists() or target.is_symlink():
-        if target.is_symlink() or not target.is_file():
-            raise OutputError(
-                f"{target}: refusing to replace it: it is not a regular file; rag-eval only replaces a "
-                f"{BASELINE_WHAT} it wrote",
-                hint="choose a new path, or move the existing one away",
-            )
-        reason = baseline_owned(target)
-        if reason is not None:
-            raise OutputError(
-                f"{target}: refusing to replace it: {reason}; rag-eval only replaces a {BASELINE_WHAT} it wrote",
-                hint="choose a new path, or move the existing one away",
-            )
-    return target
+    return check_file_target(path, owned=baseline_owned, what=BASELINE_WHAT)
 
 
 def write_baseline(report: dict[str, Any], path: str | Path) -> Path:

@@ -8,6 +8,7 @@ This module builds the pool (one cached index per system, as ``compare`` does), 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -18,6 +19,7 @@ from typing import Any
 
 from ..builders import get_builder
 from ..errors import RagEvalError
+from ..outputs import check_file_target, write_text_atomic
 from ..records import Progress
 from ..tokenizers import Tokenizer, get_tokenizer, written_spec
 from .compare import Skipped, default_systems
@@ -27,6 +29,8 @@ from .records import Dataset
 from .runner import System, run_system
 from .sources import source_dataset
 
+#: What ``--oracle -o FILE`` writes, in messages.
+REPLAY_WHAT = "replay"
 #: Results of each system pooled per question, unless ``--depth`` says otherwise.
 DEFAULT_DEPTH = 10
 
@@ -228,15 +232,19 @@ def oracle(
     sample_queries: int = 50,
     seed: int = 0,
     progress: SystemProgress | None = None,
+    output: str | Path | None = None,
 ) -> OracleResult:
     """Judge the pool in the judging order with grades read from ``qrels`` instead of a person (a pooled
     passage they do not grade counts as not relevant), and report the pick after every judgment; then the
-    same over ``samples`` random samples of ``sample_queries`` judged questions (``samples=0``: no study)."""
+    same over ``samples`` random samples of ``sample_queries`` judged questions (``samples=0``: no study).
+    With ``output``, the result is also written there as JSON (a new file, checked before any work)."""
     from . import oracle as replaying
 
     chosen = check_method(method)
     if samples < 0 or sample_queries < 1:
         raise RagEvalError("--samples must be at least 0 and --sample-queries at least 1")
+    if output is not None:
+        check_file_target(output, owned=None, what=REPLAY_WHAT)
     dataset, systems, skipped, identity = plan(
         source, questions, tokenizers=tokenizers, builder=builder, depth=depth, qrels=qrels
     )
@@ -280,7 +288,7 @@ def oracle(
             "sample_queries": sample_queries,
             "seed": seed,
         }
-    return OracleResult(
+    result = OracleResult(
         systems=list(pool.systems),
         questions=len(dataset.queries),
         judged_questions=len(judged),
@@ -297,3 +305,7 @@ def oracle(
             "builder": next(iter(systems.values())).builder,
         },
     )
+    if output is not None:
+        text = json.dumps(dataclasses.asdict(result), ensure_ascii=False, indent=1) + "\n"
+        write_text_atomic(output, text, owned=None, what=REPLAY_WHAT)
+    return result

@@ -203,6 +203,24 @@ def test_oracle_with_too_few_judged_questions_for_a_sample_is_one_error_line(sma
     assert "hint: use --sample-queries" in stderr
 
 
+def test_an_existing_replay_file_is_refused_before_any_work(
+    tmp_path: Path, small_set: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the replay's -o used to be checked only when written, after the whole replay."""
+    questions, qrels = small_set
+    out = tmp_path / "mine.json"
+    out.write_text("keep me\n", encoding="utf-8")
+
+    def no_build(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the pool was built before the output was checked")
+
+    monkeypatch.setattr("rag_eval.eval.judge.build_pool", no_build)
+    code, _, stderr = invoke("handbook", "--queries", str(questions), *CHEAP, "--oracle", str(qrels), "-o", str(out))
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert code == 1 and len(errors) == 1 and "refusing to replace it: it already exists" in errors[0], stderr
+    assert out.read_text(encoding="utf-8") == "keep me\n"
+
+
 def test_judging_needs_an_output_file() -> None:
     code, _, stderr = invoke("handbook", "--queries", str(QUESTIONS))
     assert code == 2 and "error: missing option '-o'" in stderr

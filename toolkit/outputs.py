@@ -95,11 +95,9 @@ def new_folder(target: str | Path, *, what: str) -> Iterator[Path]:
         yield staging
 
 
-def write_text_atomic(target: str | Path, text: str, *, owned: Ownership | None, what: str) -> Path:
-    """Write ``text`` (UTF-8) to ``target`` through a temporary file and one rename.
-
-    An existing ``target`` is replaced only when ``owned`` allows it (``owned=None``: never).
-    """
+def check_file_target(target: str | Path, *, owned: Ownership | None, what: str) -> Path:
+    """``target`` as :func:`write_text_atomic` will accept it, checked now (before minutes of work): a new
+    path, or a regular file that ``owned`` allows replacing (``owned=None``: none)."""
     path = checked_target(target, what=what)
     if path.is_symlink() or path.exists():
         if not path.is_file() or path.is_symlink():
@@ -107,6 +105,15 @@ def write_text_atomic(target: str | Path, text: str, *, owned: Ownership | None,
         reason = "it already exists" if owned is None else owned(path)
         if reason is not None:
             raise _refuse(path, reason, what)
+    return path
+
+
+def write_text_atomic(target: str | Path, text: str, *, owned: Ownership | None, what: str) -> Path:
+    """Write ``text`` (UTF-8) to ``target`` through a temporary file and one rename.
+
+    An existing ``target`` is replaced only when ``owned`` allows it (``owned=None``: never).
+    """
+    path = check_file_target(target, owned=owned, what=what)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     try:

@@ -165,7 +165,6 @@ def _oracle(
     import json
 
     from ..eval.judge import oracle
-    from ..outputs import write_text_atomic
 
     with Bars() as bars:
         result = oracle(
@@ -180,13 +179,12 @@ def _oracle(
             sample_queries=sample_queries,
             seed=seed,
             progress=lambda system, phase, done, total: bars(f"{system[:40]} {phase}", done, total),
+            output=output,
         )
-    data = dataclasses.asdict(result)
     if output is not None:
-        write_text_atomic(output, json.dumps(data, ensure_ascii=False, indent=1) + "\n", owned=None, what="replay")
         click.echo(f"wrote {output}", err=True)
     if as_json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        click.echo(json.dumps(dataclasses.asdict(result), ensure_ascii=False, indent=2))
         return
     winners = " and ".join(result.winners)
     click.echo(
