@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import RagEvalError
 from ..outputs import checked_target, write_text_atomic
 from ..textio import display_name, iter_lines, parse_json
+from .trec import read_trec_qrels, trec_qrels_text
 
 FORMAT = "rag-eval judgments"
 VERSION = 1
@@ -102,11 +103,6 @@ def log_path(path: str | Path) -> Path:
     """The log beside a judgments file: ``JUDGMENTS.jsonl``."""
     path = Path(path)
     return path.with_name(path.name + ".jsonl")
-
-
-def qrels_text(grades: dict[str, dict[str, int]]) -> str:
-    """TREC qrels lines for ``grades``, in judging order."""
-    return "".join(f"{query} 0 {doc} {grade}\n" for query, docs in grades.items() for doc, grade in docs.items())
 
 
 def check_id(value: str, what: str) -> str:
@@ -303,7 +299,7 @@ class Judgments:
         if regrade:
             self._rewrite_qrels()
         else:
-            self._append_qrels(f"{query_id} 0 {doc_id} {grade}\n")
+            self._append_qrels(trec_qrels_text({query_id: {doc_id: grade}}))
         return event
 
     def undo(self) -> Grade | None:
@@ -336,13 +332,11 @@ class Judgments:
             os.close(fd)
 
     def _rewrite_qrels(self) -> None:
-        write_text_atomic(self.path, qrels_text(self.grades), owned=lambda _path: None, what="judgments file")
+        write_text_atomic(self.path, trec_qrels_text(self.grades), owned=lambda _path: None, what="judgments file")
 
     def _sync_qrels(self) -> None:
         """Bring the qrels file up to date with the log, if it is at most one event behind (a kill between
         the two writes); any other difference means someone edited it, and it is left alone."""
-        from .trec import read_trec_qrels
-
         if not self.path.exists() and not self.path.is_symlink():
             self._rewrite_qrels()  # killed between creating the log and the qrels file, or deleted: ours to write
             return

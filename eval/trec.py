@@ -67,12 +67,17 @@ def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
+def trec_qrels_text(qrels: dict[str, dict[str, int]]) -> str:
+    """Qrels as TREC's four-column lines ``query-id 0 doc-id relevance``, in the dict's order."""
+    return "".join(
+        f"{query_id} 0 {doc_id} {relevance}\n" for query_id, docs in qrels.items() for doc_id, relevance in docs.items()
+    )
+
+
 def write_trec_qrels(qrels: dict[str, dict[str, int]], path: str | Path) -> None:
     """Write qrels in TREC's four-column format."""
     with open(path, "w", encoding="utf-8") as out:
-        for query_id, docs in qrels.items():
-            for doc_id, relevance in docs.items():
-                out.write(f"{query_id} 0 {doc_id} {relevance}\n")
+        out.write(trec_qrels_text(qrels))
 
 
 def read_run(path: str | Path) -> list[RankedDoc]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rag_eval.eval.shipped import load_shipped
 from rag_eval.eval.sources import question_id
+from rag_eval.eval.trec import trec_qrels_text
 
 KIND = "question"
 
@@ -20,13 +21,13 @@ def main() -> None:
     out = Path(__file__).resolve().parents[1] / "docs" / "examples"
     out.mkdir(parents=True, exist_ok=True)
     (out / "handbook-questions.txt").write_text("".join(f"{q.text}\n" for q in chosen), encoding="utf-8")
-    lines = [
-        f"{question_id(query.text)} 0 {doc} {grade}\n"
+    judged = {
+        question_id(query.text): dict(sorted(dataset.qrels[query.id].items()))
         for query in chosen
-        for doc, grade in sorted(dataset.qrels.get(query.id, {}).items())
-    ]
-    (out / "handbook-questions.qrels").write_text("".join(lines), encoding="utf-8")
-    print(f"{len(chosen)} questions, {len(lines)} judgments written to {out}")
+        if query.id in dataset.qrels
+    }
+    (out / "handbook-questions.qrels").write_text(trec_qrels_text(judged), encoding="utf-8")
+    print(f"{len(chosen)} questions, {sum(map(len, judged.values()))} judgments written to {out}")
 
 
 if __name__ == "__main__":
