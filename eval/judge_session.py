@@ -58,9 +58,8 @@ def decision_words(decision: Decision) -> str:
     if decision.judged == 0:
         return "No grades yet: every system is level."
     left = decision.pooled - decision.judged
-    lead = f"{decision.leader} leads"
-    if decision.runner_up is not None:
-        lead += f" {decision.runner_up} by {decision.margin:.3f}"
+    lead = decision.lead()
+    lead = lead[0].upper() + lead[1:]
     if decision.certain:
         return f"{lead}. Settled for certain: no grades of the {left} unjudged passages can change the winner."
     sure = f"{decision.confidence:.0%} sure the leader stays ahead"

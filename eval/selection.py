@@ -68,17 +68,19 @@ class Decision:
     pooled: int
     scores: dict[str, float]
 
+    def lead(self) -> str:
+        """Who leads and by how much, in words (the page and :meth:`line` say it the same way)."""
+        if self.runner_up is None:
+            return f"only system {self.leader}"
+        # The leader is the system most often the winner (or, in a close race, the best on the judged
+        # passages); its expected score may trail by a hair.
+        if self.margin >= 0:
+            return f"leader {self.leader}, {self.margin:.3f} nDCG@10 ahead of {self.runner_up}"
+        return f"leader {self.leader} (though {-self.margin:.3f} nDCG@10 behind {self.runner_up} on average)"
+
     def line(self) -> str:
         """The decision in plain words, for a page or a log."""
-        if self.runner_up is None:
-            lead = f"only system {self.leader}"
-        else:
-            # The leader is the system most often the winner (or, in a close race, the best on the judged
-            # passages); its expected score may trail by a hair.
-            if self.margin >= 0:
-                lead = f"leader {self.leader}, {self.margin:.3f} nDCG@10 ahead of {self.runner_up}"
-            else:
-                lead = f"leader {self.leader} (though {-self.margin:.3f} nDCG@10 behind {self.runner_up} on average)"
+        lead = self.lead()
         if self.certain:
             state = "settled (no remaining grade can change the winner)"
         elif self.settled:

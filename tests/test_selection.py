@@ -7,6 +7,7 @@ import math
 import pytest
 
 from rag_eval.errors import RagEvalError
+from rag_eval.eval.judge_session import decision_words
 from rag_eval.eval.selection import DEFAULT_METHOD, METHODS, PICK_SURE, Selector
 
 # two systems that swap their top two passages on one query, and agree on another
@@ -219,3 +220,15 @@ def test_in_a_close_race_the_leader_is_the_best_system_on_the_judged_passages() 
     assert decision.leader == "b" and not decision.settled
     assert decision.confidence == pytest.approx(wins[1])
     assert decision.line().startswith("leader b")
+
+
+
+def test_a_leader_behind_on_average_is_never_said_to_lead_by_a_negative_margin() -> None:
+    """Regression: the page said 'b leads a by -0.004' when the pick trails the runner-up's expected score."""
+    runs = {s: {f"q{i}": [f"{s}{i}_{r}" for r in range(10)] for i in range(12)} for s in "abc"}
+    selector = Selector(runs)
+    selector.record("q0", "b0_1", 2)
+    decision = selector.decision()
+    assert decision.margin < 0
+    for words in (decision.line(), decision_words(decision)):
+        assert "-0." not in words and f"{-decision.margin:.3f} nDCG@10 behind" in words
