@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import RagEvalError
+from ..textio import parse_json
 
 if TYPE_CHECKING:
     from .judge_session import Session
@@ -275,9 +276,10 @@ class _Handler(BaseHTTPRequestHandler):
             raise RagEvalError(f"request body over {MAX_BODY} bytes")
         raw = self.rfile.read(length) if length else b"{}"
         try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise RagEvalError("the request body is not JSON") from None
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise RagEvalError("the request body is not UTF-8") from None
+        data = parse_json(text, "the request body", RagEvalError)  # depth, numbers, surrogates: one message
         if not isinstance(data, dict):
             raise RagEvalError("expected a JSON object")
         return cast(dict[str, Any], data)

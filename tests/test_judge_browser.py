@@ -62,13 +62,13 @@ def servers() -> Iterator[list[Server]]:
         server.stop()
 
 
-def status(port: int, path: str, headers: dict[str, str], method: str = "GET") -> int:
+def status(port: int, path: str, headers: dict[str, str], method: str = "GET", body: bytes = b"") -> int:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
         connection.putrequest(method, path, skip_host="Host" in headers)
         for key, value in headers.items():
             connection.putheader(key, value)
-        connection.endheaders()
+        connection.endheaders(body or None)
         return connection.getresponse().status
     finally:
         connection.close()
@@ -170,6 +170,11 @@ def test_judge_in_headless_chromium(tmp_path: Path, servers: list[Server]) -> No
     assert status(second.port, f"/?token={second.token}", {"Host": f"rebind.example:{second.port}"}) == 403
     post = cookie | {"Content-Type": "application/json", "Content-Length": "0"}
     assert status(second.port, "/api/undo", post | {"Origin": "http://evil.example"}, "POST") == 403
+    # hostile bodies: one 400 each, and the server goes on serving
+    for body in (b"[" * 8000 + b"]" * 8000, b'{"query": "\\ud800", "doc": "x", "grade": 1}', b"\xff\xfe", b"{1e999}"):
+        sized = post | {"Content-Length": str(len(body))}
+        assert status(second.port, "/api/grade", sized, "POST", body) == 400, body[:20]
+    assert status(second.port, "/api/state", cookie) == 200
     err = second.stop(signal.SIGINT)  # Ctrl-C: a clean stop
     assert second.process.returncode == 0, err
     assert "stopped (interrupted); 3 of" in err
