@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 from typing import Any
 
+from .metrics import ranked_ids
+
 #: Depth at which result lists are compared (and Judged@k is counted).
 DEPTH = 10
 #: Rank-biased overlap's persistence: p = 0.9 puts about 86% of the weight on the first 10 ranks.
@@ -159,7 +161,7 @@ def label_free(
     are judgments, Judged@10 and a warning when the judged queries are few. Adds ``zero_hit_rate`` (and
     ``judged@10``) to each row of ``rows``."""
     queries = list(dataset.queries)
-    ranked = {name: _by_query(run) for name, run in runs.items()}
+    ranked = {name: ranked_ids(run) for name, run in runs.items()}
     zero = zero_hit_rate(ranked, queries)
     judged_queries = sorted(q for q in dataset.qrels if q in dataset.queries)
     judged = judged_at(ranked, dataset.qrels, judged_queries) if judged_queries else None
@@ -207,11 +209,3 @@ def label_free(
                 f"differences); judge more questions (at least {FEW_QUERIES}) before trusting a smaller difference"
             )
     return section
-
-
-def _by_query(run: Sequence[Any]) -> dict[str, list[str]]:
-    """A run (RankedDoc records) as query -> doc ids in rank order."""
-    out: dict[str, list[tuple[int, str]]] = {}
-    for doc in run:
-        out.setdefault(doc.query_id, []).append((doc.rank, doc.doc_id))
-    return {query: [doc for _, doc in sorted(docs)] for query, docs in out.items()}

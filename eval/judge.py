@@ -22,9 +22,10 @@ from ..errors import RagEvalError
 from ..outputs import check_file_target, write_text_atomic
 from ..records import Progress
 from ..tokenizers import Tokenizer, get_tokenizer, written_spec
-from .compare import Skipped, default_systems
+from .compare import Skipped, SystemProgress, default_systems
 from .judge_session import Session
 from .judgments import Judgments, PoolIdentity, check_id
+from .metrics import judged_queries, ranked_ids
 from .records import Dataset
 from .runner import System, run_system
 from .sources import source_dataset
@@ -33,9 +34,6 @@ from .sources import source_dataset
 REPLAY_WHAT = "replay"
 #: Results of each system pooled per question, unless ``--depth`` says otherwise.
 DEFAULT_DEPTH = 10
-
-#: ``progress(system, phase, done, total)``, as compare reports builds.
-SystemProgress = Callable[[str, str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -118,10 +116,8 @@ def build_pool(
         if progress is not None:
             callback = functools.partial(_system_progress, progress, name)
         result = run_system(dataset, system, depth=identity.depth, progress=callback)
-        ranked: dict[str, list[str]] = {query_id: [] for query_id in dataset.queries}
-        for doc in result.run:
-            ranked[doc.query_id].append(check_id(doc.doc_id, "passage id"))
-        runs[name] = ranked
+        found = ranked_ids(result.run)
+        runs[name] = {q: [check_id(doc, "passage id") for doc in found.get(q, [])] for q in dataset.queries}
     tokenizers = {name: get_tokenizer(system.tokenizer) for name, system in systems.items()}
     return Pool(dataset, systems, tokenizers, runs, identity, identity.depth, skipped)
 
@@ -248,7 +244,7 @@ def oracle(
     dataset, systems, skipped, identity = plan(
         source, questions, tokenizers=tokenizers, builder=builder, depth=depth, qrels=qrels
     )
-    judged = sorted(q for q, docs in dataset.qrels.items() if any(g > 0 for g in docs.values()))
+    judged = judged_queries(dataset.qrels)
     if not judged:
         raise RagEvalError(f"{qrels}: no question has a relevant passage; there is no winner to find")
     if samples and len(judged) < sample_queries:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,14 @@ class RankedDoc:
     doc_id: str
     rank: int
     score: float
+
+
+def ranked_ids(run: Iterable[RankedDoc]) -> dict[str, list[str]]:
+    """A run as query id -> document ids in rank order (queries in the order they first appear)."""
+    by_query: dict[str, list[RankedDoc]] = {}
+    for doc in run:
+        by_query.setdefault(doc.query_id, []).append(doc)
+    return {query: [doc.doc_id for doc in sorted(docs, key=lambda d: d.rank)] for query, docs in by_query.items()}
 
 
 def _ir_measures() -> Any:
@@ -226,7 +234,7 @@ def _check_id(value: Any, what: str, checked: set[str]) -> None:
     checked.add(value)
 
 
-def judged_queries(qrels: dict[str, dict[str, int]]) -> list[str]:
+def judged_queries(qrels: Mapping[str, Mapping[str, int]]) -> list[str]:
     """Queries with at least one positive grade, sorted: the queries every mean is taken over."""
     return sorted(q for q, docs in qrels.items() if any(grade > 0 for grade in docs.values()))
 

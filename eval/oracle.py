@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import RagEvalError
 from ..outputs import write_text_atomic
+from .metrics import judged_queries, ranked_ids
 from .selection import DEFAULT_SAMPLES, METHODS, Runs, SelectionError, Selector
 
 CUT = 10
@@ -147,7 +148,7 @@ def sampling_study(
     for method in methods:
         if method not in METHODS:
             raise SelectionError(f"unknown judging order {method!r}; choose from: {', '.join(METHODS)}")
-    judged = sorted(q for q, d in qrels.items() if any(g > 0 for g in d.values()))
+    judged = judged_queries(qrels)
     if len(judged) < sample_queries:
         raise RagEvalError(f"{len(judged)} judged queries, fewer than the {sample_queries} a sample needs")
     rng = random.Random(seed)
@@ -274,10 +275,7 @@ def read_runs(paths: Sequence[str | Path]) -> dict[str, dict[str, list[str]]]:
     runs: dict[str, dict[str, list[str]]] = {}
     for path, stem in zip(paths, stems, strict=True):
         name = stem[: len(stem) - len(common)] if common else stem
-        ranked: dict[str, list[str]] = {}
-        for doc in read_run(path):
-            ranked.setdefault(doc.query_id, []).append(doc.doc_id)
-        runs[name] = ranked
+        runs[name] = ranked_ids(read_run(path))
     return runs
 
 

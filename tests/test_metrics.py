@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rag_eval.errors import RagEvalError
-from rag_eval.eval.metrics import MetricError, RankedDoc, evaluate, parse_metric
+from rag_eval.eval.metrics import MetricError, RankedDoc, evaluate, parse_metric, ranked_ids
 from rag_eval.eval.records import MAX_RELEVANCE, Qrel
 
 
@@ -221,3 +221,9 @@ def test_reciprocal_rank_at_k_breaks_ties_as_trec_eval_does() -> None:
         assert per_query[query]["RR@10"] == per_query[query]["RR"] == pytest.approx(reference[query]["recip_rank"])
     assert per_query["q1"]["RR@10"] == 0.5 and per_query["q1"]["RR@1"] == 0.0  # b ranks before a
     assert per_query["q2"]["RR@2"] == 0.0 and per_query["q2"]["RR@10"] == pytest.approx(1 / 3)  # z before m
+
+
+def test_ranked_ids_orders_each_query_by_rank_whatever_the_line_order() -> None:
+    run = [RankedDoc("q2", "b", 2, 0.5), RankedDoc("q1", "x", 1, 3.0), RankedDoc("q2", "a", 1, 0.9)]
+    assert ranked_ids(run) == {"q2": ["a", "b"], "q1": ["x"]}
+    assert ranked_ids([]) == {}
