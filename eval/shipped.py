@@ -9,7 +9,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from ..builders import get_builder
+from ..builders import Builder, get_builder
 from ..errors import DatasetError
 from ..outputs import new_folder
 from ..textio import read_bytes, read_json, read_text
@@ -65,12 +65,12 @@ def corpus_dir(dataset_id: str) -> Path:
 def passages(dataset_id: str) -> dict[str, Passage]:
     """The corpus as BEIR passages: the units its builder's chunks are judged as (lines keep their source
     ids; sections are whole, ``path#anchor``)."""
-    builder = get_builder(entry(dataset_id)["builder"])
-    return {
-        key: Passage(key, title, text)
-        for file in builder.scan(corpus_dir(dataset_id))
-        for key, title, text in builder.units(file)
-    }
+    return unit_passages(get_builder(entry(dataset_id)["builder"]), corpus_dir(dataset_id))
+
+
+def unit_passages(builder: Builder, root: Path) -> dict[str, Passage]:
+    """Every judged unit ``builder`` makes of the source at ``root``, as passages keyed by unit, in source order."""
+    return {key: Passage(key, title, text) for file in builder.scan(root) for key, title, text in builder.units(file)}
 
 
 def load_shipped(dataset_id: str) -> Dataset:

@@ -14,7 +14,7 @@ from ..spec import SystemSpec
 from ..textio import control_character, display_name, iter_lines
 from .beir import query_text, read_queries
 from .records import Dataset, Passage, Query
-from .shipped import corpus_dir, entry, shipped_ids
+from .shipped import corpus_dir, entry, shipped_ids, unit_passages
 from .trec import read_any_qrels
 
 #: Largest questions file read, in bytes (a few thousand questions take well under 1 MB).
@@ -93,10 +93,7 @@ def source_units(source: str, builder: str | None = None) -> tuple[Path, Builder
         root = Path(source)
         implied = infer_builder(root) if builder is None else SystemSpec.parse(builder).name
     chosen = get_builder(builder or implied)
-    corpus: dict[str, Passage] = {}
-    for file in chosen.scan(root):
-        for key, title, text in chosen.units(file):
-            corpus.setdefault(key, Passage(key, title, text))
+    corpus = unit_passages(chosen, root)
     if not corpus:
         raise DatasetError(f"{source}: the {chosen.name} builder found no passages")
     return root, chosen, corpus
