@@ -222,7 +222,6 @@ def test_in_a_close_race_the_leader_is_the_best_system_on_the_judged_passages() 
     assert decision.line().startswith("leader b")
 
 
-
 def test_a_leader_behind_on_average_is_never_said_to_lead_by_a_negative_margin() -> None:
     """Regression: the page said 'b leads a by -0.004' when the pick trails the runner-up's expected score."""
     runs = {s: {f"q{i}": [f"{s}{i}_{r}" for r in range(10)] for i in range(12)} for s in "abc"}
