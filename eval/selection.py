@@ -233,13 +233,24 @@ class Selector:
         uncertainty = query_uncertainty(sampled, leader)[self._qidx]
         if not (uncertainty[open_] > 0).any():  # nothing left to decide: the naive order
             return self._pairs[next(int(i) for i in self._naive if open_[i])]
+        # Open pairs that can move a race, in queries with no relevant passage judged yet if there are any:
+        # where a query's first relevant passage lies decides most of its nDCG@10 (on the public sets, with
+        # one relevant passage per query, all of it), so every query gets its answer before any query gets
+        # a second look. Without this rule a third of the first 100 grades on cmrc2018_dev_trial_sent went to
+        # queries already answered (reports/judging.md).
+        candidates = open_ & (uncertainty > 0)
+        answered = np.bincount(
+            self._qidx, weights=np.nan_to_num(self._grades, nan=0.0) > 0, minlength=len(self._queries)
+        )
+        unanswered = candidates & (answered[self._qidx] == 0)
+        if unanswered.any():
+            candidates = unanswered
         # the query whose grades can move the close races most, and in it the passage most likely relevant
-        # (public sets have about one relevant passage per query: finding it settles the query)
         likely = np.zeros(len(self._pairs))
         likely[sampled.rows] = (sampled.grades > 0).mean(axis=1)
         spread = np.abs(self._disc - self._disc[:, [leader]]).max(axis=1)
-        query = self._qidx[int(np.argmax(np.where(open_, uncertainty, -1.0)))]
-        value = np.where(open_ & (self._qidx == query), likely + 1e-3 * spread, -np.inf)
+        query = self._qidx[int(np.argmax(np.where(candidates, uncertainty, -1.0)))]
+        value = np.where(candidates & (self._qidx == query), likely + 1e-3 * spread, -np.inf)
         return self._pairs[int(np.argmax(value))]
 
     def judged_scores(self) -> dict[str, float]:

@@ -231,3 +231,35 @@ def test_a_leader_behind_on_average_is_never_said_to_lead_by_a_negative_margin()
     assert decision.margin < 0
     for words in (decision.line(), decision_words(decision)):
         assert "-0." not in words and f"{-decision.margin:.3f} nDCG@10 behind" in words
+
+
+def test_every_query_gets_its_first_relevant_passage_before_any_query_a_second_look() -> None:
+    """Once q1 has a relevant passage, its other passages (still able to move the race) wait until q2 and
+    q3, which have none judged relevant yet, are answered or exhausted."""
+    runs = {
+        "a": {"q1": ["x", "y", "w", "t"], "q2": ["u", "v"], "q3": ["m", "n"]},
+        "b": {"q1": ["t", "w", "y", "x"], "q2": ["v", "u"], "q3": ["n", "m"]},
+    }
+    selector = Selector(runs, samples=50)
+    selector.record("q1", "x", 2)
+    seen = []
+    while (pair := selector.next()) is not None and pair[0] != "q1":
+        seen.append(pair)
+        selector.record(*pair, 0)
+    # q2 and q3 were judged to the end (nothing relevant found) before q1 had a second look
+    assert sorted(seen) == [("q2", "u"), ("q2", "v"), ("q3", "m"), ("q3", "n")]
+    assert pair is not None and pair[0] == "q1"
+
+
+def test_an_answered_query_waits_while_others_are_open() -> None:
+    runs = {
+        "a": {"q1": ["x", "y", "w", "t"], "q2": ["u", "v"]},
+        "b": {"q1": ["t", "w", "y", "x"], "q2": ["v", "u"]},
+    }
+    selector = Selector(runs, samples=50)
+    selector.record("q1", "x", 1)
+    selector.record("q2", "u", 2)
+    # both answered: the rule no longer restricts, and q1's passages come back
+    assert selector.next() is not None
+    selector.forget("q2", "u")
+    assert selector.next()[0] == "q2"
