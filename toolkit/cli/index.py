@@ -199,13 +199,18 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
 
 @cli.command("search")
 @click.argument("index_path", metavar="INDEX", type=click.Path())
-@click.argument("query", type=TEXT)
+@click.argument("query", type=TEXT, required=False)
 @click.option(
     "--mode",
     type=click.Choice(list(MODES)),
     help="and: every term; or: any term, ranked; phrase: the exact text. Default: the builder's.",
 )
-@click.option("--limit", type=int, help="Number of hits (default and maximum recorded by the builder).")
+@click.option(
+    "--limit",
+    type=int,
+    help="Number of hits (default and maximum recorded by the builder); with --queries, chunks per query "
+    "(default 100, as compare ranks them; at most 10000).",
+)
 @click.option("--as-of", type=TEXT, help="Only current chunks whose expiry date is after this YYYY-MM-DD date.")
 @click.option("--category", type=TEXT, help="Only this category (top-level folder).")
 @click.option("--path-prefix", type=TEXT, help="Only paths starting with this prefix.")
@@ -220,9 +225,23 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
 @click.option(
     "--explain", is_flag=True, help="Show the normalised query, its tokens, the MATCH expression and hits per term."
 )
+@click.option(
+    "--queries",
+    "topics",
+    type=click.Path(path_type=Path),
+    help="Batch search: answer every query of FILE (queries.jsonl, TREC topics, or one question per line) "
+    "with the index and tokenizer loaded once; needs --run.",
+)
+@click.option(
+    "--run",
+    "run_file",
+    type=click.Path(path_type=Path),
+    help="With --queries: the TREC run file to write (a new file; qid Q0 docid rank score tag).",
+)
+@click.option("--run-tag", type=TEXT, help="With --queries: the run's tag, its sixth column  [default: rag-eval]")
 def search_cmd(
     index_path: str,
-    query: str,
+    query: str | None,
     mode: str | None,
     limit: int | None,
     as_of: str | None,
@@ -231,8 +250,18 @@ def search_cmd(
     as_json: bool,
     explain: bool,
     processing: str | None,
+    topics: Path | None,
+    run_file: Path | None,
+    run_tag: str | None,
 ) -> None:
     """Search INDEX for QUERY, best bm25 first (ties by chunk id), with highlighted snippets.
+
+    With --queries FILE --run OUT, answer every query of FILE instead (batch search, the tokenizer loaded
+    once) and write a TREC run that `rag-eval evaluate OUT QRELS` scores: documents are the index's judged
+    units (as compare ranks them, 100 deep by default), a progress bar shows on a terminal, and queries
+    per second are printed at the end. FILE is queries.jsonl (_id, text), TREC topics (<top> blocks, or
+    qid<TAB>text lines in a .tsv) or one question per line (ids as compare --queries gives them). OUT is
+    written once at the end: a failed or interrupted batch leaves no file.
 
     \b
     Examples:
@@ -240,12 +269,40 @@ def search_cmd(
       rag-eval search evidence.sqlite "导出 三十天" --as-of 2026-10-07 --json
       rag-eval search docs.sqlite 导出 --mode and --category guide --explain
       rag-eval search docs.sqlite "导出文件保留多久呢" --processing stopwords=zh,max_df=0.3 --explain
+      rag-eval search docs.sqlite --queries questions.txt --run out/docs.run
+      rag-eval search passages.sqlite --queries beir/queries.jsonl --run out/bm25.run --limit 1000 --run-tag bigram
     """
     from ..processing import QueryProcessing
+
+    processed = QueryProcessing.parse(processing) if processing else None
+    if topics is not None or run_file is not None or run_tag is not None:
+        if topics is None or run_file is None:
+            raise click.UsageError("batch search needs both --queries FILE and --run OUT")
+        if query is not None or as_json or explain:
+            raise click.UsageError("--queries answers a file of queries into a run: no QUERY, --json or --explain")
+        from ..batch import batch_search
+
+        with Bars() as progress:
+            report = batch_search(
+                index_path,
+                topics,
+                run_file,
+                limit=limit,
+                tag=run_tag,
+                mode=mode,
+                as_of=as_of,
+                category=category,
+                path_prefix=path_prefix,
+                processing=processed,
+                progress=progress,
+            )
+        click.echo(report.summary(), err=True)
+        return
+    if query is None:
+        raise click.UsageError("Missing argument 'QUERY'.")
     from ..search import search, search_tool
     from ..store import Index
 
-    processed = QueryProcessing.parse(processing) if processing else None
     with Index.open(index_path) as index:
         if as_json:
             payload = search_tool(

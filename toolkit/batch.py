@@ -1,0 +1,215 @@
+"""Batch search: answer a file of queries against one index, tokenizer loaded once, into a TREC run file.
+
+The run is what ``compare`` ranks for the same index and queries: every query goes through
+:func:`rag_eval.search.search` with ``deep=True`` (no term limit), documents are the builder's judged units
+(a split section counts as its section), and scores are made strictly decreasing by the harness's own
+:func:`~rag_eval.eval.runner.strict_run`, so ``rag-eval evaluate RUN QRELS`` scores exactly this ranking.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import DatasetError, QueryError
+from .eval.metrics import RankedDoc
+from .eval.records import Query
+from .eval.runner import DEPTH, strict_run, trec_run_text
+from .eval.sources import MAX_QUESTIONS_BYTES, read_questions
+from .eval.trec import read_topics
+from .outputs import OutputError, check_file_target, checked_target, write_text_atomic
+from .processing import QueryProcessing
+from .records import Progress
+from .search import search
+from .store import Index
+from .textio import display_name, open_regular, text_argument
+
+#: What the output is called in messages.
+RUN_WHAT = "run file"
+#: The run tag (TREC's sixth column) unless one is given.
+DEFAULT_TAG = "rag-eval"
+#: Deepest run per query; the same bound as ``rag-eval fuse --depth`` (a run is held in memory until its
+#: one atomic write, and TREC runs are conventionally 1,000 deep).
+MAX_LIMIT = 10_000
+#: How much of a topics file is read to recognise TREC's SGML topics (``<top>`` opens the first one).
+_SNIFF_BYTES = 65_536
+#: A TREC column holds no whitespace: it would split the line into more than six columns.
+_SPACE = re.compile(r"\s")
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """What a batch search did: queries answered, run lines written and where, and how long it took."""
+
+    path: Path
+    queries: int
+    lines: int
+    zero_hit_queries: int
+    load_seconds: float
+    search_seconds: float
+
+    @property
+    def queries_per_second(self) -> float:
+        """Queries answered per second of searching (tokenizer and index load excluded)."""
+        return self.queries / self.search_seconds if self.search_seconds > 0 else float("inf")
+
+    def summary(self) -> str:
+        """One line for the end of a batch: queries, time, queries per second, what was written."""
+        return (
+            f"searched {self.queries} queries in {self.search_seconds:.2f} s ({self.queries_per_second:.1f} "
+            f"queries/s; index and tokenizer load {self.load_seconds:.2f} s), {self.zero_hit_queries} without "
+            f"hits; wrote {self.lines} lines to {self.path}"
+        )
+
+
+def read_topics_file(path: str | Path) -> dict[str, Query]:
+    """Queries from TREC topics (``<top>`` blocks; ``.tsv``: ``qid<TAB>text`` lines), queries.jsonl
+    (``_id``, ``text``) or a text file with one question per line (ids as ``compare --queries`` gives them).
+
+    Each format has one reader in the project; this only chooses it. Every id must fit a TREC column.
+    """
+    path = Path(path)
+    name = display_name(str(path))
+    if path.suffix == ".tsv" or (path.suffix != ".jsonl" and _has_sgml_topics(path)):
+        queries = read_topics(path)
+        if not queries:
+            raise DatasetError(f"{name}: no topics (<top> blocks, or 'query-id<TAB>text' lines)")
+    else:
+        queries = read_questions(path)
+    for query_id in queries:
+        if _SPACE.search(query_id):
+            raise DatasetError(
+                f"{name}: query id {query_id!r} holds whitespace, which a TREC run cannot carry",
+                hint="TREC runs separate columns by whitespace; give queries ids without spaces",
+            )
+    return queries
+
+
+def _has_sgml_topics(path: Path) -> bool:
+    """True when the file's first 64 KiB open a ``<top>`` block; the size limit of questions files applies."""
+    with open_regular(path, DatasetError, max_bytes=MAX_QUESTIONS_BYTES) as handle:
+        return b"<top>" in handle.read(_SNIFF_BYTES)
+
+
+def check_limit(limit: object) -> int:
+    """A run depth: an integer from 1 to ``MAX_LIMIT``."""
+    if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
+        raise QueryError(f"limit must be an integer from 1 to {MAX_LIMIT}, not {limit!r}")
+    return limit
+
+
+def check_tag(tag: object) -> str:
+    """A run tag: text that fits one TREC column (non-empty, no whitespace)."""
+    value = text_argument(tag, "run tag", QueryError)
+    if not value or _SPACE.search(value) or re.search("[\x00-\x1f\x7f-\x9f]", value):
+        raise QueryError(f"run tag {value!r} must be non-empty, without whitespace or control characters")
+    return value
+
+
+def check_new_file(output: str | Path) -> Path:
+    """``output`` as a path for a new run file, refused now rather than after every query has run."""
+    target = checked_target(output, what=RUN_WHAT)
+    if target.is_file() and not target.is_symlink():
+        # As ``rag-eval fuse`` does: a run file carries no mark of who wrote it, so none is ever replaced.
+        raise OutputError(
+            f"{target}: refusing to replace it: it already exists", hint="choose a new path, or move the file away"
+        )
+    return check_file_target(target, owned=None, what=RUN_WHAT)
+
+
+def rank_queries(
+    index: Index,
+    queries: dict[str, Query],
+    *,
+    limit: int = DEPTH,
+    mode: str | None = None,
+    as_of: str | None = None,
+    category: str | None = None,
+    path_prefix: str | None = None,
+    processing: QueryProcessing | None = None,
+    progress: Progress | None = None,
+) -> Iterator[tuple[Query, list[RankedDoc]]]:
+    """Each query with its ranked documents (none when nothing matched), ranked as ``compare`` ranks them."""
+    to_unit = index.builder.unit
+    for number, query in enumerate(queries.values(), start=1):
+        result = search(
+            index,
+            query.text,
+            mode=mode,
+            limit=limit,
+            as_of=as_of,
+            category=category,
+            path_prefix=path_prefix,
+            snippets=False,
+            deep=True,
+            processing=processing,
+        )
+        units = [(to_unit(hit.chunk.key), hit.score) for hit in result.hits]
+        for unit, _score in units:
+            if _SPACE.search(unit):
+                raise DatasetError(
+                    f"{index.path}: chunk {unit!r} holds whitespace, which a TREC run cannot carry as a document id"
+                )
+        yield query, strict_run(query.id, units)
+        if progress is not None:
+            progress("queries", number, len(queries))
+
+
+def batch_search(
+    index_path: str | Path,
+    topics: str | Path,
+    output: str | Path,
+    *,
+    limit: int | None = None,
+    tag: str | None = None,
+    mode: str | None = None,
+    as_of: str | None = None,
+    category: str | None = None,
+    path_prefix: str | None = None,
+    processing: QueryProcessing | None = None,
+    progress: Progress | None = None,
+) -> BatchReport:
+    """``rag-eval search INDEX --queries FILE --run OUT``: every query of ``topics`` against one index, written
+    to ``output`` as a TREC run (``qid Q0 docid rank score tag``), ``limit`` chunks deep per query (default
+    ``DEPTH``, as ``compare`` ranks them) and tagged ``tag`` (default ``DEFAULT_TAG``).
+
+    Everything is checked before the first search (arguments, the output path, every query); ``output``
+    must be a new file and is written once, atomically, at the end: a failed or interrupted batch leaves
+    no file behind.
+    """
+    limit = check_limit(DEPTH if limit is None else limit)
+    tag = check_tag(DEFAULT_TAG if tag is None else tag)
+    check_new_file(output)
+    queries = read_topics_file(topics)
+    started = time.perf_counter()
+    with Index.open(index_path) as index:
+        index.tokenizer.load()
+        loaded = time.perf_counter()
+        parts = [
+            trec_run_text(ranked, tag)
+            for _query, ranked in rank_queries(
+                index,
+                queries,
+                limit=limit,
+                mode=mode,
+                as_of=as_of,
+                category=category,
+                path_prefix=path_prefix,
+                processing=processing,
+                progress=progress,
+            )
+        ]
+        searched = time.perf_counter()
+    text = "".join(parts)
+    path = write_text_atomic(output, text, owned=None, what=RUN_WHAT)
+    return BatchReport(
+        path=path,
+        queries=len(queries),
+        lines=text.count("\n"),
+        zero_hit_queries=sum(not part for part in parts),
+        load_seconds=loaded - started,
+        search_seconds=searched - loaded,
+    )
