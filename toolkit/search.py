@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import impact
+from .builders import QueryDefaults
 from .builders.lines import iso_date
 from .columns import all_field_columns, field_columns
 from .errors import CorpusError, IndexFileError, QueryError
@@ -16,7 +18,7 @@ from .records import Chunk, Hit
 from .snippets import token_snippet, window_snippet
 from .store import Index
 from .textio import text_argument
-from .tokenizers import Token, normalise
+from .tokenizers import Token, Tokenizer, normalise
 
 
 @dataclass
@@ -54,6 +56,7 @@ def search(
     deep: bool = False,
     explain: bool = False,
     processing: QueryProcessing | None = None,
+    engine: str | None = None,
 ) -> SearchResult:
     """Search ``index`` for ``query``.
 
@@ -63,7 +66,9 @@ def search(
     so every consumer sees one strict order. ``as_of`` keeps only current chunks whose expiry date is
     strictly after it. ``processing`` removes question words and prunes frequent terms first (see
     :mod:`rag_eval.processing`); by default the processing recorded in the index at build time, and
-    ``QueryProcessing()`` for none.
+    ``QueryProcessing()`` for none. ``engine`` ranks with FTS5's bm25 statement (``fts5``) or the impact
+    postings (``impact``, same scores and order, see :mod:`rag_eval.impact`); by default the engine
+    recorded at build time.
 
     One search reads one snapshot of the index: hits, snippets and the explanation come from the same
     build even while the file is rebuilt, and a rebuild with another tokenizer or other defaults since
@@ -77,9 +82,11 @@ def search(
             iso_date(as_of, "as_of")
         except CorpusError as exc:
             raise QueryError(str(exc)) from None
+    if engine is not None:
+        impact.check_engine(engine)
     for _ in range(_ATTEMPTS):
         result = _search_once(
-            index, query, mode, limit, as_of, category, path_prefix, snippets, deep, explain, processing
+            index, query, mode, limit, as_of, category, path_prefix, snippets, deep, explain, processing, engine
         )
         if result is not None:
             return result
@@ -98,10 +105,12 @@ def _search_once(
     deep: bool,
     explain: bool,
     processing: QueryProcessing | None = None,
+    engine: str | None = None,
 ) -> SearchResult | None:
     """One attempt; None when the index turned out to be rebuilt with other settings (retry)."""
     defaults = index.defaults
     processing = processing if processing is not None else index.processing
+    engine = engine or index.meta.get("engine") or "fts5"
     # A single statement reads one snapshot by itself and returns the build generation with its rows;
     # anything that issues more statements runs inside one read transaction instead.
     several = (
@@ -110,6 +119,7 @@ def _search_once(
         or (mode or defaults.mode) == "phrase"
         or index.generation is None
         or (processing is not None and processing.needs_frequencies)  # reads the vocabulary too
+        or engine == "impact"
     )
     with index.reading() if several else index.errors():
         defaults = index.defaults
@@ -132,7 +142,10 @@ def _search_once(
         hits: list[Hit] = []
         info: dict[str, Any] = {}
         generation = index.generation
-        if compiled.expression is not None:
+        answered, fallback = _engine(index, compiled, engine)
+        if compiled.expression is not None and answered == "impact":
+            hits = _impact_ranked(index, compiled, checked, as_of, category, path_prefix)
+        elif compiled.expression is not None:
             hits, generation = _ranked(index, compiled, checked, as_of, category, path_prefix)
         if not several:
             seen = generation if compiled.expression is not None else _generation(index)
@@ -147,6 +160,9 @@ def _search_once(
         done = time.perf_counter()
         if explain:
             info = _explain(index, compiled)
+            info["engine"] = answered
+            if fallback is not None:
+                info["engine_fallback"] = fallback
             if processing is not None and processing.active:
                 info["processing"] = {
                     "spec": processing.system,
@@ -156,6 +172,45 @@ def _search_once(
                     "chunks": index.chunks,
                 }
     return SearchResult(compiled, hits, tokenized - started, done - tokenized, info)
+
+
+def _engine(index: Index, compiled: CompiledQuery, engine: str) -> tuple[str, str | None]:
+    """The engine that answers, and why FTS5 answers when the impact engine was asked for."""
+    if engine != "impact":
+        return engine, None
+    present = index.statements.get("impacts")
+    if present is None:
+        present = index.statements["impacts"] = "yes" if impact.has_impacts(index) else "no"
+    if present == "no" and len(index.tokenizer.fields) == 1:
+        raise QueryError(
+            f"{index.path}: this index holds no impact postings",
+            hint="rebuild it with: rag-eval index build --engine impact",
+        )
+    reason = impact.fallback_reason(index, compiled)
+    return ("fts5", reason) if reason is not None else ("impact", None)
+
+
+def _impact_ranked(
+    index: Index, compiled: CompiledQuery, limit: int, as_of: str | None, category: str | None, path_prefix: str | None
+) -> list[Hit]:
+    """The impact engine's hits, filtered like the FTS5 statement and read from ``chunks`` the same way."""
+    reader = index.db.cursor()
+    reader.row_factory = None
+    accept: impact.Accept | None = None
+    if as_of is not None or category is not None or path_prefix is not None:
+        where = " AND ".join(_filter_clauses(as_of is not None, category is not None, path_prefix is not None))
+        sql = f"SELECT c.id FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?)) AND {where}"
+        params = _filter_params(as_of, category, path_prefix)
+
+        def accept(ids: list[int]) -> set[int]:
+            return {row[0] for row in reader.execute(sql, [impact.ids_json(ids), *params])}
+
+    top = impact.ranked(index, compiled, limit, accept)
+    if not top:
+        return []
+    sql = f"SELECT c.id, {CHUNK_FIELDS} FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?))"
+    rows = {row[0]: row[1:] for row in reader.execute(sql, [impact.ids_json([i for i, _ in top])])}
+    return [Hit(i, rank, score, "", Chunk(*rows[i])) for rank, (i, score) in enumerate(top, 1)]
 
 
 def _rank_order(row: tuple) -> tuple[float, int]:
@@ -177,13 +232,7 @@ def _ranked(
 ) -> tuple[list[Hit], str | None]:
     """The hits and the build generation they were read from: returned by the statement itself, or read
     right after it when it found nothing (None for a phrase-filtered search, which runs in a transaction)."""
-    params: list[Any] = [compiled.expression]
-    if as_of is not None:
-        params.append(as_of)
-    if category is not None:
-        params.append(category)
-    if path_prefix is not None:
-        params += [len(path_prefix), path_prefix]
+    params: list[Any] = [compiled.expression, *_filter_params(as_of, category, path_prefix)]
     ranking = _ranking_sql(index, as_of is not None, category is not None, path_prefix is not None)
     cursor = index.db.cursor()
     cursor.row_factory = None
@@ -217,12 +266,16 @@ def column_weights(index: Index) -> list[float]:
     FTS5 multiplies a column's weight into the term frequency before saturation, so a weight w also acts
     like k1 / w on that column: a field weight is a saturation knob as much as a weight.
     """
-    defaults = index.defaults
-    if index.tokenizer.native:
+    return weights_for(index.tokenizer, index.defaults)
+
+
+def weights_for(tokenizer: Tokenizer, defaults: QueryDefaults) -> list[float]:
+    """:func:`column_weights` of an index built with ``tokenizer`` and a builder's ``defaults``."""
+    if tokenizer.native:
         return [defaults.title_weight, defaults.body_weight]
     return [
         w
-        for field in index.tokenizer.fields
+        for field in tokenizer.fields
         for w in (defaults.title_weight * field.weight, defaults.body_weight * field.weight)
     ]
 
@@ -235,12 +288,7 @@ def _ranking_sql(index: Index, as_of: bool, category: bool, path_prefix: bool) -
         where, join = ["search MATCH ?"], ""
         if as_of or category or path_prefix:
             join = " JOIN chunks c ON c.id = search.rowid"
-        if as_of:
-            where.append("c.status = 'current' AND (c.expires IS NULL OR c.expires > ?)")
-        if category:
-            where.append("c.category = ?")
-        if path_prefix:
-            where.append("substr(c.path, 1, ?) = ?")
+        where += _filter_clauses(as_of, category, path_prefix)
         weights = ", ".join(repr(weight) for weight in column_weights(index))
         cached = (
             f"SELECT search.rowid AS id, bm25(search, {weights}) AS score FROM search{join} "
@@ -248,6 +296,30 @@ def _ranking_sql(index: Index, as_of: bool, category: bool, path_prefix: bool) -
         )
         index.statements[key] = cached
     return cached
+
+
+def _filter_clauses(as_of: bool, category: bool, path_prefix: bool) -> list[str]:
+    """The WHERE clauses over ``chunks c`` of a search's filters (both engines use these)."""
+    where = []
+    if as_of:
+        where.append("c.status = 'current' AND (c.expires IS NULL OR c.expires > ?)")
+    if category:
+        where.append("c.category = ?")
+    if path_prefix:
+        where.append("substr(c.path, 1, ?) = ?")
+    return where
+
+
+def _filter_params(as_of: str | None, category: str | None, path_prefix: str | None) -> list[Any]:
+    """The parameters of :func:`_filter_clauses`, in order."""
+    params: list[Any] = []
+    if as_of is not None:
+        params.append(as_of)
+    if category is not None:
+        params.append(category)
+    if path_prefix is not None:
+        params += [len(path_prefix), path_prefix]
+    return params
 
 
 def top_statement(index: Index, ranking: str | None = None) -> str:

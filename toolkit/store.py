@@ -70,6 +70,7 @@ OWN_TABLES = frozenset(
         "search_docsize",
         "search_config",
         "search_content",
+        "impacts",
     }
 )
 _SQLITE_HEADER = b"SQLite format 3\x00"

@@ -16,9 +16,11 @@ from .builders import Builder, get_builder
 from .builders.base import FileRef
 from .columns import all_field_columns, field_columns
 from .errors import CorpusError, IndexFileError, RagEvalError
+from .impact import check_engine, write_impacts
 from .indexmeta import SCHEMA_VERSION, read_meta
 from .processing import QueryProcessing
 from .records import Chunk, Progress
+from .search import weights_for
 from .store import BUSY_TIMEOUT_MS, build_lock, connect, create_schema, foreign_reason, index_size
 from .tokenize_pool import tokenize_chunks
 from .tokenizers import Tokenizer, get_tokenizer
@@ -72,6 +74,7 @@ def build(
     db: sqlite3.Connection | None = None,
     on_insert: Callable[[int], None] | None = None,
     processing: str | QueryProcessing | None = None,
+    engine: str = "fts5",
 ) -> BuildReport:
     """Build or sync an index from ``source`` in one transaction, streaming file by file.
 
@@ -88,7 +91,8 @@ def build(
     database, a text file) is refused before anything is read or written. ``on_insert(rows)`` is called
     inside the transaction after each batch of chunk rows (fault-injection tests kill the process there).
     ``processing`` (see :mod:`rag_eval.processing`) is recorded in the index: its searches use it unless
-    they name their own.
+    they name their own. ``engine`` (see :mod:`rag_eval.impact`) is recorded too; ``impact`` also writes
+    the impact postings, in the same transaction.
     """
     started = time.perf_counter()
     builder = builder if isinstance(builder, Builder) else get_builder(builder)
@@ -97,6 +101,7 @@ def build(
     path = str(index_path)
     chosen = processing if isinstance(processing, QueryProcessing) else QueryProcessing.parse(processing or "")
     recorded = chosen.system if chosen.active else ""
+    check_engine(engine)
     if path != ":memory:":
         reason = foreign_reason(path)
         if reason is not None:
@@ -131,7 +136,7 @@ def build(
                         f"{path}: cannot open the index for writing ({exc})",
                         hint="check that the folder and the file are writable",
                     ) from None
-            report = _write(db, path, source, root, refs, builder, tokenizer, progress, on_insert, recorded)
+            report = _write(db, path, source, root, refs, builder, tokenizer, progress, on_insert, recorded, engine)
         finally:
             if own_db and db is not None:
                 db.close()
@@ -259,6 +264,7 @@ def _write(
     progress: Progress | None,
     on_insert: Callable[[int], None] | None = None,
     processing: str = "",
+    engine: str = "fts5",
 ) -> BuildReport:
     meta = read_meta(db)
     # Stored tokens are reused only for an index built with the very same builder and tokenizer specs, and
@@ -281,6 +287,7 @@ def _write(
     try:
         has_old = bool(meta)
         db.execute("DROP TABLE IF EXISTS search")
+        db.execute("DROP TABLE IF EXISTS impacts")
         db.execute("DROP INDEX IF EXISTS chunks_path")
         db.execute("DROP TABLE IF EXISTS chunks_old")
         db.execute("DROP TABLE IF EXISTS files_old")
@@ -338,6 +345,8 @@ def _write(
         db.execute(fts_schema(tokenizer))
         db.execute("INSERT INTO search(search) VALUES ('rebuild')")
         db.execute("INSERT INTO search(search) VALUES ('optimize')")
+        if engine == "impact":
+            write_impacts(db, tokenizer, weights_for(tokenizer, builder.query_defaults()))
         new_meta = {
             "schema_version": str(SCHEMA_VERSION),
             "builder": builder.system,
@@ -352,6 +361,7 @@ def _write(
             # Unique per build: readers compare it to notice a rebuild (new tokenizer, new defaults).
             "generation": uuid.uuid4().hex,
             "query_processing": processing,
+            "engine": engine,
             "chunks": str(writer.rows),
             "files": str(len(file_rows)),
             "build_seconds_write": f"{time.perf_counter() - write_started - writer.tokenize_wall:.3f}",

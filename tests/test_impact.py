@@ -1,0 +1,266 @@
+"""The impact engine returns exactly FTS5's ranking: same ids, same order, scores within 1e-9 relative."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import tokenizer_for
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag_eval import impact
+from rag_eval.errors import QueryError
+from rag_eval.eval.shipped import corpus_dir, datasets_root, entry
+from rag_eval.query import compile_query
+from rag_eval.search import _filter_params, _ranking_sql, search
+from rag_eval.store import Index, foreign_reason
+from rag_eval.writer import build
+
+STRATEGIES = ["bigram", "unicode61", "trigram", "unigram", "jieba", "pkuseg:model=mini"]
+
+
+def fts5_top(index: Index, text: str, mode: str, limit: int, **filters: Any) -> list[tuple[int, float]]:
+    """The plain FTS5 ranking statement (search's own), cut to ``limit``."""
+    compiled = compile_query(index.tokenizer, text, mode)
+    if compiled.expression is None:
+        return []
+    as_of, category, path_prefix = filters.get("as_of"), filters.get("category"), filters.get("path_prefix")
+    sql = _ranking_sql(index, as_of is not None, category is not None, path_prefix is not None)
+    params = [compiled.expression, *_filter_params(as_of, category, path_prefix), limit]
+    return [(row[0], row[1]) for row in index.db.execute(f"{sql} LIMIT ?", params)]
+
+
+def impact_top(index: Index, text: str, mode: str, limit: int, **filters: Any) -> list[tuple[int, float]]:
+    result = search(
+        index, text, mode=mode, limit=limit, deep=True, snippets=False, engine="impact", explain=True, **filters
+    )
+    assert result.explain["engine"] == "impact"
+    return [(hit.id, hit.score) for hit in result.hits]
+
+
+def assert_same(expected: list[tuple[int, float]], got: list[tuple[int, float]]) -> None:
+    assert [i for i, _ in got] == [i for i, _ in expected]
+    for (_, want), (_, score) in zip(expected, got, strict=True):
+        assert abs(score - want) <= 1e-9 * abs(want)
+
+
+def queries(dataset: str) -> list[str]:
+    path = datasets_root() / dataset / "queries.jsonl"
+    return [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Path]:
+    return {}
+
+
+def shipped_index(built: dict[tuple[str, str], Path], folder: Path, dataset: str, spec: str) -> Index:
+    key = (dataset, spec)
+    if key not in built:
+        built[key] = folder / f"{dataset}-{len(built)}.sqlite"
+        build(corpus_dir(dataset), built[key], builder=entry(dataset)["builder"], tokenizer=spec, engine="impact")
+    return Index.open(built[key])
+
+
+@pytest.mark.parametrize("dataset", ["handbook", "evidence-mini"])
+@pytest.mark.parametrize("spec", STRATEGIES)
+def test_shipped_sets_rank_exactly_as_fts5(
+    built: dict[tuple[str, str], Path], tmp_path_factory: pytest.TempPathFactory, dataset: str, spec: str
+) -> None:
+    tokenizer_for(spec)  # loaded once for the run
+    with shipped_index(built, tmp_path_factory.getbasetemp(), dataset, spec) as index:
+        for text in queries(dataset):
+            for mode in ("or", "and"):
+                assert_same(fts5_top(index, text, mode, 100), impact_top(index, text, mode, 100))
+
+
+@pytest.mark.parametrize("spec", ["bigram", "trigram"])
+def test_filters_and_small_limits(
+    built: dict[tuple[str, str], Path], tmp_path_factory: pytest.TempPathFactory, spec: str
+) -> None:
+    filters: list[dict[str, Any]] = [
+        {"as_of": "2026-10-07"},
+        {"as_of": "2026-09-01", "path_prefix": "refund"},
+        {"category": ""},
+        {"category": "nothing"},
+        {"path_prefix": "vpn"},
+    ]
+    with shipped_index(built, tmp_path_factory.getbasetemp(), "evidence-mini", spec) as index:
+        for text in queries("evidence-mini"):
+            for chosen in filters:
+                for limit in (1, 2, 7):
+                    for mode in ("or", "and"):
+                        expected = fts5_top(index, text, mode, limit, **chosen)
+                        assert_same(expected, impact_top(index, text, mode, limit, **chosen))
+
+
+def test_handbook_sections_filters(
+    built: dict[tuple[str, str], Path], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    with shipped_index(built, tmp_path_factory.getbasetemp(), "handbook", "bigram") as index:
+        categories = [row[0] for row in index.db.execute("SELECT DISTINCT category FROM chunks ORDER BY category")]
+        assert len(categories) > 1
+        for text in queries("handbook")[:40]:
+            for category in categories[:3]:
+                for limit in (1, 3):
+                    expected = fts5_top(index, text, "or", limit, category=category)
+                    assert_same(expected, impact_top(index, text, "or", limit, category=category))
+
+
+def write_sections(root: Path, docs: list[tuple[str, str]]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    text = "".join(f"# {title}\n\n{body}\n\n" for title, body in docs)
+    (root / "docs.md").write_text(text, encoding="utf-8")
+    return root
+
+
+def test_ties_break_by_id_and_non_integer_title_weights(tmp_path: Path) -> None:
+    # Identical sections tie exactly; a title weight of 0.3 is added instance by instance, as FTS5 does.
+    docs = [("导出 文件", "导出文件保留三十天"), ("导出 文件", "导出文件保留三十天")] * 3 + [("备份", "导出 导出 导出")]
+    path = tmp_path / "ties.sqlite"
+    build(
+        write_sections(tmp_path / "docs", docs),
+        path,
+        builder="sections:title_weight=0.3",
+        tokenizer="unigram",
+        engine="impact",
+    )
+    with Index.open(path) as index:
+        for text in ("导出", "导出 文件 三十", "保留"):
+            expected = fts5_top(index, text, "or", 20)
+            assert len({score for _, score in expected}) < len(expected)  # ties exist
+            got = impact_top(index, text, "or", 20)
+            assert got == expected  # bit-identical, ids ascending within a tie
+
+
+def test_empty_results(built: dict[tuple[str, str], Path], tmp_path_factory: pytest.TempPathFactory) -> None:
+    with shipped_index(built, tmp_path_factory.getbasetemp(), "handbook", "bigram") as index:
+        assert impact_top(index, "量子纠缠", "or", 10) == fts5_top(index, "量子纠缠", "or", 10) == []
+        assert impact_top(index, "导出 量子纠缠", "and", 10) == []
+        result = search(index, "？？", engine="impact", snippets=False)
+        assert result.hits == []
+
+
+def test_fallbacks_are_named(built: dict[tuple[str, str], Path], tmp_path_factory: pytest.TempPathFactory) -> None:
+    with shipped_index(built, tmp_path_factory.getbasetemp(), "handbook", "unicode61") as index:
+        phrase = search(index, "客户端", mode="phrase", engine="impact", explain=True, snippets=False)
+        assert phrase.explain["engine"] == "fts5" and "phrase" in phrase.explain["engine_fallback"]
+        plain = search(index, "客户端", engine="fts5", explain=True, snippets=False)
+        assert plain.explain["engine"] == "fts5" and "engine_fallback" not in plain.explain
+        recorded = search(index, "客户端", explain=True, snippets=False)  # the engine recorded at build
+        assert recorded.explain["engine"] == "impact"
+        with pytest.raises(QueryError, match="unknown engine"):
+            search(index, "客户端", engine="bm25")
+
+
+def test_a_term_fts5_splits_falls_back() -> None:
+    tokenizer = tokenizer_for("bigram")
+    assert impact._single_token(tokenizer, "导出")
+    assert not impact._single_token(tokenizer, "ab c")
+    assert not impact._single_token(tokenizer, "Ab")  # the ascii column tokenizer folds A-Z
+    assert not impact._single_token(tokenizer_for("unicode61"), "a-b")
+
+
+def test_hybrid_falls_back_and_index_without_impacts_is_an_error(tmp_path: Path, docs: Path) -> None:
+    path = tmp_path / "hybrid.sqlite"
+    build(docs, path, builder="sections", tokenizer="unigram^2+bigram", engine="impact")
+    with Index.open(path) as index:
+        result = search(index, "导出文件", engine="impact", explain=True, snippets=False)
+        assert result.explain["engine"] == "fts5" and "hybrid" in result.explain["engine_fallback"]
+        assert result.hits
+    plain = tmp_path / "plain.sqlite"
+    build(docs, plain, builder="sections", tokenizer="bigram")
+    assert foreign_reason(plain) is None
+    with Index.open(plain) as index, pytest.raises(QueryError, match="no impact postings") as caught:
+        search(index, "导出", engine="impact")
+    assert "--engine impact" in str(caught.value.hint)
+
+
+def impacts_of(path: Path) -> list[tuple[str, bytes, bytes]]:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("SELECT term, rowids, weights FROM impacts ORDER BY term").fetchall()
+    finally:
+        db.close()
+
+
+def test_sync_keeps_impacts_in_step(tmp_path: Path, docs: Path) -> None:
+    path = tmp_path / "docs.sqlite"
+    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
+    before = impacts_of(path)
+    (docs / "notes.md").write_text("# 新增\n\n导出备份的新说明，导出前请确认。\n", encoding="utf-8")
+    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
+    after = impacts_of(path)
+    assert after != before
+    fresh = tmp_path / "fresh.sqlite"
+    build(docs, fresh, builder="sections", tokenizer="bigram", engine="impact")
+    assert impacts_of(fresh) == after
+    with Index.open(path) as index:
+        for text in ("导出备份", "说明 确认", "导出文件保留多久"):
+            assert_same(fts5_top(index, text, "or", 50), impact_top(index, text, "or", 50))
+    build(docs, path, builder="sections", tokenizer="bigram")  # a sync without the engine drops the postings
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        impacts_of(path)
+
+
+def test_failed_build_leaves_the_previous_impacts(tmp_path: Path, docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "docs.sqlite"
+    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
+    before = impacts_of(path)
+    (docs / "notes.md").write_text("# 变了\n\n全新的内容。\n", encoding="utf-8")
+    real = impact.write_impacts
+
+    def half_then_fail(db: sqlite3.Connection, *args: Any) -> int:
+        real(db, *args)
+        raise RuntimeError("killed while writing impacts")
+
+    monkeypatch.setattr("rag_eval.writer.write_impacts", half_then_fail)
+    with pytest.raises(RuntimeError, match="killed"):
+        build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
+    assert impacts_of(path) == before
+
+
+def test_unknown_engine_at_build_writes_nothing(tmp_path: Path, docs: Path) -> None:
+    with pytest.raises(QueryError, match="unknown engine"):
+        build(docs, tmp_path / "x.sqlite", builder="sections", tokenizer="bigram", engine="fast")
+    assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_idf_matches_fts5_clamp() -> None:
+    assert impact.idf(10, 5) == 1e-6  # log(1) = 0 is clamped
+    assert impact.idf(10, 9) == 1e-6
+    assert impact.idf(10, 1) > 1.0
+
+
+ALPHABET = list("的是什么导出文件保留天备份Ab 1，")
+WORDS = st.text(st.sampled_from(ALPHABET), min_size=0, max_size=12).map(lambda s: " ".join(s.split()))
+CORPUS = st.lists(st.tuples(WORDS.filter(lambda s: s.strip() != ""), WORDS), min_size=1, max_size=12)
+
+
+@settings(max_examples=40)
+@given(
+    corpus=CORPUS,
+    texts=st.lists(WORDS, min_size=1, max_size=4),
+    spec=st.sampled_from(["unigram", "bigram", "unicode61", "trigram"]),
+    weight=st.sampled_from(["1", "0.3", "2.5"]),
+)
+def test_random_corpora_rank_exactly_as_fts5(
+    corpus: list[tuple[str, str]], texts: list[str], spec: str, weight: str
+) -> None:
+    tokenizer_for(spec)
+    with tempfile.TemporaryDirectory() as folder:
+        root = write_sections(Path(folder) / "docs", [(f"{title} {n}", body) for n, (title, body) in enumerate(corpus)])
+        path = Path(folder) / "index.sqlite"
+        build(root, path, builder=f"sections:title_weight={weight}", tokenizer=spec, engine="impact")
+        with Index.open(path) as index:
+            for text in texts:
+                for mode in ("or", "and"):
+                    compiled = compile_query(index.tokenizer, text, mode)
+                    if compiled.expression is None or impact.fallback_reason(index, compiled) is not None:
+                        continue
+                    assert_same(fts5_top(index, text, mode, 5), impact_top(index, text, mode, 5))

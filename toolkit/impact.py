@@ -1,0 +1,235 @@
+"""The impact engine: FTS5's own bm25, exactly, from per-term postings with the term weight precomputed.
+
+FTS5 scores every row a query matches and cannot stop early, so a question full of frequent characters
+costs milliseconds. bm25 splits into an IDF per query term times a per-(term, row) factor that depends only
+on the index; the build stores that factor (the *impact*) per term, and a query sums ``idf * impact`` with
+numpy in the query's term order, which reproduces FTS5's floating-point arithmetic operation by operation
+(``fts5Bm25Function`` in SQLite's ``fts5_aux.c``):
+
+- ``tf``: for every instance of the term in the row, in (column, offset) order, ``tf += column weight``
+  (the weight is applied before saturation);
+- ``impact = tf * (k1 + 1) / (tf + k1 * (1 - b + b * |D| / avgdl))``, k1 = 1.2, b = 0.75, ``|D|`` the row's
+  tokens over all columns (``search_docsize``), avgdl = all tokens / all rows (FTS5's averages record);
+- ``idf = log((N - n + 0.5) / (n + 0.5))``, 1e-6 when that is not positive; ``score = -sum(idf * impact)``
+  over the query's terms in expression order.
+
+Terms come from ``fts5vocab``'s instance table, so they are exactly the tokens FTS5 holds, for native and
+Python strategies alike. Queries the engine cannot answer exactly (phrases, a quoted term FTS5 would split
+into several tokens, hybrids' column filters) are answered by the FTS5 statement; ``--explain`` says which.
+
+Lossless pruning: a term with a clamped IDF (``n >= N/2``) contributes at most ``1e-6 * (k1 + 1)`` per row.
+Dropping it preserves neither the scores (they must match FTS5 within 1e-9 relative) nor the order of rows
+whose other scores tie or differ by less than that bound, nor the rows matching only such terms; so the
+engine keeps every term (see reports/latency.md for what it costs).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from .errors import QueryError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .query import CompiledQuery
+    from .store import Index
+    from .tokenizers import Tokenizer
+
+#: The engines a system can rank with: FTS5's bm25 statement, or the impact postings (same scores).
+ENGINES = ("fts5", "impact")
+K1 = 1.2
+B = 0.75
+#: FTS5's IDF for a term in half of the rows or more.
+CLAMPED_IDF = 1e-6
+
+_SCHEMA = "CREATE TABLE impacts (term TEXT PRIMARY KEY, rowids BLOB NOT NULL, weights BLOB NOT NULL) WITHOUT ROWID"
+_VOCAB = "temp.rag_eval_instances"
+
+#: ``accept(ids)``: which of these chunk ids pass the search's filters.
+Accept = Callable[[list[int]], set[int]]
+
+
+def check_engine(name: object) -> str:
+    """``name`` if it is an engine, else one QueryError naming the choices."""
+    if name not in ENGINES:
+        raise QueryError(f"unknown engine {name!r}; choose from: {', '.join(ENGINES)}")
+    return str(name)
+
+
+def _varints(data: bytes) -> list[int]:
+    """SQLite's variable-length integers (FTS5's docsize and averages records)."""
+    values = []
+    position = 0
+    while position < len(data):
+        value = 0
+        for step in range(9):
+            byte = data[position]
+            position += 1
+            if step == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        values.append(value)
+    return values
+
+
+def write_impacts(db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[float]) -> int:
+    """Create and fill the ``impacts`` table from the ``search`` table just built (inside the caller's
+    transaction); ``weights`` are bm25's column weights. Returns the number of terms; a hybrid gets no
+    table (its column filters are answered by FTS5)."""
+    import numpy as np
+
+    if len(tokenizer.fields) != 1:
+        return 0
+    db.execute(_SCHEMA)
+    reader = db.cursor()
+    reader.row_factory = None
+    found = reader.execute("SELECT block FROM search_data WHERE id = 1").fetchone()
+    totals = _varints(found[0]) if found is not None else [0]
+    rows, tokens = totals[0], sum(totals[1:])
+    if rows == 0:
+        return 0
+    avgdl = float(tokens) / float(rows)
+    sizes = {rowid: sum(_varints(blob)) for rowid, blob in reader.execute("SELECT id, sz FROM search_docsize")}
+    columns = [row[1] for row in reader.execute("PRAGMA table_info(search)")]
+    weight_of = dict(zip(columns, weights, strict=True))
+    reader.execute(f"DROP TABLE IF EXISTS {_VOCAB}")
+    reader.execute(f"CREATE VIRTUAL TABLE {_VOCAB} USING fts5vocab(main, 'search', 'instance')")
+    count = 0
+    try:
+        for term, rowids, frequencies in _postings(reader.execute(f"SELECT term, doc, col FROM {_VOCAB}"), weight_of):
+            ids = np.array(rowids, dtype="<i8")
+            tf = np.array(frequencies, dtype="<f8")
+            length = np.array([sizes[rowid] for rowid in rowids], dtype="<f8")
+            # The operations of fts5Bm25Function, in its order (C: 1 - b + b * D / avgdl).
+            impact = (tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + (B * length) / avgdl))
+            db.execute("INSERT INTO impacts VALUES (?, ?, ?)", (term, ids.tobytes(), impact.astype("<f8").tobytes()))
+            count += 1
+    finally:
+        reader.execute(f"DROP TABLE IF EXISTS {_VOCAB}")
+    return count
+
+
+def _postings(
+    instances: Iterator[tuple[str, int, str]], weight_of: dict[str, float]
+) -> Iterator[tuple[str, list[int], list[float]]]:
+    """Per term, its rows ascending and each row's weighted tf, summed instance by instance as FTS5 does
+    (``aFreq += w`` per instance: for a weight like 0.3 repeated addition differs from ``w * tf``)."""
+    term: str | None = None
+    rowids: list[int] = []
+    frequencies: list[float] = []
+    for found, rowid, column in instances:
+        if found != term:
+            if term is not None:
+                yield term, rowids, frequencies
+            term, rowids, frequencies = found, [], []
+        if not rowids or rowids[-1] != rowid:
+            rowids.append(rowid)
+            frequencies.append(0.0)
+        frequencies[-1] += weight_of[column]
+    if term is not None:
+        yield term, rowids, frequencies
+
+
+def has_impacts(index: Index) -> bool:
+    """Whether the index holds impact postings (built with ``engine=impact``)."""
+    found = index.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'impacts'").fetchone()
+    return found is not None
+
+
+def fallback_reason(index: Index, compiled: CompiledQuery) -> str | None:
+    """Why the impact engine cannot answer ``compiled`` exactly (FTS5 answers then), or None when it can."""
+    if len(index.tokenizer.fields) != 1:
+        return "a hybrid's per-field column filters are answered by FTS5"
+    if compiled.mode not in ("or", "and") or compiled.phrase_filter is not None:
+        return f"{compiled.mode} queries are answered by FTS5"
+    for term in compiled.terms:
+        if not _single_token(index.tokenizer, term):
+            return f"FTS5 reads the quoted term {term!r} as a phrase of several tokens"
+    return None
+
+
+def _single_token(tokenizer: Tokenizer, term: str) -> bool:
+    """Whether FTS5 tokenizes the quoted ``term`` into exactly the one token ``term``."""
+    if tokenizer.native:
+        return tokenizer.terms(term) == [term]  # the Python mirror gives FTS5's tokens (test_fts5_parity)
+    # A Python strategy's column: FTS5's ascii tokenizer splits on whitespace and control characters and
+    # folds A-Z; a term with none of them is one token, itself.
+    return bool(term) and not any(c <= " " or c == "\x7f" or "A" <= c <= "Z" for c in term)
+
+
+def _postings_of(index: Index, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+    import numpy as np
+
+    row = index.db.execute("SELECT rowids, weights FROM impacts WHERE term = ?", (term,)).fetchone()
+    if row is None:
+        return None
+    return np.frombuffer(row[0], dtype="<i8"), np.frombuffer(row[1], dtype="<f8")
+
+
+def idf(rows: int, matching: int) -> float:
+    """FTS5's IDF of a term found in ``matching`` of ``rows`` rows."""
+    value = math.log((rows - matching + 0.5) / (matching + 0.5))
+    return value if value > 0.0 else CLAMPED_IDF
+
+
+def ranked(index: Index, compiled: CompiledQuery, limit: int, accept: Accept | None = None) -> list[tuple[int, float]]:
+    """The top ``limit`` (chunk id, bm25 score) of ``compiled`` (see :func:`fallback_reason`), in FTS5's
+    order: score ascending, ties by id; ``accept`` filters (called on candidates in rank order)."""
+    import numpy as np
+
+    rows = index.chunks
+    postings = {term: _postings_of(index, term) for term in dict.fromkeys(compiled.terms)}
+    present = {term: found for term, found in postings.items() if found is not None}
+    if not present or (compiled.mode == "and" and len(present) < len(postings)):
+        return []
+    size = 1 + max(int(ids[-1]) for ids, _ in present.values())
+    scores = np.zeros(size)
+    matched = np.zeros(size, dtype=np.int32)
+    for ids, _ in present.values():
+        matched[ids] += 1
+    for term in compiled.terms:  # FTS5 sums phrase by phrase in expression order
+        found = present.get(term)
+        if found is not None:
+            ids, weights = found
+            scores[ids] += idf(rows, len(ids)) * weights
+    candidates = np.flatnonzero(matched == len(present) if compiled.mode == "and" else matched)
+    values = -scores[candidates]
+    if accept is None:
+        top = _top(candidates, values, limit)
+        return [(int(i), float(values[p])) for i, p in top]
+    hits: list[tuple[int, float]] = []
+    seen = 0
+    wanted = limit
+    while True:
+        top = _top(candidates, values, wanted)
+        fresh = top[seen:]
+        passed = accept([int(i) for i, _ in fresh])
+        hits += [(int(i), float(values[p])) for i, p in fresh if int(i) in passed]
+        if len(hits) >= limit or len(top) == len(candidates):
+            return hits[:limit]
+        seen, wanted = len(top), wanted * 4
+
+
+def _top(candidates: np.ndarray, values: np.ndarray, k: int) -> list[tuple[Any, int]]:
+    """The first ``k`` (id, position) by (score, id): ``candidates`` ascend, so a stable sort breaks ties."""
+    import numpy as np
+
+    positions = np.arange(len(values))
+    if len(values) > k:
+        cut = np.partition(values, k - 1)[k - 1]
+        positions = np.flatnonzero(values <= cut)  # every row tied with the k-th stays in the running
+    order = positions[np.argsort(values[positions], kind="stable")][:k]
+    return [(candidates[p], int(p)) for p in order]
+
+
+def ids_json(ids: list[int]) -> str:
+    """Chunk ids as one JSON array parameter (``json_each``), free of SQLite's limit on variables."""
+    return json.dumps(ids)
