@@ -333,6 +333,11 @@ def parse_jsonl(text: str, label: str, error: type[RagEvalError]) -> Iterator[tu
             yield number, _parse(line, f"{name}:{number}", error, one_line=True)
 
 
+def parse_json_line(line: str, label: str, number: int, error: type[RagEvalError]) -> Any:
+    """Line ``number`` of a JSON Lines file ``label`` parsed as :func:`parse_jsonl` does (``label:N: ...``)."""
+    return _parse(line, f"{display_name(label)}:{number}", error, one_line=True)
+
+
 def iter_jsonl(
     path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None, label: str | None = None
 ) -> Iterator[tuple[int, Any]]:

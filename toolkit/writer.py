@@ -314,10 +314,11 @@ def _write(
             if file.path in paths:
                 raise CorpusError(f"{file.path}: the source lists this file twice")
             paths.add(file.path)
-            chunks = builder.chunks(file)
+            count = 0
             reuse = old_files.get(file.path) == file.sha256
             tokenized_before = writer.queued
-            for chunk in chunks:
+            for chunk in builder.chunks(file):  # may stream from disk (passages): never held as a list
+                count += 1
                 if chunk.key in keys:
                     raise RagEvalError(f"duplicate chunk key {chunk.key!r}")
                 keys.add(chunk.key)
@@ -334,8 +335,8 @@ def _write(
                         stored = found
                 writer.add(chunk, title, stored)
             changed += tokenizer.native or writer.queued > tokenized_before
-            file_rows.append((file.path, file.sha256, len(chunks)))
-            done_bytes += len(file.data)
+            file_rows.append((file.path, file.sha256, count))
+            done_bytes += file.size
             if progress is not None:
                 progress("index", done_bytes, total_bytes)
         writer.flush()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -33,6 +34,11 @@ class SourceFile:
         # since it was located.
         data = read_bytes(path, CorpusError, max_bytes=max_bytes, label=relative)
         return cls(relative, data, hashlib.sha256(data).hexdigest(), meta)
+
+    @property
+    def size(self) -> int:
+        """Bytes in the file (what a build's progress counts)."""
+        return len(self.data)
 
     def text(self) -> str:
         """The bytes as UTF-8 with one leading BOM removed (the sha256 stays over the bytes); CorpusError otherwise."""
@@ -149,8 +155,8 @@ class Builder(Configurable):
         root, refs = self.plan(source)
         return [self.read(root, ref) for ref in refs]
 
-    def chunks(self, file: SourceFile) -> list[Chunk]:
-        """The chunks of one scanned file, in document order."""
+    def chunks(self, file: SourceFile) -> Iterable[Chunk]:
+        """The chunks of one scanned file, in document order (a builder may stream them from disk)."""
         raise NotImplementedError
 
     def source_root(self, source: Path) -> Path:

@@ -1,14 +1,93 @@
-"""``passages``: a BEIR corpus.jsonl (``_id``, ``title``, ``text``), one chunk per passage, for evaluation."""
+"""``passages``: a BEIR corpus.jsonl (``_id``, ``title``, ``text``), one chunk per passage, for evaluation.
+
+corpus.jsonl is streamed, never held: ``read`` checks it line by line (UTF-8, size) and hashes it, and
+``chunks`` reads it again line by line, re-hashing, so a build's memory does not grow with the corpus.
+"""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import CorpusError
 from ..records import Chunk
 from ..spec import Option, OptionSet
-from ..textio import control_character, parse_jsonl
+from ..textio import (
+    control_character,
+    decode_utf8,
+    display_name,
+    open_regular,
+    parse_json_line,
+    parse_jsonl,
+    read_bytes,
+)
 from .base import Builder, FileRef, QueryDefaults, SourceFile, locate
+
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class StreamedFile(SourceFile):
+    """A source file checked and hashed but not held in memory: ``location`` is read again when needed."""
+
+    location: Path = Path()
+    length: int = 0
+
+    @property
+    def size(self) -> int:
+        return self.length
+
+    def lines(self, max_bytes: int) -> Iterator[tuple[int, str]]:
+        """``(line number, text)`` of every line, numbered and decoded as the whole-file readers do.
+
+        The bytes are hashed again as they are read: a file that changed since ``read`` hashed it is an
+        error at its end (inside a build, whose transaction then rolls back).
+        """
+        digest = hashlib.sha256()
+        yield from _lines(self.location, self.path, max_bytes, digest)
+        if digest.hexdigest() != self.sha256:
+            raise CorpusError(f"{display_name(self.path)}: changed while it was being read; build again")
+
+    def text(self) -> str:
+        """The whole file as text (for callers that want it at once; builds stream ``lines`` instead)."""
+        data = read_bytes(self.location, CorpusError, label=self.path)
+        if hashlib.sha256(data).hexdigest() != self.sha256:
+            raise CorpusError(f"{display_name(self.path)}: changed while it was being read; build again")
+        return decode_utf8(data, self.path, CorpusError)
+
+
+def _lines(location: Path, label: str, max_bytes: int, digest: Any) -> Iterator[tuple[int, str]]:
+    """Lines split on ``\\n`` with one trailing ``\\r`` removed and one leading BOM dropped, as
+    :func:`rag_eval.textio.split_lines` after ``decode_utf8``; invalid UTF-8 gives its message."""
+    name = display_name(label)
+    offset = 0
+    number = 0
+    with open_regular(location, CorpusError, max_bytes=max_bytes, label=label) as handle:
+        while True:
+            try:
+                raw = handle.readline()
+            except OSError as exc:
+                raise CorpusError(f"{name}: cannot read: {exc.strerror or exc}") from None
+            if not raw:
+                return
+            number += 1
+            if offset + len(raw) > max_bytes:  # it grew after the size check
+                raise CorpusError(f"{name}: more than {max_bytes} bytes, over the limit")
+            digest.update(raw)
+            skip = len(_BOM) if number == 1 and raw.startswith(_BOM) else 0
+            try:
+                text = raw[skip:].decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise CorpusError(
+                    f"{name}: not valid UTF-8 at byte {offset + skip + exc.start} (line {number})"
+                ) from None
+            offset += len(raw)
+            if text.endswith("\n"):
+                text = text[:-1]
+            yield number, text[:-1] if text.endswith("\r") else text
 
 
 class PassagesBuilder(Builder):
@@ -37,10 +116,26 @@ class PassagesBuilder(Builder):
     def source_root(self, source: Path) -> Path:
         return (source if source.is_dir() else source.parent).resolve()
 
-    def chunks(self, file: SourceFile) -> list[Chunk]:
-        chunks = []
+    def read(self, root: Path, ref: FileRef) -> SourceFile:
+        """Check and hash corpus.jsonl line by line, holding one line at a time."""
+        location = locate(root, ref.path, max_bytes=self.options["max_bytes"])
+        digest = hashlib.sha256()
+        for _line in _lines(location, ref.path, self.options["max_bytes"], digest):
+            pass
+        # A file that changes from here on fails the second reading's checksum.
+        return StreamedFile(ref.path, b"", digest.hexdigest(), ref.meta, location, location.stat().st_size)
+
+    def chunks(self, file: SourceFile) -> Iterator[Chunk]:
+        if isinstance(file, StreamedFile):
+            lines: Iterator[tuple[int, Any]] = (
+                (number, parse_json_line(text, file.path, number, CorpusError))
+                for number, text in file.lines(self.options["max_bytes"])
+                if text.strip()
+            )
+        else:  # bytes already in memory (``index verify`` re-reads a file it has hashed)
+            lines = parse_jsonl(decode_utf8(file.data, file.path, CorpusError), file.path, CorpusError)
         seen: set[str] = set()
-        for number, record in parse_jsonl(file.text(), file.path, CorpusError):
+        for number, record in lines:
             where = f"{file.path}:{number}"
             if not isinstance(record, dict):
                 raise CorpusError(f"{where}: not a BEIR passage (expected a JSON object with _id, title, text)")
@@ -58,10 +153,7 @@ class PassagesBuilder(Builder):
             if passage_id in seen:
                 raise CorpusError(f"{where}: duplicate _id {passage_id!r}")
             seen.add(passage_id)
-            chunks.append(
-                Chunk(key=passage_id, text=text, doc=passage_id, title=title, path=file.path, sha256=file.sha256)
-            )
-        return chunks
+            yield Chunk(key=passage_id, text=text, doc=passage_id, title=title, path=file.path, sha256=file.sha256)
 
     def query_defaults(self) -> QueryDefaults:
         return QueryDefaults(
