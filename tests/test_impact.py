@@ -193,9 +193,15 @@ def test_sync_keeps_impacts_in_step(tmp_path: Path, docs: Path) -> None:
     path = tmp_path / "docs.sqlite"
     build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
     before = impacts_of(path)
+    held = Index.open(path)  # a searcher open across the sync must not answer from the old postings
+    assert_same(fts5_top(held, "导出备份", "or", 50), impact_top(held, "导出备份", "or", 50))
     (docs / "notes.md").write_text("# 新增\n\n导出备份的新说明，导出前请确认。\n", encoding="utf-8")
     build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
     after = impacts_of(path)
+    with held:
+        got = impact_top(held, "导出备份", "or", 50)
+        assert_same(fts5_top(held, "导出备份", "or", 50), got)
+        assert len(got) > 0
     assert after != before
     fresh = tmp_path / "fresh.sqlite"
     build(docs, fresh, builder="sections", tokenizer="bigram", engine="impact")

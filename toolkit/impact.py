@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -165,13 +166,27 @@ def _single_token(tokenizer: Tokenizer, term: str) -> bool:
     return bool(term) and not any(c <= " " or c == "\x7f" or "A" <= c <= "Z" for c in term)
 
 
+#: Postings kept in memory per open index and build (a frequent term's list is read once, not per query),
+#: up to this many postings in all (16 bytes each); past it the cache starts over.
+CACHE_POSTINGS = 4_000_000
+_cache: weakref.WeakKeyDictionary[Index, tuple[str | None, dict[str, Any]]] = weakref.WeakKeyDictionary()
+
+
 def _postings_of(index: Index, term: str) -> tuple[np.ndarray, np.ndarray] | None:
     import numpy as np
 
+    generation, cached = _cache.get(index, (None, {}))
+    if generation != index.generation or not cached or cached.get("", 0) > CACHE_POSTINGS:
+        cached = {"": 0}
+        _cache[index] = (index.generation, cached)
+    if term in cached:
+        found: tuple[np.ndarray, np.ndarray] | None = cached[term]
+        return found
     row = index.db.execute("SELECT rowids, weights FROM impacts WHERE term = ?", (term,)).fetchone()
-    if row is None:
-        return None
-    return np.frombuffer(row[0], dtype="<i8"), np.frombuffer(row[1], dtype="<f8")
+    found = None if row is None else (np.frombuffer(row[0], dtype="<i8"), np.frombuffer(row[1], dtype="<f8"))
+    cached[term] = found
+    cached[""] += 0 if found is None else len(found[0])
+    return found
 
 
 def idf(rows: int, matching: int) -> float:
@@ -203,31 +218,30 @@ def ranked(index: Index, compiled: CompiledQuery, limit: int, accept: Accept | N
     candidates = np.flatnonzero(matched == len(present) if compiled.mode == "and" else matched)
     values = -scores[candidates]
     if accept is None:
-        top = _top(candidates, values, limit)
-        return [(int(i), float(values[p])) for i, p in top]
+        return _top(candidates, values, limit)
     hits: list[tuple[int, float]] = []
     seen = 0
     wanted = limit
     while True:
         top = _top(candidates, values, wanted)
         fresh = top[seen:]
-        passed = accept([int(i) for i, _ in fresh])
-        hits += [(int(i), float(values[p])) for i, p in fresh if int(i) in passed]
+        passed = accept([chunk_id for chunk_id, _ in fresh])
+        hits += [(chunk_id, score) for chunk_id, score in fresh if chunk_id in passed]
         if len(hits) >= limit or len(top) == len(candidates):
             return hits[:limit]
         seen, wanted = len(top), wanted * 4
 
 
-def _top(candidates: np.ndarray, values: np.ndarray, k: int) -> list[tuple[Any, int]]:
-    """The first ``k`` (id, position) by (score, id): ``candidates`` ascend, so a stable sort breaks ties."""
+def _top(candidates: np.ndarray, values: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The first ``k`` (id, score) by (score, id): ``candidates`` ascend, so a stable sort breaks ties."""
     import numpy as np
 
-    positions = np.arange(len(values))
     if len(values) > k:
         cut = np.partition(values, k - 1)[k - 1]
-        positions = np.flatnonzero(values <= cut)  # every row tied with the k-th stays in the running
-    order = positions[np.argsort(values[positions], kind="stable")][:k]
-    return [(candidates[p], int(p)) for p in order]
+        kept = np.flatnonzero(values <= cut)  # every row tied with the k-th stays in the running
+        candidates, values = candidates[kept], values[kept]
+    order = np.argsort(values, kind="stable")[:k]
+    return list(zip(candidates[order].tolist(), values[order].tolist(), strict=True))
 
 
 def ids_json(ids: list[int]) -> str:

@@ -199,7 +199,7 @@ def _impact_ranked(
     accept: impact.Accept | None = None
     if as_of is not None or category is not None or path_prefix is not None:
         where = " AND ".join(_filter_clauses(as_of is not None, category is not None, path_prefix is not None))
-        sql = f"SELECT c.id FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?)) AND {where}"
+        sql = f"SELECT c.id FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value WHERE {where}"
         params = _filter_params(as_of, category, path_prefix)
 
         def accept(ids: list[int]) -> set[int]:
@@ -208,7 +208,8 @@ def _impact_ranked(
     top = impact.ranked(index, compiled, limit, accept)
     if not top:
         return []
-    sql = f"SELECT c.id, {CHUNK_FIELDS} FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?))"
+    # Driven by the id list (CROSS JOIN keeps that order of loops): one rowid lookup per hit, no scan.
+    sql = f"SELECT c.id, {CHUNK_FIELDS} FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value"
     rows = {row[0]: row[1:] for row in reader.execute(sql, [impact.ids_json([i for i, _ in top])])}
     return [Hit(i, rank, score, "", Chunk(*rows[i])) for rank, (i, score) in enumerate(top, 1)]
 

@@ -1,0 +1,138 @@
+"""Search latency of the impact engine against FTS5's bm25 statement on a BEIR corpus, plus an equality
+check on every query. A script, not a test (timing never goes in a test's assertion); reports/latency.md
+records its output and the command:
+
+    nice .venv/bin/python tests/benchmarks/impact_latency.py CORPUS_DIR OUT_DIR [SPEC ...] > out.json
+
+CORPUS_DIR holds ``corpus.jsonl`` and ``queries.jsonl`` (BEIR layout). Each strategy's index is built
+once into OUT_DIR with ``engine=impact`` (the FTS5 table is the same either way). Then every query is run
+as ``compare`` runs it (mode ``or``, 100 deep, no snippets) with both engines, alternating which goes first,
+after a warm-up; a query's latency is tokenize + search (``SearchResult``'s two phases).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sqlite3
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_eval import impact
+from rag_eval.search import search, weights_for
+from rag_eval.store import Index
+from rag_eval.writer import build
+
+WARMUP = 50
+DEPTH = 100
+STRATEGIES = ["unicode61", "trigram", "unigram", "bigram", "jieba", "pkuseg"]
+
+
+def percentiles(seconds: list[float]) -> dict[str, float]:
+    values = np.array(seconds) * 1000
+    return {
+        "p50_ms": round(float(np.percentile(values, 50)), 3),
+        "p95_ms": round(float(np.percentile(values, 95)), 3),
+        "p99_ms": round(float(np.percentile(values, 99)), 3),
+        "mean_ms": round(float(values.mean()), 3),
+        "max_ms": round(float(values.max()), 3),
+    }
+
+
+def impacts_cost(path: Path) -> dict[str, Any]:
+    """Seconds to write the impacts of the built index again (rolled back), and their bytes."""
+    with Index.open(path) as index:
+        tokenizer, defaults = index.tokenizer, index.defaults
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        size = db.execute("SELECT sum(length(term) + length(rowids) + length(weights)) FROM impacts").fetchone()[0]
+        terms = db.execute("SELECT count(*) FROM impacts").fetchone()[0]
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("DROP TABLE impacts")
+        started = time.perf_counter()
+        impact.write_impacts(db, tokenizer, weights_for(tokenizer, defaults))
+        seconds = time.perf_counter() - started
+        db.execute("ROLLBACK")
+    finally:
+        db.close()
+    return {"impact_write_seconds": round(seconds, 2), "impact_bytes": int(size or 0), "impact_terms": terms}
+
+
+def measure(corpus: Path, out: Path, spec: str) -> dict[str, Any]:
+    path = out / f"{spec.replace(':', '_')}.sqlite"
+    if not path.exists():
+        build(corpus / "corpus.jsonl", path, builder="passages", tokenizer=spec, engine="impact")
+    queries = [json.loads(line)["text"] for line in (corpus / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    times: dict[str, list[float]] = {"fts5": [], "impact": []}
+    same = identical = fallbacks = clamped_queries = 0
+    postings = clamped_postings = 0
+    with Index.open(path) as index:
+        rows = index.chunks
+
+        def run(text: str, engine: str) -> Any:
+            return search(index, text, mode="or", limit=DEPTH, deep=True, snippets=False, engine=engine)
+
+        for text in queries[:WARMUP]:
+            run(text, "fts5")
+            run(text, "impact")
+        for number, text in enumerate(queries):
+            order = ("fts5", "impact") if number % 2 == 0 else ("impact", "fts5")
+            results = {}
+            for engine in order:
+                result = results[engine] = run(text, engine)
+                times[engine].append(result.tokenize_seconds + result.search_seconds)
+            a, b = results["fts5"].hits, results["impact"].hits
+            ids_equal = [h.id for h in a] == [h.id for h in b]
+            same += ids_equal and all(abs(x.score - y.score) <= 1e-9 * abs(x.score) for x, y in zip(a, b, strict=True))
+            identical += ids_equal and [h.score for h in a] == [h.score for h in b]
+            compiled = results["impact"].query
+            if compiled.expression is not None and impact.fallback_reason(index, compiled) is not None:
+                fallbacks += 1
+            with index.reading():
+                counts = [
+                    int(row[0])
+                    for term in dict.fromkeys(compiled.terms)
+                    for row in index.db.execute(
+                        "SELECT length(rowids) / 8 FROM impacts WHERE term = ?", (term,)
+                    ).fetchall()
+                ]
+            postings += sum(counts)
+            clamped = [n for n in counts if impact.idf(rows, n) == impact.CLAMPED_IDF]
+            clamped_postings += sum(clamped)
+            clamped_queries += bool(clamped)
+        tokenizer_spec = index.tokenizer.spec
+    return {
+        "strategy": spec,
+        "tokenizer_spec": tokenizer_spec,
+        "chunks": rows,
+        "queries": len(queries),
+        "equal_within_1e-9": same,
+        "bit_identical": identical,
+        "fallbacks": fallbacks,
+        "fts5": percentiles(times["fts5"]),
+        "impact": percentiles(times["impact"]),
+        "p95_speedup": round(
+            statistics.quantiles(times["fts5"], n=20)[18] / statistics.quantiles(times["impact"], n=20)[18], 2
+        ),
+        "queries_with_clamped_terms": clamped_queries,
+        "clamped_share_of_postings": round(clamped_postings / postings, 3) if postings else 0.0,
+        **impacts_cost(path),
+    }
+
+
+def main(argv: list[str]) -> None:
+    corpus, out = Path(argv[0]), Path(argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    results = [measure(corpus, out, spec) for spec in (argv[2:] or STRATEGIES)]
+    machine = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version, "numpy": np.__version__}
+    json.dump({"machine": machine, "results": results}, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
