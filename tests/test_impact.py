@@ -270,3 +270,27 @@ def test_random_corpora_rank_exactly_as_fts5(
                     if compiled.expression is None or impact.fallback_reason(index, compiled) is not None:
                         continue
                     assert_same(fts5_top(index, text, mode, 5), impact_top(index, text, mode, 5))
+
+
+def test_cli_build_and_search_name_the_engine(tmp_path: Path, docs: Path) -> None:
+    from click.testing import CliRunner
+
+    from rag_eval.cli import cli
+
+    runner = CliRunner()
+    path = str(tmp_path / "docs.sqlite")
+    built = runner.invoke(
+        cli, ["index", "build", str(docs), "-b", "sections", "-t", "bigram", "-o", path, "--engine", "impact"]
+    )
+    assert built.exit_code == 0, built.output
+    answered = runner.invoke(cli, ["search", path, "导出文件", "--explain"])
+    assert answered.exit_code == 0 and '# engine: "impact"' in answered.output
+    forced = runner.invoke(cli, ["search", path, "导出文件", "--explain", "--engine", "fts5"])
+    assert forced.exit_code == 0 and '# engine: "fts5"' in forced.output
+    assert [line for line in answered.output.splitlines() if not line.startswith("#")] == [
+        line for line in forced.output.splitlines() if not line.startswith("#")
+    ]
+    phrase = runner.invoke(cli, ["search", path, "导出文件", "--mode", "phrase", "--explain"])
+    assert '# engine: "fts5"' in phrase.output and "# engine_fallback:" in phrase.output
+    wrong = runner.invoke(cli, ["search", path, "导出", "--engine", "fast"])
+    assert wrong.exit_code != 0 and "fast" in wrong.output

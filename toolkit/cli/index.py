@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..impact import ENGINES
 from ..query import MODES
 from . import cli
 from .params import TEXT
@@ -59,6 +60,12 @@ def index_cmd() -> None:
     help="Take the tokenizer, builder and query processing from a systems TOML file's one [[system]] "
     "(e.g. the recommendation.toml `rag-eval tune` writes); -t, -b and --processing override it.",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINES),
+    help="Recorded as the index's search engine. impact: also store bm25 impact postings, so searches rank "
+    "from them (FTS5's exact scores and order, faster on frequent terms).  [default: fts5]",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def index_build_cmd(
     source: Path,
@@ -67,6 +74,7 @@ def index_build_cmd(
     tokenizer_spec: str | None,
     processing: str | None,
     system_file: Path | None,
+    engine: str | None,
     as_json: bool,
 ) -> None:
     """Build or sync an index from SOURCE in one transaction.
@@ -103,6 +111,7 @@ def index_build_cmd(
             tokenizer=tokenizer_spec or "bigram",
             processing=processing,
             progress=progress,
+            engine=engine or "fts5",
         )
     if as_json:
         click.echo(json.dumps(report.__dict__))
@@ -239,6 +248,12 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
     help="With --queries: the TREC run file to write (a new file; qid Q0 docid rank score tag).",
 )
 @click.option("--run-tag", type=TEXT, help="With --queries: the run's tag, its sixth column  [default: rag-eval]")
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINES),
+    help="Rank with FTS5's bm25 statement or the impact postings (index build --engine impact); same scores "
+    "and order. --explain names the engine that answered. Default: the index's.",
+)
 def search_cmd(
     index_path: str,
     query: str | None,
@@ -253,6 +268,7 @@ def search_cmd(
     topics: Path | None,
     run_file: Path | None,
     run_tag: str | None,
+    engine: str | None,
 ) -> None:
     """Search INDEX for QUERY, best bm25 first (ties by chunk id), with highlighted snippets.
 
@@ -280,6 +296,8 @@ def search_cmd(
             raise click.UsageError("batch search needs both --queries FILE and --run OUT")
         if query is not None or as_json or explain:
             raise click.UsageError("--queries answers a file of queries into a run: no QUERY, --json or --explain")
+        if engine is not None:
+            raise click.UsageError("--queries searches with the index's recorded engine: no --engine")
         from ..batch import batch_search
 
         with Bars() as progress:
@@ -315,6 +333,7 @@ def search_cmd(
                 path_prefix=path_prefix,
                 explain=explain,
                 processing=processed,
+                engine=engine,
             )
             click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
             return
@@ -328,6 +347,7 @@ def search_cmd(
             path_prefix=path_prefix,
             explain=explain,
             processing=processed,
+            engine=engine,
         )
     if explain:
         for key, value in result.explain.items():
