@@ -236,3 +236,17 @@ def test_a_killed_batch_leaves_no_file(handbook_index: Path, tmp_path: Path) -> 
     )
     assert done.returncode == -9, done.stderr
     assert list(out.parent.iterdir()) == []
+
+
+def test_a_document_id_with_whitespace_is_refused(tmp_path: Path) -> None:
+    """A run line is six whitespace-separated columns: a file named 'my notes.md' must not make seven."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "my notes.md").write_text("# 导出\n\n导出文件保留三十天。\n", encoding="utf-8")
+    index = tmp_path / "notes.sqlite"
+    build(docs, index, builder="sections", tokenizer="bigram")
+    questions = tmp_path / "questions.txt"
+    questions.write_text("导出文件保留多久\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["search", str(index), "--queries", str(questions), "--run", str(tmp_path / "r")])
+    assert result.exit_code == 1 and "'my notes.md#导出' holds whitespace" in result.stderr, result.stderr
+    assert not (tmp_path / "r").exists()

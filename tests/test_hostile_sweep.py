@@ -200,6 +200,7 @@ INDEX_COMMANDS = [
     ["index", "list", "{i}"],
     ["index", "verify", "{i}"],
     ["search", "{i}", "导出"],
+    ["search", "{i}", "--queries", "{root}/q/good.txt", "--run", "{root}/out/never.run"],
     ["read", "{i}", "guide/export.md#导出指南"],
 ]
 SOURCES = [
@@ -274,6 +275,24 @@ CASES: list[tuple[list[str], str | None]] = [
             "out/report",
         )
         for name in ("trec/big.qrels", "trec/good.qrels", "trec/fifo.run", "trec/nan.run", "q/binary.txt", "q")
+    ],
+    # batch search: hostile questions files, and run outputs that exist and are not rag-eval's
+    *[
+        (["search", "{root}/good/index.sqlite", "--queries", f"{{root}}/{name}", "--run", "{out}"], "out/new.run")
+        for name in (
+            "q/good.txt",
+            "q/empty.txt",
+            "q/nul.txt",
+            "q/binary.txt",
+            "q/dup.txt",
+            "q/bomb.jsonl",
+            "q/fifo.txt",
+            "q",
+        )
+    ],
+    *[
+        (["search", "{root}/good/index.sqlite", "--queries", "{root}/q/good.txt", "--run", f"{{root}}/{target}"], None)
+        for target in ("out/project", "out/fifo-out", "out/link-out", "bad/notes.txt")
     ],
     *[
         (["datasets", "convert", "squad", f"{{root}}/squad/{name}", "-o", "{out}"], "out/converted")

@@ -8,9 +8,10 @@ The run is what ``compare`` ranks for the same index and queries: every query go
 
 from __future__ import annotations
 
+import functools
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,7 +134,7 @@ def rank_queries(
     progress: Progress | None = None,
 ) -> Iterator[tuple[Query, list[RankedDoc]]]:
     """Each query with its ranked documents (none when nothing matched), ranked as ``compare`` ranks them."""
-    to_unit = index.builder.unit
+    to_unit = _document_ids(index)
     for number, query in enumerate(queries.values(), start=1):
         result = search(
             index,
@@ -147,13 +148,7 @@ def rank_queries(
             deep=True,
             processing=processing,
         )
-        units = [(to_unit(hit.chunk.key), hit.score) for hit in result.hits]
-        for unit, _score in units:
-            if _SPACE.search(unit):
-                raise DatasetError(
-                    f"{index.path}: chunk {unit!r} holds whitespace, which a TREC run cannot carry as a document id"
-                )
-        yield query, strict_run(query.id, units)
+        yield query, strict_run(query.id, [(to_unit(hit.chunk.key), hit.score) for hit in result.hits])
         if progress is not None:
             progress("queries", number, len(queries))
 
@@ -188,28 +183,48 @@ def batch_search(
     with Index.open(index_path) as index:
         index.tokenizer.load()
         loaded = time.perf_counter()
-        parts = [
-            trec_run_text(ranked, tag)
-            for _query, ranked in rank_queries(
-                index,
-                queries,
-                limit=limit,
-                mode=mode,
-                as_of=as_of,
-                category=category,
-                path_prefix=path_prefix,
-                processing=processing,
-                progress=progress,
-            )
-        ]
+        ranking = rank_queries(
+            index,
+            queries,
+            limit=limit,
+            mode=mode,
+            as_of=as_of,
+            category=category,
+            path_prefix=path_prefix,
+            processing=processing,
+            progress=progress,
+        )
+        # Each query's lines as text at once: a string holds a run in less memory than its records.
+        parts, lines, zero_hits = [], 0, 0
+        for _query, ranked in ranking:
+            parts.append(trec_run_text(ranked, tag))
+            lines += len(ranked)
+            zero_hits += not ranked
         searched = time.perf_counter()
-    text = "".join(parts)
-    path = write_text_atomic(output, text, owned=None, what=RUN_WHAT)
+    path = write_text_atomic(output, "".join(parts), owned=None, what=RUN_WHAT)
     return BatchReport(
         path=path,
         queries=len(queries),
-        lines=text.count("\n"),
-        zero_hit_queries=sum(not part for part in parts),
+        lines=lines,
+        zero_hit_queries=zero_hits,
         load_seconds=loaded - started,
         search_seconds=searched - loaded,
     )
+
+
+def _document_ids(index: Index) -> Callable[[str], str]:
+    """A chunk key's document id in the run (the unit qrels judge it as), checked once per key: a TREC
+    column cannot hold whitespace (a Markdown file named ``my notes.md`` would give a seven-column line)."""
+    unit = index.builder.unit
+
+    @functools.cache
+    def document_id(key: str) -> str:
+        found = unit(key)
+        if _SPACE.search(found):
+            raise DatasetError(
+                f"{index.path}: chunk {found!r} holds whitespace, which a TREC run cannot carry as a document id",
+                hint="TREC runs separate columns by whitespace; rename source files (or headings) with spaces",
+            )
+        return found
+
+    return document_id
