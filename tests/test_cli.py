@@ -64,7 +64,7 @@ def test_tokenize_without_spec_runs_every_strategy(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["tokenize", "导出文件保留三十天"])
     assert result.exit_code == 0
     lines = result.output.splitlines()
-    assert len(lines) == 6
+    assert len(lines) == 7
     assert any(
         line.startswith("pkuseg") and "unavailable" in line and "models install pkuseg" in line for line in lines
     )

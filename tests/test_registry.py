@@ -109,7 +109,7 @@ def test_register_at_run_time() -> None:
 
 def test_unknown_name_lists_registered_names() -> None:
     with pytest.raises(
-        RegistryError, match=r"unknown tokenizer 'bigrams'; choose from: bigram, jieba, pkuseg, trigram"
+        RegistryError, match=r"unknown tokenizer 'bigrams'; choose from: bigram, jieba, pkuseg, rjieba, trigram"
     ):
         TOKENIZERS["bigrams"]
 
@@ -120,9 +120,9 @@ def test_names_do_not_import_strategy_modules() -> None:
         "from rag_eval.tokenizers import TOKENIZERS\n"
         "names = sorted(TOKENIZERS)\n"
         "from rag_eval.cli import cli\n"
-        "heavy = [m for m in ('jieba', 'spacy_pkuseg', 'opencc', 'rag_eval.tokenizers.jieba',\n"
+        "heavy = [m for m in ('jieba', 'rjieba', 'spacy_pkuseg', 'opencc', 'rag_eval.tokenizers.jieba',\n"
         "                     'rag_eval.tokenizers.pkuseg') if m in sys.modules]\n"
         "print(len(names), heavy)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "6 []"
+    assert result.stdout.strip() == "7 []"

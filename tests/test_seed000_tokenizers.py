@@ -41,6 +41,7 @@ EXPECTED = {
         "update_query": ("保留 30 天", "phrase"),
     },
     "jieba": {"daochu_baoliu": SEGMENTING["docs"], "daochu_finds_compact": True, "quoted": 3},
+    "rjieba": {"daochu_baoliu": SEGMENTING["docs"], "daochu_finds_compact": True, "quoted": 3},
     "pkuseg": {"daochu_baoliu": SEGMENTING["docs"], "daochu_finds_compact": True, "quoted": 3},
     "bigram": {"daochu_baoliu": SEGMENTING["docs"], "daochu_finds_compact": True, "quoted": 3},
     "unigram": {"daochu_baoliu": SEGMENTING["docs"], "daochu_finds_compact": True, "quoted": 3},

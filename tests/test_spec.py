@@ -75,6 +75,6 @@ def test_pkuseg_spec_carries_model_checksum() -> None:
 def test_unknown_tokenizer_lists_registered_names() -> None:
     with pytest.raises(
         RegistryError,
-        match=r"unknown tokenizer 'nope'; choose from: bigram, jieba, pkuseg, trigram, unicode61, unigram",
+        match=r"unknown tokenizer 'nope'; choose from: bigram, jieba, pkuseg, rjieba, trigram, unicode61, unigram",
     ):
         get_tokenizer("nope")
