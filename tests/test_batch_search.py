@@ -173,6 +173,8 @@ BAD_CASES = {
     "json with queries": ["--queries", "{bad}/good.txt", "--run", "{out}", "--json"],
     "bad mode": ["--queries", "{bad}/good.txt", "--run", "{out}", "--mode", "near"],
     "bad as-of": ["--queries", "{bad}/good.txt", "--run", "{out}", "--as-of", "tomorrow"],
+    "impact engine on an index without its postings": ["--queries", "{bad}/good.txt", "--run", "{out}"]
+    + ["--engine", "impact"],
 }
 
 
@@ -250,3 +252,17 @@ def test_a_document_id_with_whitespace_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["search", str(index), "--queries", str(questions), "--run", str(tmp_path / "r")])
     assert result.exit_code == 1 and "'my notes.md#导出' holds whitespace" in result.stderr, result.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_the_impact_engine_gives_the_same_run(tmp_path: Path) -> None:
+    index = tmp_path / "impact.sqlite"
+    build(corpus_dir("handbook"), index, builder="sections", tokenizer="bigram", engine="impact")
+    batch_search(index, HANDBOOK_QUERIES, tmp_path / "fts5.run", engine="fts5")
+    result = CliRunner().invoke(
+        cli,
+        ["search", str(index), "--queries", str(HANDBOOK_QUERIES), "--run", str(tmp_path / "impact.run")]
+        + ["--engine", "impact"],
+    )
+    assert result.exit_code == 0, result.stderr
+    impact = (tmp_path / "impact.run").read_text(encoding="utf-8")
+    assert impact == (tmp_path / "fts5.run").read_text(encoding="utf-8") and impact.count("\n") > 324

@@ -131,6 +131,7 @@ def rank_queries(
     category: str | None = None,
     path_prefix: str | None = None,
     processing: QueryProcessing | None = None,
+    engine: str | None = None,
     progress: Progress | None = None,
 ) -> Iterator[tuple[Query, list[RankedDoc]]]:
     """Each query with its ranked documents (none when nothing matched), ranked as ``compare`` ranks them."""
@@ -147,6 +148,7 @@ def rank_queries(
             snippets=False,
             deep=True,
             processing=processing,
+            engine=engine,
         )
         yield query, strict_run(query.id, [(to_unit(hit.chunk.key), hit.score) for hit in result.hits])
         if progress is not None:
@@ -165,6 +167,7 @@ def batch_search(
     category: str | None = None,
     path_prefix: str | None = None,
     processing: QueryProcessing | None = None,
+    engine: str | None = None,
     progress: Progress | None = None,
 ) -> BatchReport:
     """``rag-eval search INDEX --queries FILE --run OUT``: every query of ``topics`` against one index, written
@@ -192,6 +195,7 @@ def batch_search(
             category=category,
             path_prefix=path_prefix,
             processing=processing,
+            engine=engine,
             progress=progress,
         )
         # Each query's lines as text at once: a string holds a run in less memory than its records.

@@ -296,8 +296,6 @@ def search_cmd(
             raise click.UsageError("batch search needs both --queries FILE and --run OUT")
         if query is not None or as_json or explain:
             raise click.UsageError("--queries answers a file of queries into a run: no QUERY, --json or --explain")
-        if engine is not None:
-            raise click.UsageError("--queries searches with the index's recorded engine: no --engine")
         from ..batch import batch_search
 
         with Bars() as progress:
@@ -312,6 +310,7 @@ def search_cmd(
                 category=category,
                 path_prefix=path_prefix,
                 processing=processed,
+                engine=engine,
                 progress=progress,
             )
         click.echo(report.summary(), err=True)
