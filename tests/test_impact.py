@@ -294,3 +294,47 @@ def test_cli_build_and_search_name_the_engine(tmp_path: Path, docs: Path) -> Non
     assert '# engine: "fts5"' in phrase.output and "# engine_fallback:" in phrase.output
     wrong = runner.invoke(cli, ["search", path, "导出", "--engine", "fast"])
     assert wrong.exit_code != 0 and "fast" in wrong.output
+
+
+@pytest.mark.parametrize("dataset", ["handbook"])  # evidence-mini has no term in half of its lines
+def test_pruning_clamped_terms_is_exact_and_used(
+    built: dict[tuple[str, str], Path], tmp_path_factory: pytest.TempPathFactory, dataset: str
+) -> None:
+    pruned = 0
+    with shipped_index(built, tmp_path_factory.getbasetemp(), dataset, "unigram") as index, index.reading():
+        for text in queries(dataset) + ["的是什么", "是的 导出"]:
+            compiled = compile_query(index.tokenizer, text, "or")
+            if compiled.expression is None:
+                continue
+            for limit in (1, 3, 10, 100):
+                full = impact.ranked(index, compiled, limit, prune=False)
+                assert impact.ranked(index, compiled, limit) == full
+                assert_same(fts5_top(index, text, "or", limit), full)
+                present = {t: p for t in compiled.terms if (p := impact._postings_of(index, t)) is not None}
+                pruned += impact._pruned(compiled.terms, present, index.chunks, limit) is not None
+    assert pruned > 0  # the pruned path was taken, not only the full one
+
+
+@settings(max_examples=40)
+@given(
+    corpus=st.lists(
+        st.tuples(st.just("题"), st.text(st.sampled_from(list("的的的是是导出文件天")), max_size=8)),
+        min_size=2,
+        max_size=14,
+    ),
+    text=st.text(st.sampled_from(list("的是导出文件天题")), min_size=1, max_size=6),
+    limit=st.integers(1, 6),
+)
+def test_pruning_on_random_corpora_with_frequent_terms(corpus: list[tuple[str, str]], text: str, limit: int) -> None:
+    tokenizer_for("unigram")
+    with tempfile.TemporaryDirectory() as folder:
+        root = write_sections(Path(folder) / "docs", [(f"{title} {n}", body) for n, (title, body) in enumerate(corpus)])
+        path = Path(folder) / "index.sqlite"
+        build(root, path, builder="sections", tokenizer="unigram", engine="impact")
+        with Index.open(path) as index, index.reading():
+            compiled = compile_query(index.tokenizer, text, "or")
+            if compiled.expression is None:
+                return
+            full = impact.ranked(index, compiled, limit, prune=False)
+            assert impact.ranked(index, compiled, limit) == full
+            assert_same(fts5_top(index, text, "or", limit), full)

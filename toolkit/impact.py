@@ -195,9 +195,12 @@ def idf(rows: int, matching: int) -> float:
     return value if value > 0.0 else CLAMPED_IDF
 
 
-def ranked(index: Index, compiled: CompiledQuery, limit: int, accept: Accept | None = None) -> list[tuple[int, float]]:
+def ranked(
+    index: Index, compiled: CompiledQuery, limit: int, accept: Accept | None = None, *, prune: bool = True
+) -> list[tuple[int, float]]:
     """The top ``limit`` (chunk id, bm25 score) of ``compiled`` (see :func:`fallback_reason`), in FTS5's
-    order: score ascending, ties by id; ``accept`` filters (called on candidates in rank order)."""
+    order: score ascending, ties by id; ``accept`` filters (called on candidates in rank order).
+    ``prune=False`` scores every matching row (see :func:`_pruned`)."""
     import numpy as np
 
     rows = index.chunks
@@ -205,6 +208,10 @@ def ranked(index: Index, compiled: CompiledQuery, limit: int, accept: Accept | N
     present = {term: found for term, found in postings.items() if found is not None}
     if not present or (compiled.mode == "and" and len(present) < len(postings)):
         return []
+    if accept is None and compiled.mode == "or" and prune:
+        top = _pruned(compiled.terms, present, rows, limit)
+        if top is not None:
+            return top
     size = 1 + max(int(ids[-1]) for ids, _ in present.values())
     scores = np.zeros(size)
     matched = np.zeros(size, dtype=np.int32)
@@ -230,6 +237,58 @@ def ranked(index: Index, compiled: CompiledQuery, limit: int, accept: Accept | N
         if len(hits) >= limit or len(top) == len(candidates):
             return hits[:limit]
         seen, wanted = len(top), wanted * 4
+
+
+#: Relative slack on score bounds: far above the rounding of a sum of a few dozen terms, far below any gap
+#: that decides a ranking.
+_SLACK = 1e-9
+
+
+def _pruned(
+    terms: tuple[str, ...], present: dict[str, tuple[np.ndarray, np.ndarray]], rows: int, limit: int
+) -> list[tuple[int, float]] | None:
+    """Lossless pruning of clamped terms in an ``or`` query, or None where it cannot be shown exact.
+
+    A term in half the rows or more has IDF 1e-6, so it adds less than ``1e-6 * (k1 + 1)`` to any row. The
+    rows are bounded by their score over the other terms: ``partial <= exact <= partial + bound``. A row whose
+    upper bound is below the ``limit``-th best partial score cannot make the top, and neither can a row
+    matching only clamped terms when the bound is below it (else: None, every row is scored). The few rows
+    left get their exact scores, term by term in query order (bit-identical to FTS5), by binary search in
+    each term's postings: the clamped terms' long lists are never scanned.
+    """
+    import numpy as np
+
+    clamped = {term for term, (ids, _) in present.items() if idf(rows, len(ids)) == CLAMPED_IDF}
+    regular = [term for term in present if term not in clamped]
+    if not clamped or not regular:
+        return None
+    size = 1 + max(int(present[term][0][-1]) for term in regular)
+    partial = np.zeros(size)
+    for term in regular:
+        ids, weights = present[term]
+        partial[ids] += idf(rows, len(ids)) * weights
+    matching = np.flatnonzero(partial)
+    if len(matching) < limit:
+        return None
+    values = partial[matching]
+    kth = np.partition(values, len(values) - limit)[len(values) - limit]
+    bound = CLAMPED_IDF * (K1 + 1.0) * sum(terms.count(term) for term in clamped)
+    floor = kth * (1 - _SLACK)
+    if bound * (1 + _SLACK) >= floor:
+        return None
+    candidates = matching[(values + bound) * (1 + _SLACK) >= floor]
+    exact = np.zeros(len(candidates))
+    for term in terms:
+        found = present.get(term)
+        if found is None:
+            continue
+        ids, weights = found
+        positions = np.searchsorted(ids, candidates)
+        inside = positions < len(ids)
+        hit = np.zeros(len(candidates), dtype=bool)
+        hit[inside] = ids[positions[inside]] == candidates[inside]
+        exact[hit] += idf(rows, len(ids)) * weights[positions[hit]]
+    return _top(candidates, -exact, limit)
 
 
 def _top(candidates: np.ndarray, values: np.ndarray, k: int) -> list[tuple[int, float]]:

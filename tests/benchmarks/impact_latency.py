@@ -2,12 +2,13 @@
 check on every query. A script, not a test (timing never goes in a test's assertion); reports/latency.md
 records its output and the command:
 
-    nice .venv/bin/python tests/benchmarks/impact_latency.py CORPUS_DIR OUT_DIR [SPEC ...] > out.json
+    nice .venv/bin/python tests/benchmarks/impact_latency.py [--ranking-only] CORPUS_DIR OUT_DIR [SPEC ...] > out.json
 
 CORPUS_DIR holds ``corpus.jsonl`` and ``queries.jsonl`` (BEIR layout). Each strategy's index is built
 once into OUT_DIR with ``engine=impact`` (the FTS5 table is the same either way). Then every query is run
 as ``compare`` runs it (mode ``or``, 100 deep, no snippets) with both engines, alternating which goes first,
-after a warm-up; a query's latency is tokenize + search (``SearchResult``'s two phases).
+after a warm-up; a query's latency is tokenize + search (``SearchResult``'s two phases). ``--ranking-only``
+times the engines alone on the indexes built before (see :func:`ranking_only`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from rag_eval import impact
-from rag_eval.search import search, weights_for
+from rag_eval.search import _ranking_sql, search, weights_for
 from rag_eval.store import Index
 from rag_eval.writer import build
 
@@ -125,10 +126,48 @@ def measure(corpus: Path, out: Path, spec: str) -> dict[str, Any]:
     }
 
 
+def ranking_only(corpus: Path, out: Path, spec: str) -> dict[str, Any]:
+    """The engines alone, on compiled queries: FTS5's ranking statement cut to 100 (no chunk rows read) against
+    ``impact.ranked`` (ids and scores only), alternating, inside one read transaction each."""
+    path = out / f"{spec.replace(':', '_')}.sqlite"
+    queries = [json.loads(line)["text"] for line in (corpus / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    times: dict[str, list[float]] = {"fts5": [], "impact": []}
+    with Index.open(path) as index:
+        compiled = [search(index, text, mode="or", deep=True, snippets=False, limit=1).query for text in queries]
+        statement = _ranking_sql(index, False, False, False) + " LIMIT ?"
+        cursor = index.db.cursor()
+        cursor.row_factory = None
+
+        def fts5(query: Any) -> Any:
+            return cursor.execute(statement, (query.expression, DEPTH)).fetchall()
+
+        def impacts(query: Any) -> Any:
+            return impact.ranked(index, query, DEPTH)
+
+        engines = {"fts5": fts5, "impact": impacts}
+        with index.reading():
+            for number, query in enumerate(compiled):
+                if query.expression is None:
+                    continue
+                for name in ("fts5", "impact") if number % 2 == 0 else ("impact", "fts5"):
+                    started = time.perf_counter()
+                    engines[name](query)
+                    if number >= WARMUP:
+                        times[name].append(time.perf_counter() - started)
+    return {
+        "strategy": spec,
+        "fts5_ranking": percentiles(times["fts5"]),
+        "impact_ranking": percentiles(times["impact"]),
+    }
+
+
 def main(argv: list[str]) -> None:
+    ranking = argv[:1] == ["--ranking-only"]
+    argv = argv[1:] if ranking else argv
     corpus, out = Path(argv[0]), Path(argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    results = [measure(corpus, out, spec) for spec in (argv[2:] or STRATEGIES)]
+    run = ranking_only if ranking else measure
+    results = [run(corpus, out, spec) for spec in (argv[2:] or STRATEGIES)]
     machine = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version, "numpy": np.__version__}
     json.dump({"machine": machine, "results": results}, sys.stdout, indent=1)
     print()
