@@ -7,6 +7,7 @@ the model themselves, and that load time is reported.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import signal
@@ -22,10 +23,23 @@ from .locks import release_inherited_locks
 from .offsets import encode as encode_offsets
 from .tokenizers import Tokenizer, get_tokenizer
 
-#: Below this many characters a pool costs more than it saves.
+#: With ``$RAG_EVAL_WORKERS`` set, a pool of that many workers tokenizes calls of at least this many
+#: characters (the plan is the user's); unset, :func:`plan_pool` decides from measured costs.
 POOL_MIN_CHARS = 200_000
 BATCH = 200
 WORKERS_ENV = "RAG_EVAL_WORKERS"
+#: Characters tokenized in this process first, to measure the strategy's speed here and now (the work counts).
+PROBE_CHARS = 20_000
+#: Wall seconds before a worker tokenizes: forked, it shares the loaded model (measured 0.02-0.2 s with
+#: jieba and pkuseg loaded); spawned, it starts Python and loads the model itself (pkuseg ~4 s, jieba ~1 s).
+FORK_START_SECONDS = 0.3
+SPAWN_START_SECONDS = 5.0
+#: Share of the ideal speed-up a pool keeps after pickling batches and merging results (measured 0.9 with
+#: 2 workers on cmrc2018_dev_trial); a pool is used only when it is predicted MIN_GAIN times faster.
+EFFICIENCY = 0.85
+MIN_GAIN = 1.25
+#: Batches per worker: enough that a slow batch does not leave the other worker idle at the end.
+BATCHES_PER_WORKER = 4
 _PR_SET_PDEATHSIG = 1
 
 Tokenized = tuple[str, str, "bytes | None"]
@@ -43,6 +57,45 @@ class PoolReport:
     worker_load_seconds: list[float] = field(default_factory=list)
     cpu_seconds: float = 0.0
     wall_seconds: float = 0.0
+    #: The plan in words: why one process, or how many workers and what they were predicted to save.
+    plan: str = ""
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """How one call tokenizes: in this process (``workers`` 1) or in a pool, ``batch`` chunks per task."""
+
+    workers: int
+    batch: int
+    reason: str
+
+    def describe(self) -> str:
+        """``1 process: ...`` or ``2 workers, batches of 138: ...``."""
+        if self.workers < 2:
+            return f"1 process: {self.reason}"
+        return f"{self.workers} workers, batches of {self.batch}: {self.reason}"
+
+
+def plan_pool(
+    *, characters: int, items: int, cores: int, busy: float, chars_per_second: float, start_seconds: float
+) -> PoolPlan:
+    """Pool or not, from what the work costs: ``characters`` at ``chars_per_second`` in one process, against
+    ``start_seconds`` per worker plus the work split over the cores that ``busy`` (runnable processes besides
+    this one: the load average) leaves free. A pool is chosen only when predicted MIN_GAIN times faster.
+
+    Free cores, not all cores: Linux shares the CPU between sessions (autogroup), so under load a second
+    worker adds overhead and no CPU (a pool measured 0.53x one process for pkuseg on a busy machine).
+    """
+    single = characters / chars_per_second if chars_per_second > 0 else 0.0
+    free = min(float(cores), max(1.0, cores - busy))
+    workers = min(cores, math.ceil(free), items)
+    if workers < 2:
+        return PoolPlan(1, max(items, 1), f"no free core for a worker ({cores} cores, load {busy:.1f} besides this)")
+    pooled = start_seconds + single / (free * EFFICIENCY)
+    estimate = f"{single:.1f} s alone, {pooled:.1f} s predicted with {workers} workers ({free:.1f} free cores)"
+    if single < MIN_GAIN * pooled:
+        return PoolPlan(1, max(items, 1), f"a pool would not pay: {estimate}")
+    return PoolPlan(workers, max(1, math.ceil(items / (workers * BATCHES_PER_WORKER))), estimate)
 
 
 def _tokenize_one(tokenizer: Tokenizer, title: str, text: str, keep_offsets: bool) -> Tokenized:
@@ -170,37 +223,66 @@ def _tokenize_chunks(
 ) -> tuple[list[Tokenized], PoolReport]:
     global _worker_tokenizer
     started = time.perf_counter()
-    workers = worker_count()
-    characters = sum(len(title) + len(text) for title, text in items)
-    if not tokenizer.parallel or workers < 2 or characters < POOL_MIN_CHARS:
-        cpu = time.process_time()
-        results = []
-        for number, (title, text) in enumerate(items, start=1):
+    cpu = time.process_time()
+    results: list[Tokenized] = []
+
+    def alone(part: list[tuple[str, str]]) -> None:
+        for title, text in part:
             results.append(_tokenize_one(tokenizer, title, text, keep_offsets))
-            if progress is not None and number % 50 == 0:
-                progress(number)
-        return results, PoolReport(1, "", [], time.process_time() - cpu, time.perf_counter() - started)
+            if progress is not None and len(results) % 50 == 0:
+                progress(len(results))
+
     forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    characters = sum(len(title) + len(text) for title, text in items)
+    configured = os.environ.get(WORKERS_ENV, "")
+    rest = items
+    if not tokenizer.parallel:
+        plan = PoolPlan(1, len(items), f"{tokenizer.name} does not tokenize in a pool")
+    elif configured:  # the user's choice, as before plans existed
+        workers = worker_count() if characters >= POOL_MIN_CHARS else 1
+        reason = f"${WORKERS_ENV}={configured}" + ("" if characters >= POOL_MIN_CHARS else ", few characters")
+        plan = PoolPlan(workers, BATCH if workers > 1 else len(items), reason)
+    elif characters < 2 * PROBE_CHARS:
+        plan = PoolPlan(1, len(items), f"{characters} characters: too few for a pool")
+    else:
+        # Measure this strategy's speed here, under whatever else the machine is running, on the first chunks.
+        probe_started = time.perf_counter()
+        probed = 0
+        while probed < PROBE_CHARS:
+            title, text = items[len(results)]
+            alone([(title, text)])
+            probed += len(title) + len(text)
+        rest = items[len(results) :]
+        plan = plan_pool(
+            characters=characters - probed,
+            items=len(rest),
+            cores=os.cpu_count() or 1,
+            busy=max(0.0, os.getloadavg()[0] - 1),  # runnable processes besides this one
+            chars_per_second=probed / max(time.perf_counter() - probe_started, 1e-9),
+            start_seconds=FORK_START_SECONDS if forkable else SPAWN_START_SECONDS,
+        )
+    if plan.workers < 2:
+        alone(rest)
+        report = PoolReport(1, "", [], time.process_time() - cpu, time.perf_counter() - started, plan.describe())
+        return results, report
     method = "fork" if forkable else "spawn"
     _worker_tokenizer = tokenizer if forkable else None  # inherited, already loaded, by forked workers
-    batches = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
-    results = []
-    report = PoolReport(workers, method)
+    batches = [rest[i : i + plan.batch] for i in range(0, len(rest), plan.batch)]
+    report = PoolReport(plan.workers, method, plan=plan.describe())
+    report.cpu_seconds = time.process_time() - cpu  # the probe's
     loads: dict[int, float] = {}
-    done = 0
     with ProcessPoolExecutor(
-        max_workers=workers,
+        max_workers=plan.workers,
         mp_context=multiprocessing.get_context(method),
         initializer=_init_worker,
         initargs=(tokenizer.system, os.getpid()),
     ) as pool:
-        for batch_results, pid, load, cpu in pool.map(_work, batches, [keep_offsets] * len(batches)):
+        for batch_results, pid, load, worker_cpu in pool.map(_work, batches, [keep_offsets] * len(batches)):
             results += batch_results
             loads[pid] = load
-            report.cpu_seconds += cpu
-            done += len(batch_results)
+            report.cpu_seconds += worker_cpu
             if progress is not None:
-                progress(done)
+                progress(len(results))
     _worker_tokenizer = None
     report.worker_load_seconds = sorted(round(v, 3) for v in loads.values())
     report.wall_seconds = time.perf_counter() - started

@@ -179,8 +179,17 @@ class _Writer:
         self.workers = 1
         self.start_method = ""
         self.worker_load_seconds: list[float] = []
+        #: Each tokenize call's plan (tokenize_pool.PoolPlan): one process or a pool, and why.
+        self.plans: list[tuple[int, str]] = []
         self.on_insert: Callable[[int], None] | None = None
         self.progress: Progress | None = None
+
+    def plan_summary(self) -> str:
+        """The first tokenize call's plan, and how many of the calls used a pool when there were several."""
+        if len(self.plans) < 2:
+            return self.plans[0][1] if self.plans else ""
+        pooled = sum(workers > 1 for workers, _plan in self.plans)
+        return f"{self.plans[0][1]} (first of {len(self.plans)} tokenize calls; {pooled} pooled)"
 
     def add(self, chunk: Chunk, title: str, stored: Stored | None) -> None:
         self.buffer.append((chunk, title, stored))
@@ -209,6 +218,7 @@ class _Writer:
                 per_field.append(results)
                 self.tokenize_wall += pool.wall_seconds
                 self.tokenize_cpu += pool.cpu_seconds
+                self.plans.append((pool.workers, pool.plan))
                 if pool.workers > 1:
                     self.workers, self.start_method = pool.workers, pool.start_method
                     self.worker_load_seconds = sorted(set(self.worker_load_seconds) | set(pool.worker_load_seconds))
@@ -366,6 +376,7 @@ def _write(
             "chunks": str(writer.rows),
             "files": str(len(file_rows)),
             "build_seconds_write": f"{time.perf_counter() - write_started - writer.tokenize_wall:.3f}",
+            "tokenize_plan": writer.plan_summary(),
         }
         db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(new_meta.items()))
         db.execute("COMMIT")
@@ -395,6 +406,7 @@ def _write(
             "worker_load_seconds": writer.worker_load_seconds,
             "tokenize_cpu_seconds": round(writer.tokenize_cpu, 3),
             "tokenize_speedup": speedup,
+            "tokenize_plan": writer.plan_summary(),
         },
     )
 

@@ -122,6 +122,7 @@ def index_build_cmd(
         f"tokenized {report.chunks_tokenized} chunks from {report.files_tokenized} changed files "
         f"(tokenizer load {report.tokenizer_load_seconds:.2f} s, tokenize {report.tokenize_seconds:.2f} s, "
         f"write {report.write_seconds:.2f} s)"
+        + (f"; tokenized in {report.extra['tokenize_plan']}" if report.extra.get("tokenize_plan") else "")
     )
 
 
