@@ -128,7 +128,8 @@ def measure(corpus: Path, out: Path, spec: str) -> dict[str, Any]:
 
 def ranking_only(corpus: Path, out: Path, spec: str) -> dict[str, Any]:
     """The engines alone, on compiled queries: FTS5's ranking statement cut to 100 (no chunk rows read) against
-    ``impact.ranked`` (ids and scores only), alternating, inside one read transaction each."""
+    ``impact.ranked`` (ids and scores only) with and without pruning, rotating the order, in one read
+    transaction."""
     path = out / f"{spec.replace(':', '_')}.sqlite"
     queries = [json.loads(line)["text"] for line in (corpus / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
     times: dict[str, list[float]] = {"fts5": [], "impact": []}
@@ -144,20 +145,24 @@ def ranking_only(corpus: Path, out: Path, spec: str) -> dict[str, Any]:
         def impacts(query: Any) -> Any:
             return impact.ranked(index, query, DEPTH)
 
-        engines = {"fts5": fts5, "impact": impacts}
+        def unpruned(query: Any) -> Any:
+            return impact.ranked(index, query, DEPTH, prune=False)
+
+        engines = {"fts5": fts5, "impact": impacts, "impact_unpruned": unpruned}
+        times["impact_unpruned"] = []
         with index.reading():
             for number, query in enumerate(compiled):
                 if query.expression is None:
                     continue
-                for name in ("fts5", "impact") if number % 2 == 0 else ("impact", "fts5"):
+                names = ["fts5", "impact", "impact_unpruned"]
+                for name in names[number % 3 :] + names[: number % 3]:
                     started = time.perf_counter()
                     engines[name](query)
                     if number >= WARMUP:
                         times[name].append(time.perf_counter() - started)
     return {
         "strategy": spec,
-        "fts5_ranking": percentiles(times["fts5"]),
-        "impact_ranking": percentiles(times["impact"]),
+        **{f"{name}_ranking": percentiles(values) for name, values in times.items()},
     }
 
 
