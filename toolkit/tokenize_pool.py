@@ -142,6 +142,14 @@ def _work(batch: list[tuple[str, str]], keep_offsets: bool) -> tuple[list[Tokeni
     return results, os.getpid(), _worker_load_seconds or 0.0, time.process_time() - started
 
 
+def _busy() -> float:
+    """Runnable processes besides this one: the 1-minute load average less one (0 where there is none)."""
+    try:
+        return max(0.0, os.getloadavg()[0] - 1)
+    except (AttributeError, OSError):  # no load average on this platform
+        return 0.0
+
+
 def worker_count() -> int:
     """``$RAG_EVAL_WORKERS`` or the number of cores."""
     configured = os.environ.get(WORKERS_ENV, "")
@@ -257,7 +265,7 @@ def _tokenize_chunks(
             characters=characters - probed,
             items=len(rest),
             cores=os.cpu_count() or 1,
-            busy=max(0.0, os.getloadavg()[0] - 1),  # runnable processes besides this one
+            busy=_busy(),
             chars_per_second=probed / max(time.perf_counter() - probe_started, 1e-9),
             start_seconds=FORK_START_SECONDS if forkable else SPAWN_START_SECONDS,
         )
