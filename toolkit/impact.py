@@ -98,24 +98,68 @@ def write_impacts(db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[fl
     if rows == 0:
         return 0
     avgdl = float(tokens) / float(rows)
-    sizes = {rowid: sum(_varints(blob)) for rowid, blob in reader.execute("SELECT id, sz FROM search_docsize")}
+    sized = [(rowid, sum(_varints(blob))) for rowid, blob in reader.execute("SELECT id, sz FROM search_docsize")]
+    sizes = np.zeros(1 + max((rowid for rowid, _ in sized), default=0))
+    sizes[[rowid for rowid, _ in sized]] = [size for _, size in sized]
     columns = [row[1] for row in reader.execute("PRAGMA table_info(search)")]
     weight_of = dict(zip(columns, weights, strict=True))
     reader.execute(f"DROP TABLE IF EXISTS {_VOCAB}")
     reader.execute(f"CREATE VIRTUAL TABLE {_VOCAB} USING fts5vocab(main, 'search', 'instance')")
     count = 0
+    batch = _Batch()
     try:
         for term, rowids, frequencies in _postings(reader.execute(f"SELECT term, doc, col FROM {_VOCAB}"), weight_of):
-            ids = np.array(rowids, dtype="<i8")
-            tf = np.array(frequencies, dtype="<f8")
-            length = np.array([sizes[rowid] for rowid in rowids], dtype="<f8")
-            # The operations of fts5Bm25Function, in its order (C: 1 - b + b * D / avgdl).
-            impact = (tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + (B * length) / avgdl))
-            db.execute("INSERT INTO impacts VALUES (?, ?, ?)", (term, ids.tobytes(), impact.astype("<f8").tobytes()))
-            count += 1
+            batch.add(term, rowids, frequencies)
+            if len(batch.rowids) >= _BATCH_POSTINGS:
+                count += batch.write(db, sizes, avgdl)
+        count += batch.write(db, sizes, avgdl)
     finally:
         reader.execute(f"DROP TABLE IF EXISTS {_VOCAB}")
     return count
+
+
+#: Postings computed together: numpy on one long array instead of one small array per term (trigram has
+#: hundreds of thousands of terms), with memory bounded by the batch rather than the index.
+_BATCH_POSTINGS = 1_000_000
+
+
+class _Batch:
+    """Terms' postings awaiting their impacts and their rows in the ``impacts`` table."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.terms: list[str] = []
+        self.ends: list[int] = []
+        self.rowids: list[int] = []
+        self.frequencies: list[float] = []
+
+    def add(self, term: str, rowids: list[int], frequencies: list[float]) -> None:
+        self.terms.append(term)
+        self.rowids += rowids
+        self.frequencies += frequencies
+        self.ends.append(len(self.rowids))
+
+    def write(self, db: sqlite3.Connection, sizes: np.ndarray, avgdl: float) -> int:
+        import numpy as np
+
+        ids = np.array(self.rowids, dtype="<i8")
+        tf = np.array(self.frequencies, dtype="<f8")
+        length = sizes[ids]
+        # The operations of fts5Bm25Function, in its order (C: 1 - b + b * D / avgdl), element by element.
+        impact = ((tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + (B * length) / avgdl))).astype("<f8")
+        starts = [0, *self.ends[:-1]]
+        db.executemany(
+            "INSERT INTO impacts VALUES (?, ?, ?)",
+            (
+                (term, ids[start:end].tobytes(), impact[start:end].tobytes())
+                for term, start, end in zip(self.terms, starts, self.ends, strict=True)
+            ),
+        )
+        written = len(self.terms)
+        self.clear()
+        return written
 
 
 def _postings(
