@@ -30,13 +30,14 @@ BATCH = 200
 WORKERS_ENV = "RAG_EVAL_WORKERS"
 #: Characters tokenized in this process first, to measure the strategy's speed here and now (the work counts).
 PROBE_CHARS = 20_000
-#: Wall seconds before a worker tokenizes: forked, it shares the loaded model (measured 0.02-0.2 s with
-#: jieba and pkuseg loaded); spawned, it starts Python and loads the model itself (pkuseg ~4 s, jieba ~1 s).
-FORK_START_SECONDS = 0.3
+#: Wall seconds before a worker tokenizes: forked, it shares the loaded model (2 forked workers took
+#: cmrc2018_dev_trial's jieba from 1.82 s to 1.01 s, 0.1 s over half: reports/speed.md, 2026-11-29);
+#: spawned, it starts Python and loads the model itself (pkuseg 4.2 s, jieba 0.5 s there).
+FORK_START_SECONDS = 0.15
 SPAWN_START_SECONDS = 5.0
-#: Share of the ideal speed-up a pool keeps after pickling batches and merging results (measured 0.9 with
-#: 2 workers on cmrc2018_dev_trial); a pool is used only when it is predicted MIN_GAIN times faster.
-EFFICIENCY = 0.85
+#: Share of the ideal speed-up a pool keeps after pickling batches and merging results (1.8x with 2
+#: workers on cmrc2018_dev_trial, jieba and pkuseg); a pool is used only when predicted MIN_GAIN times faster.
+EFFICIENCY = 0.9
 MIN_GAIN = 1.25
 #: Batches per worker: enough that a slow batch does not leave the other worker idle at the end.
 BATCHES_PER_WORKER = 4
