@@ -164,6 +164,7 @@ BAD_CASES = {
     "limit not a number": ["--queries", "{bad}/good.txt", "--run", "{out}", "--limit", "ten"],
     "tag with a space": ["--queries", "{bad}/good.txt", "--run", "{out}", "--run-tag", "my run"],
     "empty tag": ["--queries", "{bad}/good.txt", "--run", "{out}", "--run-tag", ""],
+    "tag with a control character": ["--queries", "{bad}/good.txt", "--run", "{out}", "--run-tag", "a\x01b"],
     "output is a folder": ["--queries", "{bad}/good.txt", "--run", "{bad}/folder"],
     "output exists": ["--queries", "{bad}/good.txt", "--run", "{bad}/notes.txt"],
     "output is a FIFO": ["--queries", "{bad}/good.txt", "--run", "{bad}/fifo.txt"],

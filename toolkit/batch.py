@@ -26,7 +26,7 @@ from .processing import QueryProcessing
 from .records import Progress
 from .search import search
 from .store import Index
-from .textio import display_name, open_regular, text_argument
+from .textio import control_character, display_name, open_regular, text_argument
 
 #: What the output is called in messages.
 RUN_WHAT = "run file"
@@ -74,7 +74,7 @@ def read_topics_file(path: str | Path) -> dict[str, Query]:
     """
     path = Path(path)
     name = display_name(str(path))
-    if path.suffix == ".tsv" or (path.suffix != ".jsonl" and _has_sgml_topics(path)):
+    if path.suffix != ".jsonl" and (_has_sgml_topics(path) or path.suffix == ".tsv"):
         queries = read_topics(path)
         if not queries:
             raise DatasetError(f"{name}: no topics (<top> blocks, or 'query-id<TAB>text' lines)")
@@ -105,7 +105,7 @@ def check_limit(limit: object) -> int:
 def check_tag(tag: object) -> str:
     """A run tag: text that fits one TREC column (non-empty, no whitespace)."""
     value = text_argument(tag, "run tag", QueryError)
-    if not value or _SPACE.search(value) or re.search("[\x00-\x1f\x7f-\x9f]", value):
+    if not value or _SPACE.search(value) or control_character(value) is not None:
         raise QueryError(f"run tag {value!r} must be non-empty, without whitespace or control characters")
     return value
 
