@@ -36,8 +36,8 @@ from rag_eval.writer import build
 
 ROUNDS = 7
 QUERIES = datasets_root() / "handbook" / "queries.jsonl"
-#: batch / run loop. The batch adds reading the topics to the run loop's work (about 2%); measured 0.94 to
-#: 1.12 (median of 7 rounds, 9 runs) on the 2-core development machine at a load average of 7 to 9.5.
+#: batch / run loop. The batch adds reading the topics to the run loop's work (about 2%); measured 0.90 to
+#: 1.12 (median of 7 rounds, 12 runs) on the 2-core development machine at a load average of 7 to 11.
 #: Fails when the batch does per-query work of its own worth a fifth of a search.
 RUN_RATIO_BOUND = 1.2
 #: batch / search loop: the run lines themselves (each hit's judged unit, ``strict_run``'s strictly
