@@ -307,8 +307,8 @@ def test_pruning_clamped_terms_is_exact_and_used(
             if compiled.expression is None:
                 continue
             for limit in (1, 3, 10, 100):
-                full = impact.ranked(index, compiled, limit, prune=False)
-                assert impact.ranked(index, compiled, limit) == full
+                full = impact.ranked(index, compiled, limit)
+                assert impact.ranked(index, compiled, limit, prune=True) == full
                 assert_same(fts5_top(index, text, "or", limit), full)
                 present = {t: p for t in compiled.terms if (p := impact._postings_of(index, t)) is not None}
                 pruned += impact._pruned(compiled.terms, present, index.chunks, limit) is not None
@@ -335,6 +335,6 @@ def test_pruning_on_random_corpora_with_frequent_terms(corpus: list[tuple[str, s
             compiled = compile_query(index.tokenizer, text, "or")
             if compiled.expression is None:
                 return
-            full = impact.ranked(index, compiled, limit, prune=False)
-            assert impact.ranked(index, compiled, limit) == full
+            full = impact.ranked(index, compiled, limit)
+            assert impact.ranked(index, compiled, limit, prune=True) == full
             assert_same(fts5_top(index, text, "or", limit), full)

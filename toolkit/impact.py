@@ -240,11 +240,12 @@ def idf(rows: int, matching: int) -> float:
 
 
 def ranked(
-    index: Index, compiled: CompiledQuery, limit: int, accept: Accept | None = None, *, prune: bool = True
+    index: Index, compiled: CompiledQuery, limit: int, accept: Accept | None = None, *, prune: bool = False
 ) -> list[tuple[int, float]]:
     """The top ``limit`` (chunk id, bm25 score) of ``compiled`` (see :func:`fallback_reason`), in FTS5's
     order: score ascending, ties by id; ``accept`` filters (called on candidates in rank order).
-    ``prune=False`` scores every matching row (see :func:`_pruned`)."""
+    ``prune=True`` skips scanning clamped terms where that is exact (see :func:`_pruned`): off by default,
+    as on 13.5k rows it measured slower than scoring every row (reports/latency.md)."""
     import numpy as np
 
     rows = index.chunks
