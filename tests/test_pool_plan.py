@@ -100,3 +100,16 @@ def test_the_plan_follows_the_measured_speed(monkeypatch: pytest.MonkeyPatch) ->
     results, report = tokenize_chunks(tokenizer, items, keep_offsets=False)
     assert report.workers == 1 and report.plan.startswith("1 process: no free core")
     assert len(results) == len(items)
+
+
+def test_index_build_prints_its_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from rag_eval.cli import cli
+
+    monkeypatch.setenv(pool.WORKERS_ENV, "1")
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "导出文件"}\n', encoding="utf-8")
+    args = ["index", "build", str(tmp_path), "-b", "passages", "-t", "jieba", "-o", str(tmp_path / "i.sqlite")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert result.output.rstrip().endswith("; tokenized in 1 process: $RAG_EVAL_WORKERS=1, few characters")
