@@ -7,6 +7,7 @@ import math
 import pytest
 
 from rag_eval.errors import RagEvalError
+from rag_eval.eval import selection
 from rag_eval.eval.judge_session import decision_words
 from rag_eval.eval.selection import DEFAULT_METHOD, METHODS, PICK_SURE, Selector
 
@@ -233,33 +234,63 @@ def test_a_leader_behind_on_average_is_never_said_to_lead_by_a_negative_margin()
         assert "-0." not in words and f"{-decision.margin:.3f} nDCG@10 behind" in words
 
 
-def test_every_query_gets_its_first_relevant_passage_before_any_query_a_second_look() -> None:
-    """Once q1 has a relevant passage, its other passages (still able to move the race) wait until q2 and
-    q3, which have none judged relevant yet, are answered or exhausted."""
-    runs = {
-        "a": {"q1": ["x", "y", "w", "t"], "q2": ["u", "v"], "q3": ["m", "n"]},
-        "b": {"q1": ["t", "w", "y", "x"], "q2": ["v", "u"], "q3": ["n", "m"]},
-    }
-    selector = Selector(runs, samples=50)
-    selector.record("q1", "x", 2)
+# q1, q2 and q3 each have passages the two systems rank differently
+THREE = {
+    "a": {"q1": ["x", "y", "w", "t"], "q2": ["u", "v"], "q3": ["m", "n"]},
+    "b": {"q1": ["t", "w", "y", "x"], "q2": ["v", "u"], "q3": ["n", "m"]},
+}
+
+
+def _until_q1(selector: Selector) -> list[tuple[str, str]]:
+    """Grade 0 to every pair chosen until one of q1 comes up; the pairs chosen before it."""
     seen = []
     while (pair := selector.next()) is not None and pair[0] != "q1":
         seen.append(pair)
         selector.record(*pair, 0)
-    # q2 and q3 were judged to the end (nothing relevant found) before q1 had a second look
-    assert sorted(seen) == [("q2", "u"), ("q2", "v"), ("q3", "m"), ("q3", "n")]
     assert pair is not None and pair[0] == "q1"
+    return seen
 
 
-def test_an_answered_query_waits_while_others_are_open() -> None:
-    runs = {
-        "a": {"q1": ["x", "y", "w", "t"], "q2": ["u", "v"]},
-        "b": {"q1": ["t", "w", "y", "x"], "q2": ["v", "u"]},
-    }
-    selector = Selector(runs, samples=50)
-    selector.record("q1", "x", 1)
-    selector.record("q2", "u", 2)
-    # both answered: the rule no longer restricts, and q1's passages come back
+def test_while_answered_queries_are_expected_to_hold_few_more_they_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once q1 has a relevant passage, its other passages (still able to move the race) wait until q2 and
+    q3, which have none judged relevant yet, are answered or exhausted."""
+    monkeypatch.setattr(selection, "FEW_MORE", math.inf)
+    selector = Selector(THREE, samples=50)
+    selector.record("q1", "x", 2)
+    assert sorted(_until_q1(selector)) == [("q2", "u"), ("q2", "v"), ("q3", "m"), ("q3", "n")]
+    # once every query is answered the rule no longer restricts
+    selector = Selector(THREE, samples=50)
+    for pair, grade in ((("q1", "x"), 1), (("q2", "u"), 2), (("q3", "m"), 2)):
+        selector.record(*pair, grade)
     assert selector.next() is not None
-    selector.forget("q2", "u")
-    assert selector.next()[0] == "q2"
+
+
+def test_where_answered_queries_may_hold_more_they_compete(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(selection, "FEW_MORE", 0.0)
+    selector = Selector(THREE, samples=50)
+    selector.record("q1", "x", 2)
+    assert len(_until_q1(selector)) < 4  # q1 had a second look before q2 and q3 were done
+
+
+def test_the_model_learns_whether_answered_queries_hold_more() -> None:
+    """Four queries judged completely teach the model how many relevant passages a query holds beyond its
+    first: few when each held one (answered queries then wait), many when each held three."""
+    docs = ["d1", "d2", "d3", "d4"]
+    runs = {
+        "a": {f"q{n:02d}": [f"{d}-{n}" for d in docs] for n in range(1, 13)},
+        "b": {f"q{n:02d}": [f"{d}-{n}" for d in reversed(docs)] for n in range(1, 13)},
+    }
+
+    def taught(relevant: set[str]) -> float | None:
+        selector = Selector(runs, samples=200)
+        assert selector.more_expected() is None  # nothing answered yet
+        for n in range(1, 5):
+            for d in docs:
+                selector.record(f"q{n:02d}", f"{d}-{n}", 2 if d in relevant else 0)
+        for n in range(5, 12):
+            selector.record(f"q{n:02d}", f"d1-{n}", 2)
+        return selector.more_expected()
+
+    one, three = taught({"d1"}), taught({"d1", "d2", "d4"})
+    assert one is not None and three is not None
+    assert one < selection.FEW_MORE < three
