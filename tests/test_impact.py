@@ -338,3 +338,25 @@ def test_pruning_on_random_corpora_with_frequent_terms(corpus: list[tuple[str, s
             full = impact.ranked(index, compiled, limit)
             assert impact.ranked(index, compiled, limit, prune=True) == full
             assert_same(fts5_top(index, text, "or", limit), full)
+
+
+@pytest.mark.parametrize(
+    ("rowids", "weights"),
+    [
+        (b"\x01" * 7, b"\x00" * 7),  # not whole int64s
+        ((1).to_bytes(8, "little") * 2, (0.5).hex().encode()[:16]),  # ids not ascending
+        ((2**60).to_bytes(8, "little"), b"\x00" * 8),  # an id far beyond the chunks: no huge allocation
+        ("text", "text"),
+    ],
+)
+def test_tampered_impacts_are_one_error(tmp_path: Path, docs: Path, rowids: object, weights: object) -> None:
+    from rag_eval.errors import IndexFileError
+
+    path = tmp_path / "docs.sqlite"
+    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
+    db = sqlite3.connect(path)
+    db.execute("UPDATE impacts SET rowids = ?, weights = ? WHERE term = '导出'", (rowids, weights))
+    db.commit()
+    db.close()
+    with Index.open(path) as index, pytest.raises(IndexFileError, match="impact postings of term '导出'"):
+        search(index, "导出", engine="impact")

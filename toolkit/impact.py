@@ -32,7 +32,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .errors import QueryError
+from .errors import IndexFileError, QueryError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -217,8 +217,6 @@ _cache: weakref.WeakKeyDictionary[Index, tuple[str | None, dict[str, Any]]] = we
 
 
 def _postings_of(index: Index, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-    import numpy as np
-
     generation, cached = _cache.get(index, (None, {}))
     if generation != index.generation or not cached or cached.get("", 0) > CACHE_POSTINGS:
         cached = {"": 0}
@@ -227,10 +225,29 @@ def _postings_of(index: Index, term: str) -> tuple[np.ndarray, np.ndarray] | Non
         found: tuple[np.ndarray, np.ndarray] | None = cached[term]
         return found
     row = index.db.execute("SELECT rowids, weights FROM impacts WHERE term = ?", (term,)).fetchone()
-    found = None if row is None else (np.frombuffer(row[0], dtype="<i8"), np.frombuffer(row[1], dtype="<f8"))
+    found = None if row is None else _checked(index, term, row[0], row[1])
     cached[term] = found
     cached[""] += 0 if found is None else len(found[0])
     return found
+
+
+def _checked(index: Index, term: str, rowids: object, weights: object) -> tuple[np.ndarray, np.ndarray]:
+    """A term's postings as arrays, or IndexFileError when the stored ones are not what a build writes
+    (a damaged or tampered file must not become a traceback or a huge allocation)."""
+    import numpy as np
+
+    if isinstance(rowids, bytes) and isinstance(weights, bytes) and len(rowids) == len(weights) > 0:
+        if len(rowids) % 8 == 0:
+            ids = np.frombuffer(rowids, dtype="<i8")
+            values = np.frombuffer(weights, dtype="<f8")
+            ascending = len(ids) == 1 or bool(np.all(ids[1:] > ids[:-1]))
+            positive = bool(np.all(np.isfinite(values) & (values > 0)))
+            if ascending and positive and 1 <= ids[0] and ids[-1] <= index.chunks:
+                return ids, values
+    raise IndexFileError(
+        f"{index.path}: damaged index: the impact postings of term {term!r} are malformed",
+        hint="rebuild it with: rag-eval index build --engine impact",
+    )
 
 
 def idf(rows: int, matching: int) -> float:
