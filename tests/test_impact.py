@@ -360,3 +360,16 @@ def test_tampered_impacts_are_one_error(tmp_path: Path, docs: Path, rowids: obje
     db.close()
     with Index.open(path) as index, pytest.raises(IndexFileError, match="impact postings of term '导出'"):
         search(index, "导出", engine="impact")
+
+
+def test_a_tampered_recorded_engine_is_one_error(tmp_path: Path, docs: Path) -> None:
+    from rag_eval.errors import IndexFileError
+
+    path = tmp_path / "docs.sqlite"
+    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value = 'warp' WHERE key = 'engine'")
+    db.commit()
+    db.close()
+    with Index.open(path) as index, pytest.raises(IndexFileError, match="engine is 'warp'"):
+        search(index, "导出")

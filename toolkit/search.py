@@ -111,6 +111,8 @@ def _search_once(
     defaults = index.defaults
     processing = processing if processing is not None else index.processing
     engine = engine or index.meta.get("engine") or "fts5"
+    if engine not in impact.ENGINES:
+        raise IndexFileError(f"{index.path}: damaged index meta: engine is {engine!r}", hint="rebuild it")
     # A single statement reads one snapshot by itself and returns the build generation with its rows;
     # anything that issues more statements runs inside one read transaction instead.
     several = (
