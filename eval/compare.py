@@ -22,7 +22,7 @@ from ..errors import RagEvalError
 from ..processing import QueryProcessing
 from ..query import MODES
 from ..textio import read_text
-from ..tokenizers import TOKENIZERS, get_tokenizer, written_spec
+from ..tokenizers import TOKENIZERS, get_tokenizer, tokenizer_class, written_spec
 from ..tokenizers.base import library_version
 from .agreement import label_free
 from .formats import load_dataset
@@ -69,11 +69,14 @@ class Skipped:
 
 
 def default_systems(dataset: Dataset, builder: str | None, mode: str | None) -> tuple[list[System], list[Skipped]]:
-    """Every available tokenizer with the dataset's builder and query mode, and the ones left out (and why)."""
+    """Every available tokenizer meant for default comparisons, with the dataset's builder and query mode,
+    and the ones left out as unavailable (and why)."""
     chosen_builder = builder or dataset.meta.get("builder") or "passages"
     chosen_mode = mode or dataset.meta.get("mode") or "or"
     systems, skipped = [], []
     for name in TOKENIZERS:
+        if not tokenizer_class(name).in_default_comparison:
+            continue
         try:
             get_tokenizer(name).check_available()
         except RagEvalError as exc:

@@ -23,7 +23,7 @@ from rag_eval.eval.formats import load_dataset
 from rag_eval.eval.gate import DEFAULT_TOLERANCE
 from rag_eval.eval.runner import System, run_system
 from rag_eval.query import MODES
-from rag_eval.tokenizers import TOKENIZERS
+from rag_eval.tokenizers import TOKENIZERS, get_tokenizer, tokenizer_class
 from rag_eval.tokenizers.bigram import BigramTokenizer
 
 
@@ -517,3 +517,13 @@ def test_systems_with_one_name_are_refused_and_run_files_never_collide(
     )
     assert "'x' is given twice" in error
     assert run_file_names(["a/b", "a b", "a_b"]) == {"a/b": "a_b", "a b": "a_b-2", "a_b": "a_b-3"}
+
+
+def test_a_strategy_declared_out_of_default_comparisons_is_left_out_but_can_be_named(evidence) -> None:
+    systems, skipped = default_systems(evidence, None, None)
+    names = {s.tokenizer for s in systems} | {s.tokenizer for s in skipped}
+    declared_out = {name for name in TOKENIZERS if not tokenizer_class(name).in_default_comparison}
+    assert declared_out and not names & declared_out  # rjieba, which ranks like jieba
+    assert {"unicode61", "trigram", "jieba", "pkuseg", "bigram", "unigram"} <= names
+    for name in declared_out:
+        get_tokenizer(name)  # still registered and nameable with -t

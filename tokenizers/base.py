@@ -73,6 +73,9 @@ class Tokenizer(Configurable):
     overlapping_tokens: ClassVar[bool] = False
     #: True when tokenizing is slow enough that index builds pay for a process pool (jieba, pkuseg).
     parallel: ClassVar[bool] = False
+    #: False for a strategy a default ``compare`` or ``judge`` leaves out (it is still listed and can be
+    #: named with ``-t``): rjieba, which ranks like jieba (reports/builds.md) and would only double its cost.
+    in_default_comparison: ClassVar[bool] = True
     #: Distributions whose versions belong in the spec and in ``rag-eval --version``.
     libraries: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = ""
