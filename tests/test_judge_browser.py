@@ -29,6 +29,10 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Server:
     """``rag-eval judge`` in a child process; its URL read from the first line it prints."""
 
@@ -36,7 +40,14 @@ class Server:
         command = [sys.executable, "-m", "rag_eval", "judge", "handbook", "--queries", str(QUESTIONS)]
         command += ["-t", "bigram", "-t", "unigram", "-o", str(output), "--idle-timeout", "3"]
         self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy()
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+            # Ctrl-C as in a terminal: a test run started in the background (CI runners, `cmd &`) inherits
+            # SIGINT ignored, and Python keeps an ignored SIGINT ignored, so the clean stop below never came
+            preexec_fn=_default_sigint,
         )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
