@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import store, writer
+from .evidence import evidence
 from .query import compile_query
 from .read import list_entries, read, verify_source
 from .search import search
@@ -97,14 +98,12 @@ def retrieve(db: sqlite3.Connection, query: str, *, as_of: str, limit: int = 10)
 
 
 def search_tool(db: sqlite3.Connection, query: str, *, as_of: str) -> dict[str, Any]:
-    """Seed 000's tool result: evidence only, ``action_authority: false``, no answer field."""
-    return {
-        "kind": "document_evidence",
-        "query": query,
-        "as_of": as_of,
-        "hits": retrieve(db, query, as_of=as_of),
-        "action_authority": False,
-    }
+    """Seed 000's tool result: evidence only, ``action_authority: false``, no answer field.
+
+    The same result ``rag-eval search --json`` and the MCP server return (:func:`rag_eval.evidence.evidence`),
+    searched as seed 000's ``retrieve`` searches: every term, ten hits; each hit has seed 000's row fields.
+    """
+    return evidence(_index(db), query, as_of=as_of, mode="and", limit=10)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ class Hit(NamedTuple):
     chunk: Chunk
 
     def as_dict(self) -> dict[str, Any]:
-        """Flat JSON-ready provenance for tools and the CLI."""
+        """Flat JSON-ready provenance for the evidence result (tools, the CLI, the MCP server)."""
         chunk = self.chunk
         data: dict[str, Any] = {
             "rank": self.rank,
@@ -59,16 +59,20 @@ class Hit(NamedTuple):
             "score": self.score,
             "snippet": self.snippet,
             "text": chunk.text,
+            # The source file's sha256 at build time: what a citation is checked against (verify).
+            "sha256": chunk.sha256,
         }
         if chunk.anchor:
             data["anchor"] = chunk.anchor
         if chunk.line is not None:
+            # Seed 000's provenance, under its own names too (source_id, doc_id, lexical_score).
             data.update(
                 line=chunk.line,
                 revision=chunk.revision,
-                sha256=chunk.sha256,
                 status=chunk.status,
                 expires=chunk.expires,
                 source_id=chunk.key,
+                doc_id=chunk.doc,
+                lexical_score=self.score,
             )
         return data

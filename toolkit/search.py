@@ -449,20 +449,7 @@ def _columns(index: Index) -> list[str]:
 def search_tool(
     index: Index, query: str, *, as_of: str | None, limit: int | None = None, **options: Any
 ) -> dict[str, Any]:
-    """Seed 000's agent tool result: evidence with full provenance, never an answer or authority.
+    """Seed 000's agent tool result; the same as :func:`rag_eval.evidence.evidence` (kept for existing callers)."""
+    from .evidence import evidence
 
-    ``as_of`` is a host policy value (configuration or an option), not a date taken from the query.
-    ``options`` are passed to :func:`search` (mode, category, path_prefix, explain).
-    """
-    result = search(index, query, as_of=as_of, limit=limit, **options)
-    payload: dict[str, Any] = {
-        "kind": "document_evidence",
-        "query": query,
-        "as_of": as_of,
-        "index": {"tokenizer": index.tokenizer.spec, "builder": index.meta["builder"]},
-        "hits": [hit.as_dict() for hit in result.hits],
-        "action_authority": False,
-    }
-    if result.explain:
-        payload["explain"] = result.explain
-    return payload
+    return evidence(index, query, as_of=as_of, limit=limit, **options)

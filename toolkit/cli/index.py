@@ -318,12 +318,13 @@ def search_cmd(
         return
     if query is None:
         raise click.UsageError("Missing argument 'QUERY'.")
-    from ..search import search, search_tool
+    from ..evidence import evidence
+    from ..search import search
     from ..store import Index
 
     with Index.open(index_path) as index:
         if as_json:
-            payload = search_tool(
+            payload = evidence(
                 index,
                 query,
                 as_of=as_of,
