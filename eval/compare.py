@@ -25,6 +25,7 @@ from ..textio import read_text
 from ..tokenizers import TOKENIZERS, get_tokenizer, tokenizer_class, written_spec
 from ..tokenizers.base import library_version
 from .agreement import label_free
+from .engines import DEFAULT_ENGINE, get_engine, written_engine
 from .formats import load_dataset
 from .fusion import Fusion, fuse_runs, fused_row, fused_systems, fusion_from_table, parse_fusion
 from .gate import DEFAULT_TOLERANCE, GateResult, check, check_baseline_target, check_tolerance, load_baseline
@@ -87,7 +88,8 @@ def default_systems(dataset: Dataset, builder: str | None, mode: str | None) -> 
 
 
 def load_systems_file(path: Path) -> list[System]:
-    """Systems from TOML: ``[[system]]`` tables with ``tokenizer``, optional ``builder`` and ``mode``."""
+    """Systems from TOML: ``[[system]]`` tables with ``tokenizer``, optional ``builder``, ``mode``, ``query``
+    and ``engine``."""
     return load_systems_toml(path)[0]
 
 
@@ -106,8 +108,9 @@ def one_system(path: Path) -> System:
 
 
 def load_systems_toml(path: Path) -> tuple[list[System], list[Fusion]]:
-    """Systems and fused systems from TOML: ``[[system]]`` tables (``tokenizer``, optional ``builder`` and
-    ``mode``) and ``[[fusion]]`` tables (``method``, ``systems``, optional ``k``, ``normalise``, ``weights``)."""
+    """Systems and fused systems from TOML: ``[[system]]`` tables (``tokenizer``, optional ``builder``, ``mode``,
+    ``query`` and ``engine``) and ``[[fusion]]`` tables (``method``, ``systems``, optional ``k``, ``normalise``,
+    ``weights``)."""
     import tomllib
 
     text = read_text(path, RagEvalError, max_bytes=MAX_SYSTEMS_FILE_BYTES)
@@ -125,14 +128,20 @@ def load_systems_toml(path: Path) -> tuple[list[System], list[Fusion]]:
     for number, entry in enumerate(entries, start=1):
         if not isinstance(entry, dict) or not isinstance(entry.get("tokenizer"), str):
             raise RagEvalError(f'{path}: [[system]] number {number} needs tokenizer = "SPEC"')
-        unknown = set(entry) - {"tokenizer", "builder", "mode", "query"}
+        unknown = set(entry) - {"tokenizer", "builder", "mode", "query", "engine"}
         if unknown:
             raise RagEvalError(f"{path}: [[system]] number {number} has unknown keys: {', '.join(sorted(unknown))}")
-        for key in ("builder", "mode", "query"):
+        for key in ("builder", "mode", "query", "engine"):
             if not isinstance(entry.get(key, ""), str):
                 raise RagEvalError(f"{path}: [[system]] number {number}: {key} must be a string")
         systems.append(
-            System(entry["tokenizer"], entry.get("builder", ""), entry.get("mode", ""), entry.get("query", ""))
+            System(
+                entry["tokenizer"],
+                entry.get("builder", ""),
+                entry.get("mode", ""),
+                entry.get("query", ""),
+                entry.get("engine", "") or DEFAULT_ENGINE,
+            )
         )
     fusions = [fusion_from_table(entry, f"{path}: [[fusion]] number {n}") for n, entry in enumerate(fused, start=1)]
     return systems, fusions
@@ -221,13 +230,17 @@ def compare(
             s.builder or default_builder,
             s.mode or default_mode,
             QueryProcessing.parse(s.query).written if s.query else "",
+            written_engine(s.engine or DEFAULT_ENGINE),
         )
         for s in systems
     ]
     for system in systems:
-        get_tokenizer(system.tokenizer).check_available()
-        check_builder(dataset, get_builder(system.builder))
+        tokenizer = get_tokenizer(system.tokenizer)
+        tokenizer.check_available()
+        builder = get_builder(system.builder)
+        check_builder(dataset, builder)
         check_mode(system.mode)
+        get_engine(system.engine).check(tokenizer, builder, system.mode, system.name)
     fused = fused_systems(fusions or [], {s.name: s.tokenizer for s in systems}, [r.name for r in outside or []])
     names = [system.name for system in systems] + [run.name for run in outside or []] + [f[1] for f in fused]
     repeated = sorted({name for name in names if names.count(name) > 1})
@@ -263,12 +276,21 @@ def compare(
         no_answer = [q for q in dataset.queries.values() if q.kind == NO_ANSWER]
         false_hit = sum(1 for q in no_answer if result.false_hits.get(q.id, 0) > 0)
         build = result.build
+        engine = get_engine(system.engine)
+        seconds = sum(result.tokenize_seconds) + sum(result.search_seconds)
         rows.append(
             {
                 "name": system.name,
                 "tokenizer": result.tokenizer_spec,
                 "builder": result.builder_spec,
                 "mode": system.mode,
+                "engine": {
+                    "name": engine.name,
+                    "spec": result.engine_spec,
+                    "exact": engine.exact,
+                    "build": engine.build_engine,
+                    **result.engine_stats,
+                },
                 "metrics": {m: round(means[m], 4) for m in metrics},
                 "ci95": {m: _bootstrap_ci([values[q][m] for q in values]) for m in metrics},
                 "recall_curve": {m: round(means[m], 4) for m in curve},
@@ -277,6 +299,8 @@ def compare(
                     "search": latency_summary(result.search_seconds),
                 },
                 "latency_samples_ms": {"search": [round(v * 1000, 4) for v in result.search_seconds]},
+                # queries answered per second, one after another: tokenize and search, as a caller waits
+                "qps": round(len(result.search_seconds) / seconds, 1) if seconds > 0 else None,
                 "build": {
                     **{
                         k: build.get(k)
@@ -347,6 +371,7 @@ def compare(
     if metrics:
         _gains(rows, per_query, dataset, metrics[0], reference_name, no_text)
     without_labels = label_free(rows, runs, dataset, per_query, metrics, no_text=no_text)
+    engines = engine_agreement(systems, runs, per_query)
     report = {
         "schema": "rag-eval/compare/1",
         "environment": started_in,
@@ -370,10 +395,47 @@ def compare(
         "questions": len(dataset.queries),
         "without_labels": without_labels,
         "skipped": [asdict(item) for item in skipped or []],
+        "engines": engines,
         "systems": rows,
         "per_query": per_query,
     }
     return report, runs
+
+
+def engine_agreement(
+    systems: list[System], runs: dict[str, list[RankedDoc]], per_query: dict[str, dict[str, dict[str, float]]]
+) -> list[dict[str, Any]]:
+    """For each system run under several exact engines (fts5 and impact): whether their runs (ids, ranks and
+    written scores) and per-query metrics are identical, as an exact engine promises."""
+    groups: dict[System, list[System]] = {}
+    for system in systems:
+        groups.setdefault(dataclasses.replace(system, engine=DEFAULT_ENGINE), []).append(system)
+    found = []
+    for base, members in groups.items():
+        exact = [m for m in members if get_engine(m.engine).exact]
+        if len(exact) < 2:
+            continue
+        first = exact[0]
+        by_query: dict[str, list[RankedDoc]] = {}
+        for doc in runs[first.name]:
+            by_query.setdefault(doc.query_id, []).append(doc)
+        for other in exact[1:]:
+            theirs: dict[str, list[RankedDoc]] = {}
+            for doc in runs[other.name]:
+                theirs.setdefault(doc.query_id, []).append(doc)
+            differing = sorted(q for q in set(by_query) | set(theirs) if by_query.get(q) != theirs.get(q))
+            found.append(
+                {
+                    "system": base.name,
+                    "engines": [first.engine, other.engine],
+                    "names": [first.name, other.name],
+                    "queries_with_hits": len(set(by_query) | set(theirs)),
+                    "queries_differing": len(differing),
+                    "first_differing": differing[:5],
+                    "same_metrics": per_query.get(first.name) == per_query.get(other.name),
+                }
+            )
+    return found
 
 
 def _evaluate(
@@ -517,6 +579,7 @@ def run_compare(
     tolerance: float = DEFAULT_TOLERANCE,
     write_baseline: str | Path | None = None,
     processing: str | None = None,
+    engines: tuple[str, ...] | list[str] = (),
     progress: SystemProgress | None = None,
     fuse: tuple[str, ...] | list[str] = (),
     queries: str | Path | None = None,
@@ -530,7 +593,9 @@ def run_compare(
     With ``queries`` (a questions file), ``dataset`` is a knowledge base (anything ``index build`` reads, or
     a shipped id): its builder's units are the passages, ``builder`` may name any builder, and ``qrels``
     (judgments, e.g. from ``rag-eval judge``) are optional; without them the report shows what needs no
-    labels. Without ``queries``, ``qrels`` replaces the dataset's own judgments."""
+    labels. Without ``queries``, ``qrels`` replaces the dataset's own judgments. ``engines`` runs each system
+    named by ``tokenizers`` (or by default) under each engine spec (``fts5``, ``impact``, ``bm25s``), e.g.
+    both exact engines side by side; a systems file names its own."""
     tolerance = check_tolerance(tolerance)
     folder = check_output(output)
     baseline_path = check_baseline_target(write_baseline) if write_baseline is not None else None
@@ -568,6 +633,9 @@ def run_compare(
     if processing:  # query processing for the systems named by -t or by default (a systems file has its own)
         query = QueryProcessing.parse(processing).written
         named = [dataclasses.replace(system, query=query) for system in named]
+    if engines:  # every -t (or default) system under each engine, in the order given
+        specs = list(dict.fromkeys(written_engine(spec) for spec in engines))
+        named = [dataclasses.replace(system, engine=spec) for system in named for spec in specs]
     systems = listed + named  # a systems file's, then -t's: e.g. tune's recommendation beside bigram
     report, runs = compare(
         data,

@@ -208,6 +208,7 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
         "against": None,
         "differences": None,
         "gate": None,
+        "engines": _engines(report, rows, label),
         "untimed": [label[row["name"]] for row in rows if "latency_ms" not in row],
     }
     timed = [row for row in rows if "latency_ms" in row]
@@ -226,6 +227,9 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
                 "tokens/passage",
                 "zero-hit queries",
                 "no-answer false-hit rate",
+                "QPS",
+                "engine data MB",
+                "engine RSS growth MB",
             ],
             timed,
             {**label, **{name: f"{label[name]} (members' indexes, no build)" for name in fused}},
@@ -238,6 +242,9 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
                 _column([row["tokens_per_passage"] for row in timed], 1),
                 _column([row["zero_hit_queries"] for row in timed], 0, "low"),
                 _column([row["no_answer_false_hit_rate"] for row in timed], 4, "low"),
+                _column([row.get("qps") for row in timed], 0, "high"),
+                _column([_mb(engine_data_bytes(row)) for row in timed], 2),
+                _column([_mb((row.get("engine") or {}).get("rss_growth_bytes")) for row in timed], 1),
             ],
         )
         statistics = ("min", "median", "mean", "p95", "p99", "max")
@@ -328,6 +335,66 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
             "unmatched": gate.get("unmatched", []),
         }
     return page
+
+
+def _mb(value: Any) -> float | None:
+    return None if value is None else value / 1e6
+
+
+def engine_data_bytes(row: dict[str, Any]) -> int | None:
+    """What an engine holds besides FTS5's own tables: bm25s's arrays and vocabulary in memory, the impact
+    postings (stored in the index file, read into memory as queried); None for FTS5 (its page cache)."""
+    engine = row.get("engine") or {}
+    if "arrays_bytes" in engine:
+        return int(engine["arrays_bytes"]) + int(engine.get("vocabulary_bytes") or 0)
+    found = engine.get("postings_bytes")
+    return None if found is None else int(found)
+
+
+def _engines(report: dict[str, Any], rows: list[dict[str, Any]], label: dict[str, str]) -> dict[str, Any] | None:
+    """The engines section: which engine ranked each row, exact engines' agreement, and what bm25s measured."""
+    ranked = [row for row in rows if isinstance(row.get("engine"), dict)]
+    if not any(row["engine"].get("name") != "fts5" for row in ranked):
+        return None  # every row is FTS5's statement, as before engines were compared: nothing to say
+    agreement = [
+        {
+            "system": label.get(item["names"][0], item["names"][0]),
+            "engines": " and ".join(item["engines"]),
+            "queries": item["queries_with_hits"],
+            "differing": item["queries_differing"],
+            "same_metrics": item["same_metrics"],
+            "first": ", ".join(item["first_differing"]),
+        }
+        for item in report.get("engines") or []
+    ]
+    peers = []
+    for row in ranked:
+        engine = row["engine"]
+        if "arrays_bytes" not in engine:
+            continue
+        rank = engine.get("rank_ms") or {}
+        peers.append(
+            {
+                "system": label[row["name"]],
+                "spec": engine.get("spec", ""),
+                "variant": engine.get("variant", ""),
+                "terms": engine.get("terms"),
+                "tokens": engine.get("tokens"),
+                "read": _fmt(engine.get("read_tokens_seconds"), 2),
+                "index": _fmt(engine.get("bm25s_index_seconds"), 2),
+                "arrays": _fmt(_mb(engine.get("arrays_bytes")), 2),
+                "vocabulary": _fmt(_mb(engine.get("vocabulary_bytes")), 2),
+                "saved": _fmt(_mb(engine.get("saved_bytes")), 2),
+                "rank_p50": _fmt(rank.get("median"), 3),
+                "rank_p95": _fmt(rank.get("p95"), 3),
+            }
+        )
+    fallbacks = [
+        {"system": label[row["name"]], "count": row["engine"]["fts5_fallbacks"]}
+        for row in ranked
+        if row["engine"].get("fts5_fallbacks")
+    ]
+    return {"agreement": agreement, "peers": peers, "fallbacks": fallbacks}
 
 
 def _title(report: dict[str, Any]) -> str:
@@ -479,9 +546,11 @@ def summary(report: dict[str, Any], output: Path, baseline: Path | None = None) 
                 "tokenizer": row["tokenizer"],
                 "builder": row["builder"],
                 "mode": row["mode"],
+                "engine": (row.get("engine") or {}).get("spec"),
                 "metrics": row["metrics"],
                 "significance": {m: arrow(row, m) for m in report["metrics"]},
                 "search_ms": {"p50": search.get("median"), "p95": search.get("p95")},
+                "qps": row.get("qps"),
             }
         )
     gate = report.get("gate")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
+import os
 import sqlite3
 import statistics
 from dataclasses import dataclass, field
@@ -20,11 +20,11 @@ from ..errors import CorpusError, IndexFileError, RagEvalError
 from ..outputs import write_text_atomic
 from ..processing import QueryProcessing
 from ..records import Progress
-from ..search import search
 from ..store import SCHEMA_VERSION, Index, read_meta
 from ..textio import open_regular, read_json
 from ..tokenizers import Tokenizer, get_tokenizer
 from ..writer import BuildReport, build, corpus_checksum
+from .engines import DEFAULT_ENGINE, get_engine
 from .metrics import RankedDoc
 from .records import Dataset
 
@@ -39,18 +39,25 @@ MAX_BUILD_REPORT_BYTES = 1_000_000
 
 @dataclass(frozen=True)
 class System:
-    """What is compared: a tokenizer spec, a builder spec and a query mode."""
+    """What is compared: a tokenizer spec, a builder spec, a query mode and the engine that ranks."""
 
     tokenizer: str
     builder: str
     mode: str
     #: Query processing (``stopwords=zh,max_df=0.3``, see rag_eval.processing); empty for none.
     query: str = ""
+    #: Engine spec (``fts5``, ``impact``, ``bm25s:method=robertson``; see :mod:`.engines`); empty for fts5.
+    engine: str = DEFAULT_ENGINE
 
     @property
     def name(self) -> str:
-        """A readable, unique label, e.g. ``jieba:mode=precise | sections | or`` (``| query:...`` when processed)."""
-        return f"{self.tokenizer} | {self.builder} | {self.mode}" + (f" | {self.query}" if self.query else "")
+        """A readable, unique label, e.g. ``jieba:mode=precise | sections | or`` (``| QUERY`` when processed,
+        ``| engine=SPEC`` for an engine other than fts5, so fts5 systems keep the names baselines know)."""
+        return (
+            f"{self.tokenizer} | {self.builder} | {self.mode}"
+            + (f" | {self.query}" if self.query else "")
+            + (f" | engine={self.engine}" if self.engine not in ("", DEFAULT_ENGINE) else "")
+        )
 
 
 @dataclass
@@ -67,6 +74,9 @@ class SystemRun:
     search_seconds: list[float]
     zero_hit_queries: list[str]
     false_hits: dict[str, int] = field(default_factory=dict)
+    #: The engine's canonical spec with library versions, and what it measured (see ``Searcher.stats``).
+    engine_spec: str = DEFAULT_ENGINE
+    engine_stats: dict[str, Any] = field(default_factory=dict)
 
 
 def corpus_source(dataset: Dataset) -> tuple[Path, str]:
@@ -105,13 +115,13 @@ def source_checksum(source: Path, builder: Builder) -> tuple[str, str]:
     return corpus_checksum(files), hashlib.sha256(layout.encode()).hexdigest()
 
 
-def index_path(source: Path, builder: Builder, tokenizer_spec: str) -> tuple[Path, str]:
-    """The cached index for a source, builder and tokenizer, and the source's ``corpus_sha256``.
+def index_path(source: Path, builder: Builder, tokenizer_spec: str, engine: str = DEFAULT_ENGINE) -> tuple[Path, str]:
+    """The cached index for a source, builder, tokenizer and build engine, and the source's ``corpus_sha256``.
 
     The key is content-addressed over everything that decides the index: the bytes of every source file
     the builder reads, the source layout, the builder spec, the tokenizer spec (options, model and
-    dictionary checksums, library versions) and the index schema; so a cache hit can never change a
-    number, whatever the dataset is called or where it lives.
+    dictionary checksums, library versions), the index schema and, for a build with impact postings, its
+    engine; so a cache hit can never change a number, whatever the dataset is called or where it lives.
     """
     corpus, layout = source_checksum(source, builder)
     identity = {
@@ -123,6 +133,8 @@ def index_path(source: Path, builder: Builder, tokenizer_spec: str) -> tuple[Pat
         "builder": builder.system,
         "tokenizer": tokenizer_spec,
     }
+    if engine != DEFAULT_ENGINE:  # plain builds keep the keys they had before engines were keyed
+        identity["engine"] = engine
     key = hashlib.sha256(json.dumps(identity, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
     return cache_dir() / "indexes" / corpus[:16] / f"{key}.sqlite", corpus
 
@@ -140,13 +152,16 @@ def _recorded_meta(path: Path) -> dict[str, str]:
         db.close()
 
 
-def _cached_report(path: Path, expected: dict[str, str]) -> dict[str, Any] | None:
-    """The build report of a cached index whose recorded meta matches ``expected``, else None."""
+def _cached_report(path: Path, expected: dict[str, str], engine: str = DEFAULT_ENGINE) -> dict[str, Any] | None:
+    """The build report of a cached index whose recorded meta matches ``expected`` and whose recorded build
+    engine is ``engine`` (indexes built before engines were recorded are plain fts5 builds), else None."""
     report_path = path.with_suffix(".build.json")
     if not path.is_file() or not report_path.is_file():
         return None
     meta = _recorded_meta(path)
     if any(meta.get(key) != value for key, value in expected.items()):
+        return None
+    if (meta.get("engine") or DEFAULT_ENGINE) != engine:
         return None
     try:
         report = read_json(report_path, IndexFileError, max_bytes=MAX_BUILD_REPORT_BYTES)
@@ -163,13 +178,19 @@ def _discard(path: Path) -> None:
 
 
 def cached_build(
-    source: Path, builder: Builder, tokenizer: Tokenizer, *, progress: Progress | None = None
+    source: Path,
+    builder: Builder,
+    tokenizer: Tokenizer,
+    *,
+    progress: Progress | None = None,
+    engine: str = DEFAULT_ENGINE,
 ) -> tuple[Path, dict[str, Any]]:
-    """The index of ``source`` for this builder and tokenizer: reused from the cache when its recorded
-    tokenizer spec, builder spec and corpus checksum match, else built; and its build report."""
-    path, corpus = index_path(source, builder, tokenizer.spec)
+    """The index of ``source`` for this builder, tokenizer and build engine (``impact`` writes impact
+    postings): reused from the cache when its recorded tokenizer spec, builder spec, corpus checksum and
+    engine match, else built; and its build report."""
+    path, corpus = index_path(source, builder, tokenizer.spec, engine)
     expected = {"tokenizer_spec": tokenizer.spec, "builder": builder.system, "corpus_sha256": corpus}
-    cached = _cached_report(path, expected)
+    cached = _cached_report(path, expected, engine)
     if cached is not None:
         return path, cached | {"cached": True}
     _discard(path)
@@ -179,6 +200,7 @@ def cached_build(
         builder=builder,
         tokenizer=tokenizer,
         progress=(lambda phase, done, total: progress(f"build {phase}", done, total)) if progress else None,
+        engine=engine,
     )
     recorded = _recorded_meta(path)
     if recorded.get("corpus_sha256") != corpus:
@@ -191,14 +213,25 @@ def cached_build(
     return path, report | {"cached": False}
 
 
+def resident_bytes() -> int | None:
+    """This process's resident memory now (Linux ``/proc/self/statm``), or None where it cannot be read."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress: Progress | None = None) -> SystemRun:
-    """Build (or reuse) the system's index, run every query ``depth`` deep, and time each phase."""
+    """Build (or reuse) the system's index, run every query ``depth`` deep with its engine, and time each
+    phase; the engine's own figures (and the resident memory its preparation added) go to ``engine_stats``."""
     tokenizer = get_tokenizer(system.tokenizer)
+    engine = get_engine(system.engine or DEFAULT_ENGINE)
     processing = QueryProcessing.parse(system.query) if system.query else None
     source, default_builder = corpus_source(dataset)
     builder = get_builder(system.builder or default_builder)
     check_builder(dataset, builder)
-    path, report = cached_build(source, builder, tokenizer, progress=progress)
+    path, report = cached_build(source, builder, tokenizer, progress=progress, engine=engine.build_engine)
     to_unit = builder.unit
     as_of = dataset.meta.get("as_of")
     queries = list(dataset.queries.values())
@@ -208,9 +241,10 @@ def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress
     zero_hits: list[str] = []
     false_hits: dict[str, int] = {}
     with Index.open(path) as index:
-        run = functools.partial(
-            search, index, mode=system.mode, limit=depth, deep=True, as_of=as_of, snippets=False, processing=processing
-        )
+        index.tokenizer.load()  # its model is not the engine's memory
+        before = resident_bytes()
+        run = engine.searcher(index, mode=system.mode, depth=depth, as_of=as_of, processing=processing)
+        prepared = resident_bytes()
         for query in queries[:WARMUP]:
             run(query.text)
         for number, query in enumerate(queries, start=1):
@@ -224,6 +258,9 @@ def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress
             ranked += strict_run(query.id, [(to_unit(h.chunk.key), h.score) for h in result.hits])
             if progress is not None:
                 progress("queries", number, len(queries))
+        stats = run.stats()
+        if before is not None and prepared is not None:
+            stats.setdefault("rss_growth_bytes", prepared - before)
     return SystemRun(
         system,
         tokenizer.spec,
@@ -235,6 +272,8 @@ def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress
         search_times,
         zero_hits,
         false_hits,
+        engine.spec,
+        stats,
     )
 
 

@@ -35,6 +35,7 @@ from ..textio import read_text
 from ..tokenize_pool import remembering_tokens
 from ..tokenizers import get_tokenizer, written_spec
 from .compare import compare, environment
+from .engines import DEFAULT_ENGINE, get_engine, written_engine
 from .formats import load_dataset
 from .fusion import Fusion
 from .pareto import front
@@ -64,10 +65,11 @@ class Candidate:
 
     @property
     def single(self) -> bool:
-        """A plain tokenizer without processing: the baselines the recommendation is tested against."""
+        """A plain tokenizer without processing, ranked by fts5: the baselines the recommendation is tested against."""
         return (
             self.system is not None
             and not self.system.query
+            and self.system.engine in ("", DEFAULT_ENGINE)
             and "+" not in self.system.tokenizer
             and ("^" not in self.system.tokenizer)
         )
@@ -109,7 +111,7 @@ def load_space(path: Path | None) -> dict[str, Any]:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError) as exc:
         raise RagEvalError(f"{where}: invalid TOML: {exc}") from None
-    known = {"tokenizers", "hybrid_sizes", "weights", "processing", "fusion"}
+    known = {"tokenizers", "hybrid_sizes", "weights", "processing", "fusion", "engines"}
     unknown = set(data) - known
     if unknown:
         raise RagEvalError(f"{where}: unknown keys {', '.join(sorted(unknown))}; expected {', '.join(sorted(known))}")
@@ -119,12 +121,18 @@ def load_space(path: Path | None) -> dict[str, Any]:
         ("weights", (int, float)),
         ("processing", str),
         ("fusion", str),
+        ("engines", str),
     ):
         value = data.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, kind) and not isinstance(v, bool) for v in value):
             raise RagEvalError(f"{where}: {key} must be a list of {getattr(kind, '__name__', 'numbers')}")
     if not data.get("tokenizers"):
         raise RagEvalError(f"{where}: tokenizers must list at least one tokenizer spec")
+    for spec in data.get("engines", []):
+        try:
+            written_engine(spec)
+        except RagEvalError as exc:
+            raise RagEvalError(f"{where}: engines: {exc}", hint=exc.hint) from None
     return data
 
 
@@ -136,10 +144,19 @@ def candidates(space: dict[str, Any]) -> list[Candidate]:
         if tokenizer.availability() is None:
             tokenizers.append(spec)
     processing = [QueryProcessing.parse(p).written if p else "" for p in space.get("processing", [""])] or [""]
+    # Each system under each engine that ranks it (an engine for one field skips hybrids); fts5 by default.
+    engines = [written_engine(spec) for spec in space.get("engines", [])] or [DEFAULT_ENGINE]
     found: list[Candidate] = []
 
     def add(system: System) -> None:
-        found.append(Candidate(system.tokenizer + (f" | {system.query}" if system.query else ""), system))
+        fields = len(get_tokenizer(system.tokenizer).fields)
+        for spec in engines:
+            engine = get_engine(spec)
+            if (engine.one_field and fields != 1) or engine.availability() is not None:
+                continue
+            suffix = f" | engine={spec}" if spec != DEFAULT_ENGINE else ""
+            name = system.tokenizer + (f" | {system.query}" if system.query else "") + suffix
+            found.append(Candidate(name, replace(system, engine=spec)))
 
     for spec in tokenizers:
         for query in processing:
@@ -239,7 +256,8 @@ def _row_name(dataset: Dataset, system: System | None) -> str:
     builder = system.builder or dataset.meta.get("builder") or "passages"
     mode = system.mode or dataset.meta.get("mode") or "or"
     query = QueryProcessing.parse(system.query).written if system.query else ""
-    return System(written_spec(system.tokenizer), builder, mode, query).name
+    engine = written_engine(system.engine or DEFAULT_ENGINE)
+    return System(written_spec(system.tokenizer), builder, mode, query, engine).name
 
 
 def _trial(candidate: Candidate, row: dict[str, Any], metric: str, round_number: int, queries: int) -> Trial:
@@ -519,6 +537,8 @@ def recommendation_toml(candidate: Candidate, paragraph: str) -> str:
         lines += ["[[system]]", f"tokenizer = {json.dumps(system.tokenizer, ensure_ascii=False)}"]
         if system.query:
             lines.append(f"query = {json.dumps(system.query)}")
+        if system.engine not in ("", DEFAULT_ENGINE):
+            lines.append(f"engine = {json.dumps(system.engine)}")
         lines.append("")
     if candidate.fusion is not None:
         lines += [

@@ -96,6 +96,17 @@ if TYPE_CHECKING:
     "(a --systems file sets query = ... per system).",
 )
 @click.option(
+    "--engine",
+    "engines",
+    multiple=True,
+    metavar="SPEC",
+    type=TEXT,
+    help="The engine that ranks the -t (or default) systems; repeat to run each under several, side by side: "
+    "fts5 (FTS5's bm25, the default), impact (exact impact postings: FTS5's ranking, built with them), bm25s "
+    "(the bm25s library over the same tokens; bm25s:method=lucene|robertson|atire|bm25l|bm25+,k1=1.2,b=0.75). "
+    "A --systems file sets engine = ... per system.",
+)
+@click.option(
     "--fuse",
     "fusions",
     multiple=True,
@@ -158,6 +169,7 @@ def compare_cmd(
     systems_file: Path | None,
     outside_runs: tuple[str, ...],
     processing: str | None,
+    engines: tuple[str, ...],
     fusions: tuple[str, ...],
     no_text: bool,
     baseline_file: Path | None,
@@ -179,6 +191,7 @@ def compare_cmd(
     Examples:
       rag-eval compare handbook -o out/handbook
       rag-eval compare handbook -t bigram -t jieba:mode=precise -o out/two
+      rag-eval compare handbook -t unigram --engine fts5 --engine impact --engine bm25s -o out/engines
       rag-eval compare ../my-notes --queries questions.txt -o out/notes
       rag-eval compare ../my-notes --queries questions.txt --qrels judged.qrels -o out/notes
     """
@@ -210,6 +223,7 @@ def compare_cmd(
             tolerance=tolerance,
             write_baseline=write_baseline,
             processing=processing,
+            engines=engines,
             progress=progress,
             fuse=fusions,
             queries=questions,
@@ -288,6 +302,9 @@ def print_comparison(report: dict[str, Any], console: Console) -> None:
     latency = [row.get("latency_ms", {}).get("search", {}).get("median") for row in rows]
     if any(value is not None for value in latency):
         columns.append(("p50 ms", ["-" if value is None else f"{value:.3f}" for value in latency]))
+    qps = [row.get("qps") for row in rows]
+    if any(value is not None for value in qps):
+        columns.append(("QPS", ["-" if value is None else f"{value:.0f}" for value in qps]))
     for key, header, digits in (("zero_hit_rate", "zero hits", 3), ("judged@10", "Judged@10", 3)):
         values = [row.get(key) for row in rows]
         if any(value is not None for value in values):
