@@ -56,3 +56,7 @@ class ReadError(RagEvalError, PermissionError):
 
 class DatasetError(RagEvalError, ValueError):
     """A dataset file that cannot be read: its message names the file and line."""
+
+
+class ServeError(RagEvalError):
+    """A server that cannot start: no index, a duplicate index name, a missing --root, a port in use."""

@@ -13,6 +13,7 @@ from .columns import all_field_columns
 from .errors import CorpusError, RagEvalError, ReadError
 from .keys import split_target
 from .paths import path_under
+from .records import Chunk
 from .store import Index
 from .textio import decode_utf8, display_name, read_bytes, split_lines, text_argument
 from .tokenize_pool import tokenize_chunks
@@ -31,8 +32,13 @@ def read(index: Index, target: str, *, root: str | Path | None = None) -> str:
     return read_entry(index, target, root=root)["text"]
 
 
-def read_entry(index: Index, target: str, *, root: str | Path | None = None) -> dict[str, Any]:
-    """What ``read`` returns, with its provenance: key, path, anchor, title, heading path, category, sha256."""
+def read_entry(
+    index: Index, target: str, *, root: str | Path | None = None, max_bytes: int | None = None
+) -> dict[str, Any]:
+    """What ``read`` returns, with its provenance: key, path, anchor, title, heading path, category, sha256.
+
+    ``max_bytes`` refuses a whole file larger than that (the MCP server's bound on what one call returns).
+    """
     text_argument(target, "target", ReadError)
     path, anchor = split_target(target)
     if anchor:
@@ -59,7 +65,7 @@ def read_entry(index: Index, target: str, *, root: str | Path | None = None) -> 
     candidate = safe_path(base, path)
     label = display_name(path)
     try:
-        data = read_bytes(candidate, ReadError, label=label)
+        data = read_bytes(candidate, ReadError, label=label, max_bytes=max_bytes)
     except ReadError as exc:
         if "file not found" in str(exc):
             raise ReadError(f"no file {label!r} under the corpus root") from None
@@ -75,6 +81,45 @@ def read_entry(index: Index, target: str, *, root: str | Path | None = None) -> 
         "sha256": hashlib.sha256(data).hexdigest(),
         "text": text,
     }
+
+
+_CHUNK_COLUMNS = ", ".join(Chunk._fields)
+
+
+def read_chunk(index: Index, key: str) -> Chunk | None:
+    """The stored chunk whose key is ``key`` (a line's source id, a section's ``path#anchor``, a passage id)."""
+    text_argument(key, "key", ReadError)
+    with index.reading():
+        cursor = index.db.cursor()
+        cursor.row_factory = None
+        row = cursor.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE key = ?", (key,)).fetchone()
+    return None if row is None else Chunk(*row)
+
+
+def verify_chunk(index: Index, chunk: Chunk, root: str | Path | None = None) -> SourceStatus:
+    """Whether the source behind one stored chunk still has the sha256 recorded at build time.
+
+    ``ok``: the file's bytes are unchanged (and a line still reads the same, as seed 000's
+    ``verify_source`` checks); ``stale``: they changed; ``missing``: the file is gone or cannot be read
+    under the root (default: the recorded corpus root). Reads one file, never re-chunks or re-tokenizes.
+    """
+    base = Path(root) if root is not None else index.source_root
+    try:
+        raw = read_bytes(safe_path(base, chunk.path), ReadError, label=chunk.path)
+    except RagEvalError as exc:
+        return SourceStatus(chunk.path, "missing", 1, str(exc), chunk.key)
+    unchanged = hashlib.sha256(raw).hexdigest() == chunk.sha256
+    detail = "" if unchanged else "the file changed since the build"
+    if chunk.line is not None:
+        try:
+            lines = split_lines(decode_utf8(raw, chunk.path, ReadError))
+        except ReadError:  # no longer UTF-8: no line reads the same
+            lines = []
+        same = 1 <= chunk.line <= len(lines) and lines[chunk.line - 1] == chunk.text
+        if not same or not unchanged:
+            detail = "; ".join(filter(None, [detail, f"line {chunk.line} {'reads the same' if same else 'differs'}"]))
+        unchanged = unchanged and same
+    return SourceStatus(chunk.path, "ok" if unchanged else "stale", 1, detail, chunk.key)
 
 
 def verify_source(root: str | Path, hit: Mapping[str, Any]) -> bool:
@@ -185,20 +230,34 @@ def _check_file(
     return "ok", ""
 
 
-def list_entries(index: Index, *, category: str | None = None) -> list[dict[str, Any]]:
-    """Documents (lines indexes) or sections (other builders), in index order, optionally one category."""
+def list_entries(
+    index: Index, *, category: str | None = None, offset: int = 0, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """Documents (lines indexes) or sections (other builders), in index order, optionally one category;
+    ``offset`` and ``limit`` give one page of them."""
     if category is not None:
         text_argument(category, "category", ReadError)
     where, params = ("WHERE category = ?", [category]) if category is not None else ("", [])
+    page = f" LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else ""
     with index.reading():
         if index.builder.list_by == "document":
             sql = (
                 f"SELECT doc, revision, status, expires, path, category, title, count(*) AS lines, min(id) AS first "
-                f"FROM chunks {where} GROUP BY doc ORDER BY first"
+                f"FROM chunks {where} GROUP BY doc ORDER BY first{page}"
             )
             return [{k: row[k] for k in row.keys() if k != "first"} for row in index.db.execute(sql, params)]
         sql = (
             "SELECT key, path, anchor, title, heading_path, category, length(text) AS chars "
-            f"FROM chunks {where} ORDER BY id"
+            f"FROM chunks {where} ORDER BY id{page}"
         )
         return [dict(row) for row in index.db.execute(sql, params)]
+
+
+def count_entries(index: Index, *, category: str | None = None) -> int:
+    """How many entries :func:`list_entries` lists (documents or sections)."""
+    if category is not None:
+        text_argument(category, "category", ReadError)
+    where, params = ("WHERE category = ?", [category]) if category is not None else ("", [])
+    counted = "DISTINCT doc" if index.builder.list_by == "document" else "*"
+    with index.reading():
+        return int(index.db.execute(f"SELECT count({counted}) FROM chunks {where}", params).fetchone()[0])

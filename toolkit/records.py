@@ -30,6 +30,33 @@ class Chunk(NamedTuple):
     status: str = "current"
     expires: str | None = None
 
+    def provenance(self) -> dict[str, Any]:
+        """Flat JSON-ready provenance: where the text came from, with the text."""
+        data: dict[str, Any] = {
+            "key": self.key,
+            "path": self.path,
+            "doc": self.doc,
+            "title": self.title,
+            "heading_path": self.heading_path,
+            "category": self.category,
+            "text": self.text,
+            # The source file's sha256 at build time: what a citation is checked against (verify).
+            "sha256": self.sha256,
+        }
+        if self.anchor:
+            data["anchor"] = self.anchor
+        if self.line is not None:
+            # Seed 000's provenance, under its own names too (source_id, doc_id).
+            data.update(
+                line=self.line,
+                revision=self.revision,
+                status=self.status,
+                expires=self.expires,
+                source_id=self.key,
+                doc_id=self.doc,
+            )
+        return data
+
 
 class Hit(NamedTuple):
     """A search result: the chunk, its bm25 score (lower is better, as FTS5 reports it) and a snippet.
@@ -46,33 +73,13 @@ class Hit(NamedTuple):
 
     def as_dict(self) -> dict[str, Any]:
         """Flat JSON-ready provenance for the evidence result (tools, the CLI, the MCP server)."""
-        chunk = self.chunk
         data: dict[str, Any] = {
             "rank": self.rank,
             "id": self.id,
-            "key": chunk.key,
-            "path": chunk.path,
-            "doc": chunk.doc,
-            "title": chunk.title,
-            "heading_path": chunk.heading_path,
-            "category": chunk.category,
+            **self.chunk.provenance(),
             "score": self.score,
             "snippet": self.snippet,
-            "text": chunk.text,
-            # The source file's sha256 at build time: what a citation is checked against (verify).
-            "sha256": chunk.sha256,
         }
-        if chunk.anchor:
-            data["anchor"] = chunk.anchor
-        if chunk.line is not None:
-            # Seed 000's provenance, under its own names too (source_id, doc_id, lexical_score).
-            data.update(
-                line=chunk.line,
-                revision=chunk.revision,
-                status=chunk.status,
-                expires=chunk.expires,
-                source_id=chunk.key,
-                doc_id=chunk.doc,
-                lexical_score=self.score,
-            )
+        if self.chunk.line is not None:
+            data["lexical_score"] = self.score  # seed 000's name for the bm25 score
         return data

@@ -1,0 +1,254 @@
+"""The indexes one server answers from: each call reads the file as it is now, one snapshot per call.
+
+A server runs for days while its indexes are rebuilt. A rebuild in place (``rag-eval index build`` on
+the same file) is a new SQLite snapshot that :class:`rag_eval.store.Index` notices by itself, tokenizer
+included; a file replaced or removed (``rm`` and build again, ``mv new.sqlite docs.sqlite``) is a new
+inode, noticed here by a ``stat`` before every call, and reopened. A damaged or removed index is one
+:class:`~rag_eval.errors.IndexFileError` for that call, and the next call tries again.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .builders.lines import iso_date
+from .errors import CorpusError, IndexFileError, QueryError, ReadError, ServeError
+from .evidence import evidence
+from .keys import split_target
+from .read import count_entries, list_entries, read_chunk, read_entry, verify_chunk
+from .store import Index
+
+#: Whole files a ``read`` returns are at most this large (an agent's context is the limit, not the disk).
+MAX_READ_BYTES = 1_000_000
+#: Entries one ``list`` call returns at most, and by default.
+MAX_PAGE = 500
+DEFAULT_PAGE = 100
+
+
+def parse_as_of(value: str | None) -> str | None:
+    """A fixed ``YYYY-MM-DD`` date, or None for "today in UTC at each call" (``today`` or nothing)."""
+    if value is None or value == "today":
+        return None
+    try:
+        return iso_date(value, "--as-of")
+    except CorpusError as exc:
+        raise ServeError(str(exc), hint="give a date as YYYY-MM-DD, or 'today'") from None
+
+
+@dataclass
+class _Slot:
+    """One served index file: its open Index (None until first needed) and the file it was opened from."""
+
+    name: str
+    path: Path
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    index: Index | None = None
+    identity: tuple[int, int] | None = None
+
+    def drop(self) -> None:
+        if self.index is not None:
+            self.index.close()
+        self.index, self.identity = None, None
+
+
+class IndexSet:
+    """Indexes served by name (the file stem), with the host's as-of date and whole-file root."""
+
+    def __init__(self, paths: Sequence[str | Path], *, as_of: str | None = None, root: str | Path | None = None):
+        if not paths:
+            raise ServeError("name at least one index to serve")
+        self._fixed_as_of = parse_as_of(as_of)
+        self.root = Path(root) if root is not None else None
+        if self.root is not None and not self.root.is_dir():
+            raise ServeError(
+                f"--root {self.root}: no such folder", hint="give the corpus folder whole files are read from"
+            )
+        self._slots: dict[str, _Slot] = {}
+        for given in paths:
+            path = Path(given)
+            name = path.stem
+            if name in self._slots:
+                raise ServeError(
+                    f"two indexes are named {name!r} ({self._slots[name].path} and {path})",
+                    hint="tools name an index by its file stem: rename one file",
+                )
+            self._slots[name] = _Slot(name, path)
+        try:
+            for slot in self._slots.values():
+                with self._open(slot.name) as index:
+                    # The first call should not wait for a dictionary or the normalisation tables to load.
+                    index.tokenizer.tokenize("预热 warm-up")
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def names(self) -> list[str]:
+        """The served indexes' names, in the order given."""
+        return list(self._slots)
+
+    def as_of(self) -> str:
+        """The host's as-of date: the fixed ``--as-of``, else today in UTC (read at each call)."""
+        return self._fixed_as_of or datetime.now(UTC).date().isoformat()
+
+    def _slot(self, name: str | None) -> _Slot:
+        if name is None:
+            if len(self._slots) == 1:
+                return next(iter(self._slots.values()))
+            raise QueryError(f"name an index: one of {', '.join(self._slots)}")
+        slot = self._slots.get(name)
+        if slot is None:
+            raise QueryError(f"unknown index {name!r}; choose from: {', '.join(self._slots)}")
+        return slot
+
+    @contextmanager
+    def _open(self, name: str | None) -> Iterator[Index]:
+        """The index as the file is now, held for this call only; errors drop it so the next call reopens."""
+        slot = self._slot(name)
+        with slot.lock:
+            try:
+                info = os.stat(slot.path)
+            except OSError as exc:
+                slot.drop()
+                raise IndexFileError(
+                    f"index {slot.name!r}: {slot.path}: {exc.strerror}",
+                    hint="build it with: rag-eval index build",
+                ) from None
+            identity = (info.st_dev, info.st_ino)
+            if slot.index is None or slot.identity != identity:
+                slot.drop()
+                slot.index, slot.identity = Index.open(slot.path, check_same_thread=False), identity
+            try:
+                yield slot.index
+            except IndexFileError:
+                slot.drop()
+                raise
+
+    def search(
+        self,
+        query: str,
+        *,
+        index: str | None = None,
+        mode: str | None = None,
+        limit: int | None = None,
+        category: str | None = None,
+        path_prefix: str | None = None,
+    ) -> dict[str, Any]:
+        """Seed 000's evidence result from one index, as of the host's date (never the caller's)."""
+        if isinstance(query, str) and not query.strip():
+            raise QueryError("query is empty")
+        with self._open(index) as opened:
+            return evidence(
+                opened, query, as_of=self.as_of(), limit=limit, mode=mode, category=category, path_prefix=path_prefix
+            )
+
+    def read(self, key: str, *, index: str | None = None) -> dict[str, Any]:
+        """One stored chunk by key with its provenance; a whole file by path only under the root."""
+        with self._open(index) as opened:
+            chunk = read_chunk(opened, key)
+            if chunk is not None:
+                entry = chunk.provenance()
+            elif self.root is None or split_target(key)[1]:
+                raise ReadError(
+                    f"no chunk {key!r} in index {Path(opened.path).stem!r}",
+                    hint="keys come from search hits and list; whole files are read only when the server runs "
+                    "with --root DIR"
+                    if self.root is None
+                    else "keys come from search hits and list; a whole file is read by its path",
+                )
+            else:
+                entry = read_entry(opened, key, root=self.root, max_bytes=MAX_READ_BYTES)
+            return {"kind": "document_source", "index": Path(opened.path).stem, **entry, "action_authority": False}
+
+    def verify(self, key: str, *, index: str | None = None) -> dict[str, Any]:
+        """Whether a cited chunk's source file still has its recorded sha256: ok, stale or missing."""
+        with self._open(index) as opened:
+            chunk = read_chunk(opened, key)
+            if chunk is None:
+                raise ReadError(
+                    f"no chunk {key!r} in index {Path(opened.path).stem!r}",
+                    hint="the index may have been rebuilt since the key was cited: search again",
+                )
+            status = verify_chunk(opened, chunk, self.root)
+            return {
+                "kind": "source_check",
+                "index": Path(opened.path).stem,
+                "key": chunk.key,
+                "path": chunk.path,
+                "line": chunk.line,
+                "sha256": chunk.sha256,
+                "status": status.status,
+                "detail": status.detail,
+                "checked_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+
+    def entries(
+        self, *, index: str | None = None, category: str | None = None, offset: int = 0, limit: int = DEFAULT_PAGE
+    ) -> dict[str, Any]:
+        """One page of an index's documents (lines) or sections, from one snapshot."""
+        if type(offset) is not int or offset < 0:
+            raise QueryError(f"offset must be a whole number from 0, not {offset!r}")
+        if type(limit) is not int or not 1 <= limit <= MAX_PAGE:
+            raise QueryError(f"limit must be an integer from 1 to {MAX_PAGE}, not {limit!r}")
+        with self._open(index) as opened, opened.reading():
+            total = count_entries(opened, category=category)
+            page = list_entries(opened, category=category, offset=offset, limit=limit)
+            following = offset + len(page)
+            return {
+                "kind": f"{opened.builder.list_by}_list",
+                "index": Path(opened.path).stem,
+                "category": category,
+                "total": total,
+                "offset": offset,
+                "entries": page,
+                "next_offset": following if following < total else None,
+            }
+
+    def describe(self) -> dict[str, Any]:
+        """Every served index: builder, tokenizer, chunk count, build time, search defaults, as-of date."""
+        as_of = self.as_of()
+        described = []
+        for name in self._slots:
+            with self._open(name) as opened, opened.reading():
+                defaults = opened.defaults
+                described.append(
+                    {
+                        "name": name,
+                        "file": str(self._slots[name].path),
+                        "builder": opened.meta["builder"],
+                        "tokenizer": opened.tokenizer.spec,
+                        "chunks": opened.chunks,
+                        "files": int(opened.meta.get("files") or 0),
+                        "built_at": opened.meta.get("built_at"),
+                        "engine": opened.meta.get("engine") or "fts5",
+                        "lists": opened.builder.list_by + "s",
+                        "mode": defaults.mode,
+                        "default_limit": defaults.default_limit,
+                        "max_results": defaults.max_results,
+                        "max_query_chars": defaults.max_query_chars,
+                        "as_of": as_of,
+                    }
+                )
+        return {"kind": "index_list", "as_of": as_of, "whole_file_reads": self.root is not None, "indexes": described}
+
+    def limits(self) -> dict[str, int]:
+        """The largest ``limit`` and query length any served index accepts (tool schemas state them)."""
+        results, chars = 1, 1
+        for name in self._slots:
+            with self._open(name) as opened:
+                results = max(results, opened.defaults.max_results)
+                chars = max(chars, opened.defaults.max_query_chars)
+        return {"max_results": results, "max_query_chars": chars}
+
+    def close(self) -> None:
+        """Close every open index."""
+        for slot in self._slots.values():
+            with slot.lock:
+                slot.drop()
