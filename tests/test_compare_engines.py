@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from rag_eval.builders import get_builder
 from rag_eval.cli import cli
+from rag_eval.errors import RagEvalError
 from rag_eval.eval import engines as engines_module
 from rag_eval.eval.compare import compare, load_systems_toml
 from rag_eval.eval.engines import engine_names, get_engine, written_engine
@@ -19,7 +20,7 @@ from rag_eval.eval.formats import load_dataset
 from rag_eval.eval.report import render_markdown, summary, write_outputs
 from rag_eval.eval.runner import System, _cached_report, cached_build, corpus_source, index_path
 from rag_eval.eval.split import subset
-from rag_eval.eval.tune import Candidate, candidates, recommendation_toml
+from rag_eval.eval.tune import Candidate, candidates, load_space, recommendation_toml
 from rag_eval.store import Index
 from rag_eval.tokenizers import get_tokenizer
 
@@ -134,6 +135,13 @@ def test_engine_specs_in_systems_files_and_tune_spaces(tmp_path: Path) -> None:
     assert [c.single for c in pool] == [True, False]
     toml = recommendation_toml(Candidate("x", System("bigram", "", "", engine="impact")), "why")
     assert 'engine = "impact"' in toml
+    space = tmp_path / "space.toml"
+    space.write_text('tokenizers = ["bigram"]\nengines = ["fts5", "okapi"]\n')
+    with pytest.raises(RagEvalError, match="engines: unknown engine 'okapi'; choose from: bm25s, fts5, impact"):
+        load_space(space)
+    file.write_text('[[system]]\ntokenizer = "bigram"\nengine = 2\n')
+    with pytest.raises(RagEvalError, match="engine must be a string"):
+        load_systems_toml(file)
 
 
 @pytest.mark.parametrize(
