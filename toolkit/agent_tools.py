@@ -18,6 +18,8 @@ from .served import DEFAULT_PAGE, MAX_PAGE, IndexSet
 
 #: Longest key, category or path prefix accepted (keys are paths plus an anchor or a line's source id).
 MAX_KEY_CHARS = 4096
+#: Largest ``list`` offset: past any real index, and within SQLite's integers.
+MAX_OFFSET = 10**12
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,12 @@ def agent_tools(indexes: IndexSet) -> dict[str, AgentTool]:
             _object(
                 {
                     "category": _text("Only this category (a section index's top-level folder)."),
-                    "offset": {"type": "integer", "minimum": 0, "description": "Entries to skip (default 0)."},
+                    "offset": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": MAX_OFFSET,
+                        "description": "Entries to skip (default 0).",
+                    },
                     "limit": {
                         "type": "integer",
                         "minimum": 1,

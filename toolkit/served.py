@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .builders.lines import iso_date
-from .errors import CorpusError, IndexFileError, QueryError, ReadError, ServeError
+from .errors import CorpusError, IndexFileError, QueryError, RagEvalError, ReadError, ServeError
 from .evidence import evidence
 from .keys import split_target
 from .read import count_entries, list_entries, read_chunk, read_entry, verify_chunk
@@ -216,27 +216,31 @@ class IndexSet:
         as_of = self.as_of()
         described = []
         for name in self._slots:
-            with self._open(name) as opened, opened.reading():
-                defaults = opened.defaults
-                described.append(
-                    {
-                        "name": name,
-                        "file": str(self._slots[name].path),
-                        "builder": opened.meta["builder"],
-                        "tokenizer": opened.tokenizer.spec,
-                        "chunks": opened.chunks,
-                        "files": int(opened.meta.get("files") or 0),
-                        "built_at": opened.meta.get("built_at"),
-                        "engine": opened.meta.get("engine") or "fts5",
-                        "lists": opened.builder.list_by + "s",
-                        "mode": defaults.mode,
-                        "default_limit": defaults.default_limit,
-                        "max_results": defaults.max_results,
-                        "max_query_chars": defaults.max_query_chars,
-                        "as_of": as_of,
-                    }
-                )
+            try:
+                described.append(self._describe(name, as_of))
+            except RagEvalError as exc:  # one removed or damaged index must not hide the others
+                described.append({"name": name, "file": str(self._slots[name].path), "error": str(exc)})
         return {"kind": "index_list", "as_of": as_of, "whole_file_reads": self.root is not None, "indexes": described}
+
+    def _describe(self, name: str, as_of: str) -> dict[str, Any]:
+        with self._open(name) as opened, opened.reading():
+            defaults = opened.defaults
+            return {
+                "name": name,
+                "file": str(self._slots[name].path),
+                "builder": opened.meta["builder"],
+                "tokenizer": opened.tokenizer.spec,
+                "chunks": opened.chunks,
+                "files": int(opened.meta.get("files") or 0),
+                "built_at": opened.meta.get("built_at"),
+                "engine": opened.meta.get("engine") or "fts5",
+                "lists": opened.builder.list_by + "s",
+                "mode": defaults.mode,
+                "default_limit": defaults.default_limit,
+                "max_results": defaults.max_results,
+                "max_query_chars": defaults.max_query_chars,
+                "as_of": as_of,
+            }
 
     def limits(self) -> dict[str, int]:
         """The largest ``limit`` and query length any served index accepts (tool schemas state them)."""

@@ -1,0 +1,470 @@
+"""rag-eval serve: the MCP tools through the SDK's own client, over stdio and HTTP subprocesses.
+
+Servers run as `python -m rag_eval serve ...` children, bind 127.0.0.1 only (HTTP: port 0, a free one),
+and are stopped in `finally` blocks; every scenario runs under a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from click.testing import CliRunner
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from rag_eval import compat
+from rag_eval.agent_tools import agent_tools, check_arguments
+from rag_eval.cli import cli
+from rag_eval.errors import IndexFileError, QueryError, ReadError, ServeError
+from rag_eval.evidence import evidence
+from rag_eval.query import MODES
+from rag_eval.search import search_tool
+from rag_eval.served import IndexSet
+from rag_eval.store import Index
+from rag_eval.writer import build
+
+DATASETS = Path(__file__).resolve().parents[1] / "datasets"
+AS_OF = "2026-10-07"
+DEADLINE = 90  # seconds a whole scenario may take before it fails (and its server is stopped)
+
+
+@pytest.fixture(scope="module")
+def handbook(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped handbook's Markdown folder as a sections index (bigram: no dictionary to load)."""
+    path = tmp_path_factory.mktemp("handbook") / "handbook.sqlite"
+    build(DATASETS / "handbook" / "docs", path, builder="sections", tokenizer="bigram")
+    return path
+
+
+@pytest.fixture
+def evidence_index(tmp_path: Path) -> tuple[Path, Path]:
+    """The shipped evidence-mini corpus, copied (tests change it), as a lines index: (index, corpus)."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(DATASETS / "evidence-mini" / "corpus", corpus)
+    path = tmp_path / "evidence.sqlite"
+    build(corpus, path, builder="lines", tokenizer="bigram")
+    return path, corpus
+
+
+def cli_json(*args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def server_args(*args: str) -> list[str]:
+    return ["-m", "rag_eval", "serve", *args]
+
+
+def child_env() -> dict[str, str]:
+    # The SDK starts a child with a minimal environment; the test's cache folder must reach it.
+    return {"RAG_EVAL_CACHE": os.environ["RAG_EVAL_CACHE"]}
+
+
+@asynccontextmanager
+async def stdio_server(log: Path, *args: str) -> AsyncIterator[Client]:
+    """The SDK's client on a `rag-eval serve` child over stdio (the SDK stops the child on exit)."""
+    params = StdioServerParameters(command=sys.executable, args=server_args(*args), env=child_env())
+    with log.open("w", encoding="utf-8") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=30) as client:
+            yield client
+
+
+@contextmanager
+def http_server(log: Path, *args: str) -> Iterator[str]:
+    """A `rag-eval serve --transport http --port 0` child; yields its URL (read from its stderr)."""
+    with log.open("w", encoding="utf-8") as errlog:
+        child = subprocess.Popen(
+            [sys.executable, *server_args(*args, "--transport", "http", "--host", "127.0.0.1", "--port", "0")],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errlog,
+            env={**os.environ, **child_env()},
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while "http://" not in log.read_text(encoding="utf-8"):
+                assert child.poll() is None, log.read_text(encoding="utf-8")
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.05)
+            line = next(x for x in log.read_text(encoding="utf-8").splitlines() if "http://" in x)
+            url = line.split(" at ", 1)[1].split(",", 1)[0]
+            assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+            yield url
+        finally:
+            child.terminate()
+            try:
+                child.wait(10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait(10)
+
+
+def run(scenario: Any, *args: Any) -> None:
+    """Run an async scenario under the deadline (a hung server fails the test instead of hanging it)."""
+
+    async def bounded() -> None:
+        with anyio.fail_after(DEADLINE):
+            await scenario(*args)
+
+    anyio.run(bounded)
+
+
+async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert json.loads(result.content[0].text) == result.structured_content  # text and structure agree
+    return result.structured_content
+
+
+async def refused(client: Client, tool: str, arguments: dict[str, Any]) -> str:
+    """The one-line message of a tool error."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.structured_content
+    text = result.content[0].text
+    assert "\n" not in text and "Traceback" not in text and len(text) <= 400
+    return text
+
+
+BAD_SEARCHES = [
+    ({"query": ""}, "query is empty"),
+    ({"query": "   "}, "query is empty"),
+    ({"query": "导" * 100_000}, "100000 characters; the limit is"),
+    ({"query": "导出\x00保留"}, "NUL"),
+    ({"query": "导出", "limit": 0}, "limit must be an integer from 1 to 20, not 0"),
+    ({"query": "导出", "limit": 21}, "limit must be an integer from 1 to 20"),
+    ({"query": "导出", "limit": True}, "limit must be an integer"),
+    ({"query": "导出", "limit": "5"}, "limit must be an integer"),
+    ({"query": "导出", "mode": "near"}, "is not one of: and, or, phrase"),
+    ({"query": "导出", "as_of": "2030-01-01"}, "unknown argument 'as_of'"),  # the date is the host's
+    ({"query": 42}, "query must be a string"),
+    ({"query": "导出", "index": "nope"}, "is not one of"),
+    ({"limit": 3}, "missing argument 'query'"),
+]
+
+
+def test_stdio_end_to_end(handbook: Path, evidence_index: tuple[Path, Path], tmp_path: Path) -> None:
+    index, corpus = evidence_index
+    expected_handbook = cli_json("search", str(handbook), "导出文件保留多久", "--as-of", AS_OF, "--json")
+    expected_lines = cli_json("search", str(index), "退款 工作日", "--as-of", AS_OF, "--json", "--limit", "3")
+
+    async def scenario() -> None:
+        args = (str(handbook), str(index), "--as-of", AS_OF, "--root", str(corpus))
+        async with stdio_server(tmp_path / "server.log", *args) as client:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert sorted(listed) == ["list", "list_indexes", "read", "search", "verify"]
+            for tool in listed.values():
+                assert tool.description and len(tool.description.split()) >= 15
+                assert tool.input_schema["type"] == "object" and tool.annotations.read_only_hint
+            schema = listed["search"].input_schema
+            assert schema["required"] == ["query"] and "as_of" not in schema["properties"]
+            assert schema["properties"]["index"]["enum"] == ["handbook", "evidence"]
+            assert schema["properties"]["limit"]["maximum"] == 20
+
+            # The server's evidence is the CLI's, field for field.
+            assert await call(client, "search", {"query": "导出文件保留多久", "index": "handbook"}) == expected_handbook
+            found = await call(client, "search", {"query": "退款 工作日", "index": "evidence", "limit": 3})
+            assert found == expected_lines
+            assert found["action_authority"] is False and "answer" not in found and found["as_of"] == AS_OF
+            hit = found["hits"][0]
+            assert {"source_id", "doc_id", "path", "line", "sha256", "snippet", "lexical_score"} <= set(hit)
+
+            for arguments, message in BAD_SEARCHES:
+                assert message in await refused(client, "search", {"index": "evidence", **arguments})
+            assert "name an index: one of handbook, evidence" in await refused(client, "search", {"query": "导出"})
+            assert "unknown tool 'answer'" in await refused(client, "answer", {"query": "导出"})
+
+            # read: a stored line by key; whole files only under --root, through the traversal guard.
+            line = await call(client, "read", {"key": hit["key"], "index": "evidence"})
+            assert (line["text"], line["sha256"], line["line"]) == (hit["text"], hit["sha256"], hit["line"])
+            assert line["action_authority"] is False
+            whole = await call(client, "read", {"key": hit["path"], "index": "evidence"})
+            assert whole["text"] == (corpus / hit["path"]).read_text(encoding="utf-8")
+            for key in ("../evidence.sqlite", "/etc/passwd", "nope.txt", "nope#L1"):
+                assert await refused(client, "read", {"key": key, "index": "evidence"})
+            assert "no chunk" in await refused(client, "read", {"key": "nope#L1", "index": "evidence"})
+
+            # verify: ok, then stale when the source changes, then missing when it is gone.
+            source = corpus / hit["path"]
+            assert (await call(client, "verify", {"key": hit["key"], "index": "evidence"}))["status"] == "ok"
+            source.write_text(source.read_text(encoding="utf-8") + "追加 一行\n", encoding="utf-8")
+            stale = await call(client, "verify", {"key": hit["key"], "index": "evidence"})
+            assert stale["status"] == "stale" and "reads the same" in stale["detail"]
+            source.unlink()
+            assert (await call(client, "verify", {"key": hit["key"], "index": "evidence"}))["status"] == "missing"
+            assert "no chunk" in await refused(client, "verify", {"key": "nope", "index": "evidence"})
+
+            # list: pages that add up to the whole listing.
+            first = await call(client, "list", {"index": "handbook", "limit": 150})
+            second = await call(client, "list", {"index": "handbook", "offset": first["next_offset"], "limit": 500})
+            assert second["next_offset"] is None and first["total"] == second["total"] == 391
+            assert len(first["entries"]) + len(second["entries"]) == 391
+            documents = await call(client, "list", {"index": "evidence"})
+            assert documents["kind"] == "document_list" and documents["total"] == 9
+            assert "limit must be an integer from 1 to 500" in await refused(client, "list", {"limit": 501})
+
+            described = await call(client, "list_indexes", {})
+            assert [d["name"] for d in described["indexes"]] == ["handbook", "evidence"]
+            assert described["indexes"][0]["chunks"] == 391 and described["indexes"][0]["as_of"] == AS_OF
+
+            # Still serving after every refusal.
+            assert await call(client, "search", {"query": "导出文件保留多久", "index": "handbook"}) == expected_handbook
+
+    run(scenario)
+    assert "Traceback" not in (tmp_path / "server.log").read_text(encoding="utf-8")
+
+
+QUERIES = ["导出文件保留多久", "如何重置密码", "发票抬头怎么改", "单点登录", "数据备份", "API 限流"]
+
+
+def test_http_end_to_end_with_concurrent_clients(handbook: Path, tmp_path: Path) -> None:
+    with Index.open(handbook) as opened:
+        expected = {q: evidence(opened, q, as_of=AS_OF) for q in QUERIES}
+
+    async def one_client(url: str, offset: int, seen: list[bool]) -> None:
+        async with Client(url, read_timeout_seconds=30) as client:
+            for number in range(len(QUERIES)):
+                query = QUERIES[(number + offset) % len(QUERIES)]
+                assert await call(client, "search", {"query": query}) == expected[query]
+                seen.append(True)
+
+    async def scenario(url: str) -> None:
+        async with Client(url, read_timeout_seconds=30) as client:
+            assert sorted(t.name for t in (await client.list_tools()).tools) == [
+                "list",
+                "list_indexes",
+                "read",
+                "search",
+                "verify",
+            ]
+            for arguments, message in BAD_SEARCHES[:4]:
+                assert message in await refused(client, "search", arguments)
+            assert "whole files are read only when the server runs with --root" in await refused(
+                client, "read", {"key": "billing/billing-faq.md"}
+            )
+        seen: list[bool] = []
+        async with anyio.create_task_group() as group:
+            for offset in range(4):  # four clients at once, each with its own session
+                group.start_soon(one_client, url, offset, seen)
+        assert len(seen) == 4 * len(QUERIES)
+
+    with http_server(tmp_path / "server.log", str(handbook), "--as-of", AS_OF) as url:
+        run(scenario, url)
+    assert "Traceback" not in (tmp_path / "server.log").read_text(encoding="utf-8")
+
+
+def _corpus(root: Path, marker: str) -> Path:
+    """A lines corpus whose every line carries ``marker`` (which build answered)."""
+    root.mkdir()
+    (root / "a.txt").write_text(f"导出 文件 保留 三十 天 {marker}\n导出 记录 {marker}\n", encoding="utf-8")
+    manifest = [{"doc_id": "a", "revision": "r1", "status": "current", "expires": None, "path": "a.txt"}]
+    (root / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return root
+
+
+def test_rebuild_removal_and_damage_while_serving(handbook: Path, tmp_path: Path) -> None:
+    old, new = _corpus(tmp_path / "old", "甲版"), _corpus(tmp_path / "new", "乙版")
+    live = tmp_path / "live.sqlite"
+    build(old, live, builder="lines", tokenizer="bigram")
+    rebuilt = threading.Event()
+
+    def rebuild() -> None:
+        build(new, live, builder="lines", tokenizer="unigram")  # another tokenizer: the next call must use it
+        rebuilt.set()
+
+    async def scenario() -> None:
+        async with stdio_server(tmp_path / "server.log", str(live), str(handbook), "--as-of", AS_OF) as client:
+            args = {"query": "导出", "index": "live"}
+            answers = []
+            async with anyio.create_task_group() as group:
+                group.start_soon(anyio.to_thread.run_sync, rebuild)
+                while not rebuilt.is_set():
+                    answers.append(await call(client, "search", args))
+            answers.append(await call(client, "search", args))
+            for answer in answers:  # never a mixed result: hits and tokenizer come from one build
+                marker = "甲版" if answer["index"]["tokenizer"].startswith("bigram") else "乙版"
+                assert answer["hits"] and all(marker in hit["text"] for hit in answer["hits"])
+            assert answers[-1]["index"]["tokenizer"].startswith("unigram")
+
+            live.unlink()
+            assert "live.sqlite" in await refused(client, "search", args)
+            build(old, live, builder="lines", tokenizer="bigram")
+            assert "甲版" in (await call(client, "search", args))["hits"][0]["text"]
+
+            replacement = tmp_path / "garbage.sqlite"
+            replacement.write_bytes(b"not a database" * 100)
+            os.replace(replacement, live)
+            assert "not a rag-eval index" in await refused(client, "search", args)
+            assert await call(client, "search", {"query": "导出", "index": "handbook"})  # the other index serves
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{live}{suffix}").unlink(missing_ok=True)
+            build(new, live, builder="lines", tokenizer="bigram")
+            assert "乙版" in (await call(client, "search", args))["hits"][0]["text"]
+
+    run(scenario)
+    assert "Traceback" not in (tmp_path / "server.log").read_text(encoding="utf-8")
+
+
+def test_evidence_is_the_same_everywhere(evidence_index: tuple[Path, Path]) -> None:
+    index, corpus = evidence_index
+    from_cli = cli_json("search", str(index), "退款 工作日", "--as-of", AS_OF, "--json")
+    with Index.open(index) as opened:
+        assert evidence(opened, "退款 工作日", as_of=AS_OF) == from_cli
+        assert search_tool(opened, "退款 工作日", as_of=AS_OF) == from_cli
+        and_mode = evidence(opened, "退款 工作日", as_of=AS_OF, mode="and", limit=10)
+    db = compat.connect(index)
+    try:
+        assert compat.search_tool(db, "退款 工作日", as_of=AS_OF) == and_mode
+        seed_rows = compat.retrieve(db, "退款 工作日", as_of=AS_OF)
+    finally:
+        db.close()
+    # Every field of seed 000's rows is in the evidence hits, with the same value.
+    for row, hit in zip(seed_rows, and_mode["hits"], strict=True):
+        assert {key: hit[key] for key in row} == row
+
+
+def test_index_set_reads_verifies_and_guards(evidence_index: tuple[Path, Path], tmp_path: Path) -> None:
+    index, corpus = evidence_index
+    (tmp_path / "secret.txt").write_text("outside the root", encoding="utf-8")
+    served = IndexSet([index], as_of=AS_OF, root=corpus)
+    try:
+        hit = served.search("退款")["hits"][0]
+        assert served.read(hit["key"])["text"] == hit["text"]
+        for key in ("../secret.txt", str(tmp_path / "secret.txt"), "a/../../secret.txt"):
+            with pytest.raises(ReadError):
+                served.read(key)
+        assert served.verify(hit["key"])["status"] == "ok"
+        page = served.entries(limit=4)
+        assert (page["total"], len(page["entries"]), page["next_offset"]) == (9, 4, 4)
+        assert served.entries(offset=8)["next_offset"] is None
+        with pytest.raises(QueryError, match="offset must be"):
+            served.entries(offset=-1)
+    finally:
+        served.close()
+    unrooted = IndexSet([index])
+    try:
+        assert unrooted.as_of() == time.strftime("%Y-%m-%d", time.gmtime())  # today in UTC when not fixed
+        with pytest.raises(ReadError, match="no chunk 'refund-policy.txt'") as refused_read:
+            unrooted.read("refund-policy.txt")
+        assert "--root" in str(refused_read.value.hint)
+    finally:
+        unrooted.close()
+
+
+def test_schemas_follow_the_served_indexes(handbook: Path, evidence_index: tuple[Path, Path]) -> None:
+    served = IndexSet([handbook])
+    try:
+        tools = agent_tools(served)
+        search = tools["search"]
+        assert search.input_schema["properties"]["mode"]["enum"] == list(MODES)
+        assert search.input_schema["properties"]["index"]["enum"] == ["handbook"]
+        assert check_arguments(search, {"query": "导出", "limit": None}) == {"query": "导出"}
+        with pytest.raises(QueryError, match="limit must be an integer from 1 to 20, not 2.0"):
+            check_arguments(search, {"query": "导出", "limit": 2.0})
+        assert served.search("导出")["index"]["name"] == "handbook"  # one index: no name needed
+    finally:
+        served.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["{missing}"], "missing.sqlite: No such file or directory"),
+        (["{handbook}", "--root", "{missing}"], "no such folder"),
+        (["{handbook}", "--as-of", "2026-1-1"], "use YYYY-MM-DD"),
+        (["{handbook}", "{handbook}"], "two indexes are named 'handbook'"),
+        (["{handbook}", "--transport", "http", "--port", "{busy}"], "cannot listen on 127.0.0.1:"),
+        (["{handbook}", "--transport", "http", "--port", "70000"], "not a port number"),
+        (["{text}"], "not a rag-eval index"),
+    ],
+)
+def test_serve_refuses_to_start_with_one_line(handbook: Path, tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "notes.sqlite").write_text("plain text", encoding="utf-8")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        values = {
+            "missing": str(tmp_path / "missing.sqlite"),
+            "handbook": str(handbook),
+            "busy": str(busy.getsockname()[1]),
+            "text": str(tmp_path / "notes.sqlite"),
+        }
+        result = CliRunner().invoke(cli, ["serve", *(a.format(**values) for a in args)])
+    assert result.exit_code == 1
+    assert result.output.startswith("error: ") and message in result.output and "Traceback" not in result.output
+
+
+def test_removed_index_in_process(evidence_index: tuple[Path, Path]) -> None:
+    index, _corpus = evidence_index
+    served = IndexSet([index], as_of=AS_OF)
+    try:
+        index.unlink()
+        with pytest.raises(IndexFileError, match="evidence"):
+            served.search("退款")
+        with pytest.raises(ServeError):
+            IndexSet([])
+    finally:
+        served.close()
+
+
+HOSTILE = [
+    ("search", {"query": "导出\ud800"}, "lone surrogate"),
+    ("search", {"query": {"$gt": ""}}, "query must be a string, not dict"),
+    ("search", {"query": ["导出"]}, "query must be a string, not list"),
+    ("search", {"query": "导出", "category": "a\x00b"}, "category contains a NUL character"),
+    ("search", {"query": "导出", "path_prefix": "p" * 5000}, "path_prefix has 5000 characters; the limit is 4096"),
+    ("read", {"key": "a\ud800#L1"}, "lone surrogate"),
+    ("read", {"key": "\x00"}, "key contains a NUL character"),
+    ("verify", {"key": "x" * 5000}, "key has 5000 characters"),
+    ("list", {"offset": 10**30}, "offset must be an integer from 0 to 1000000000000"),
+    ("list", {"offset": -1}, "offset must be an integer from 0"),
+    ("list_indexes", {"verbose": True}, "unknown argument 'verbose'"),
+    ("search\n", {}, "unknown tool 'search\\n'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"), HOSTILE, ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(HOSTILE)]
+)
+def test_hostile_arguments_are_one_line_tool_errors(
+    evidence_index: tuple[Path, Path], tool: str, arguments: dict[str, Any], message: str
+) -> None:
+    from rag_eval.serve import run_tool
+
+    index, _corpus = evidence_index
+    served = IndexSet([index], as_of=AS_OF)
+    try:
+        tools = agent_tools(served)
+        result, failed = run_tool(tools, tool, arguments)
+        assert failed and message in result["error"] and "\n" not in result["error"]
+        json.dumps(result, ensure_ascii=False).encode("utf-8")  # what the transport sends must encode
+        assert run_tool(tools, "search", {"query": "退款"})[0]["hits"]  # and the next call is answered
+    finally:
+        served.close()
+
+
+def test_list_indexes_reports_a_removed_index_beside_the_others(
+    handbook: Path, evidence_index: tuple[Path, Path]
+) -> None:
+    index, _corpus = evidence_index
+    served = IndexSet([index, handbook], as_of=AS_OF)
+    try:
+        index.unlink()
+        described = {entry["name"]: entry for entry in served.describe()["indexes"]}
+        assert "No such file or directory" in described["evidence"]["error"]
+        assert described["handbook"]["chunks"] == 391
+    finally:
+        served.close()
