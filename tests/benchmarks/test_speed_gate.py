@@ -35,7 +35,7 @@ def test_query_overhead_ratio(benchmark, spec: str, indexes: dict[str, Path]) ->
 
 
 @pytest.mark.parametrize("spec", ["jieba", "pkuseg:model=mini", "bigram", "unigram"])
-def test_build_overhead_ratio(benchmark, spec: str, tmp_path: Path) -> None:
+def test_build_overhead_ratio_in_one_process(benchmark, spec: str, tmp_path: Path) -> None:
     benchmark.group = f"gate:{spec.split(':')[0]}"
     ratio, build_seconds, tokenize_seconds = benchmark.pedantic(
         build_ratio, args=(spec, tmp_path), rounds=1, iterations=1
@@ -71,7 +71,7 @@ def test_the_query_gate_fails_on_an_injected_slowdown(
     assert ratio > QUERY_RATIO_BOUND
 
 
-def test_the_build_gate_fails_on_an_injected_slowdown(
+def test_the_one_process_build_gate_fails_on_an_injected_slowdown(
     benchmark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Regression guard: tokenizing every chunk twice during a build must break the jieba bound."""
