@@ -28,9 +28,11 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import threading
 import weakref
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import IndexFileError, QueryError
 
@@ -48,7 +50,12 @@ B = 0.75
 #: FTS5's IDF for a term in half of the rows or more.
 CLAMPED_IDF = 1e-6
 
-_SCHEMA = "CREATE TABLE impacts (term TEXT PRIMARY KEY, rowids BLOB NOT NULL, weights BLOB NOT NULL) WITHOUT ROWID"
+#: ``peak``: the term's largest impact, the bound rank-safe pruning relies on (indexes built before it was
+#: stored get it computed when a list is read).
+_SCHEMA = (
+    "CREATE TABLE impacts (term TEXT PRIMARY KEY, rowids BLOB NOT NULL, weights BLOB NOT NULL, peak REAL NOT NULL)"
+    " WITHOUT ROWID"
+)
 _VOCAB = "temp.rag_eval_instances"
 
 #: ``accept(ids)``: which of these chunk ids pass the search's filters.
@@ -144,17 +151,20 @@ class _Batch:
     def write(self, db: sqlite3.Connection, sizes: np.ndarray, avgdl: float) -> int:
         import numpy as np
 
+        if not self.terms:
+            return 0
         ids = np.array(self.rowids, dtype="<i8")
         tf = np.array(self.frequencies, dtype="<f8")
         length = sizes[ids]
         # The operations of fts5Bm25Function, in its order (C: 1 - b + b * D / avgdl), element by element.
         impact = ((tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + (B * length) / avgdl))).astype("<f8")
         starts = [0, *self.ends[:-1]]
+        peaks = np.maximum.reduceat(impact, starts).tolist()
         db.executemany(
-            "INSERT INTO impacts VALUES (?, ?, ?)",
+            "INSERT INTO impacts VALUES (?, ?, ?, ?)",
             (
-                (term, ids[start:end].tobytes(), impact[start:end].tobytes())
-                for term, start, end in zip(self.terms, starts, self.ends, strict=True)
+                (term, ids[start:end].tobytes(), impact[start:end].tobytes(), peak)
+                for term, start, end, peak in zip(self.terms, starts, self.ends, peaks, strict=True)
             ),
         )
         written = len(self.terms)
@@ -210,30 +220,60 @@ def _single_token(tokenizer: Tokenizer, term: str) -> bool:
     return bool(term) and not any(c <= " " or c == "\x7f" or "A" <= c <= "Z" for c in term)
 
 
+class Postings(NamedTuple):
+    """A term's rows ascending, what it adds to each row's score (``idf * impact``, computed once per index
+    build, as FTS5 computes it per row) and the largest of those (the bound pruning relies on)."""
+
+    ids: np.ndarray
+    scores: np.ndarray
+    most: float
+
+
 #: Postings kept in memory per open index and build (a frequent term's list is read once, not per query),
 #: up to this many postings in all (16 bytes each); past it the cache starts over.
 CACHE_POSTINGS = 4_000_000
-_cache: weakref.WeakKeyDictionary[Index, tuple[str | None, dict[str, Any]]] = weakref.WeakKeyDictionary()
 
 
-def _postings_of(index: Index, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-    generation, cached = _cache.get(index, (None, {}))
-    if generation != index.generation or not cached or cached.get("", 0) > CACHE_POSTINGS:
-        cached = {"": 0}
-        _cache[index] = (index.generation, cached)
-    if term in cached:
-        found: tuple[np.ndarray, np.ndarray] | None = cached[term]
-        return found
-    row = index.db.execute("SELECT rowids, weights FROM impacts WHERE term = ?", (term,)).fetchone()
-    found = None if row is None else _checked(index, term, row[0], row[1])
-    cached[term] = found
-    cached[""] += 0 if found is None else len(found[0])
+@dataclass
+class _Cache:
+    generation: str | None
+    select: str
+    lists: dict[str, Postings | None] = field(default_factory=dict)
+    count: int = 0
+
+
+_cache: weakref.WeakKeyDictionary[Index, _Cache] = weakref.WeakKeyDictionary()
+
+
+def _postings_of(index: Index, term: str) -> Postings | None:
+    cache = _cache.get(index)
+    if cache is None or cache.generation != index.generation or cache.count > CACHE_POSTINGS:
+        cache = _cache[index] = _Cache(index.generation, _select(index))
+    if term in cache.lists:
+        return cache.lists[term]
+    row = index.db.execute(cache.select, (term,)).fetchone()
+    found = None
+    if row is not None:
+        ids, weights, peak = _checked(index, term, *row)
+        weight = idf(index.chunks, len(ids))
+        found = Postings(ids, weight * weights, weight * peak)
+    cache.lists[term] = found
+    cache.count += 0 if found is None else len(found.ids)
     return found
 
 
-def _checked(index: Index, term: str, rowids: object, weights: object) -> tuple[np.ndarray, np.ndarray]:
+def _select(index: Index) -> str:
+    """The statement reading a term's postings; indexes built before peaks were stored get them computed."""
+    columns = {row[1] for row in index.db.execute("PRAGMA table_info(impacts)")}
+    peak = "peak" if "peak" in columns else "NULL"
+    return f"SELECT rowids, weights, {peak} FROM impacts WHERE term = ?"
+
+
+def _checked(
+    index: Index, term: str, rowids: object, weights: object, peak: object
+) -> tuple[np.ndarray, np.ndarray, float]:
     """A term's postings as arrays, or IndexFileError when the stored ones are not what a build writes
-    (a damaged or tampered file must not become a traceback or a huge allocation)."""
+    (a damaged or tampered file must not become a traceback, a huge allocation or a pruned-away hit)."""
     import numpy as np
 
     if isinstance(rowids, bytes) and isinstance(weights, bytes) and len(rowids) == len(weights) > 0:
@@ -243,7 +283,10 @@ def _checked(index: Index, term: str, rowids: object, weights: object) -> tuple[
             ascending = len(ids) == 1 or bool(np.all(ids[1:] > ids[:-1]))
             positive = bool(np.all(np.isfinite(values) & (values > 0)))
             if ascending and positive and 1 <= ids[0] and ids[-1] <= index.chunks:
-                return ids, values
+                top = float(values.max())
+                # A stored peak below the true one would let pruning drop a hit: it must be exact.
+                if peak is None or peak == top:
+                    return ids, values, top
     raise IndexFileError(
         f"{index.path}: damaged index: the impact postings of term {term!r} are malformed",
         hint="rebuild it with: rag-eval index build --engine impact",
@@ -256,47 +299,40 @@ def idf(rows: int, matching: int) -> float:
     return value if value > 0.0 else CLAMPED_IDF
 
 
+#: Whether :func:`ranked` prunes by default: not, as on up to 135k rows scoring every row measured faster
+#: (reports/latency.md, "Scale").
+PRUNE = False
+
+
 def ranked(
-    index: Index, compiled: CompiledQuery, limit: int, accept: Accept | None = None, *, prune: bool = False
+    index: Index, compiled: CompiledQuery, limit: int, accept: Accept | None = None, *, prune: bool | None = None
 ) -> list[tuple[int, float]]:
     """The top ``limit`` (chunk id, bm25 score) of ``compiled`` (see :func:`fallback_reason`), in FTS5's
     order: score ascending, ties by id; ``accept`` filters (called on candidates in rank order).
-    ``prune=True`` skips scanning clamped terms where that is exact (see :func:`_pruned`): off by default,
-    as on 13.5k rows it measured slower than scoring every row (reports/latency.md)."""
-    import numpy as np
-
-    rows = index.chunks
+    ``prune`` (default :data:`PRUNE`) skips rows that provably cannot make the top (MaxScore for ``or``,
+    intersection by lookups for ``and``; see :class:`_Scorer`); the result is the same either way, bit for bit."""
     postings = {term: _postings_of(index, term) for term in dict.fromkeys(compiled.terms)}
     present = {term: found for term, found in postings.items() if found is not None}
     if not present or (compiled.mode == "and" and len(present) < len(postings)):
         return []
-    if accept is None and compiled.mode == "or" and prune:
-        top = _pruned(compiled.terms, present, rows, limit)
-        if top is not None:
-            return top
-    size = 1 + max(int(ids[-1]) for ids, _ in present.values())
-    scores = np.zeros(size)
-    matched = np.zeros(size, dtype=np.int32)
-    for ids, _ in present.values():
-        matched[ids] += 1
-    for term in compiled.terms:  # FTS5 sums phrase by phrase in expression order
-        found = present.get(term)
-        if found is not None:
-            ids, weights = found
-            scores[ids] += idf(rows, len(ids)) * weights
-    candidates = np.flatnonzero(matched == len(present) if compiled.mode == "and" else matched)
-    values = -scores[candidates]
+    scorer = _Scorer(compiled.terms, present, conjunctive=compiled.mode == "and")
+    if not (PRUNE if prune is None else prune):
+        top_of = scorer.everything
+    elif compiled.mode == "and":
+        top_of = scorer.intersection
+    else:
+        top_of = scorer.maxscore
     if accept is None:
-        return _top(candidates, values, limit)
+        return top_of(limit)[0]
     hits: list[tuple[int, float]] = []
     seen = 0
     wanted = limit
     while True:
-        top = _top(candidates, values, wanted)
+        top, exhausted = top_of(wanted)
         fresh = top[seen:]
-        passed = accept([chunk_id for chunk_id, _ in fresh])
+        passed = accept([chunk_id for chunk_id, _ in fresh]) if fresh else set()
         hits += [(chunk_id, score) for chunk_id, score in fresh if chunk_id in passed]
-        if len(hits) >= limit or len(top) == len(candidates):
+        if len(hits) >= limit or exhausted:
             return hits[:limit]
         seen, wanted = len(top), wanted * 4
 
@@ -304,53 +340,255 @@ def ranked(
 #: Relative slack on score bounds: far above the rounding of a sum of a few dozen terms, far below any gap
 #: that decides a ranking.
 _SLACK = 1e-9
+#: Below this many postings in all, scoring every row is cheaper than bounding (measured, reports/latency.md).
+PRUNE_MIN_POSTINGS = 0
+#: MaxScore's first threshold comes from the most valuable terms' rows, up to this share of the postings.
+SEED_SHARE = 0.125
+#: Rows of the most valuable lists, up to this many postings, from which MaxScore's threshold is taken.
+POOL_POSTINGS = 2000
+#: Essential lists left beyond this many postings (and beyond those summed so far) are summed in steps.
+REFINE_POSTINGS = 50_000
+#: A binary search per candidate costs about this many postings scattered (numpy, measured 10 to 15).
+LOOKUP_COST = 10
+
+Ranking = tuple[list[tuple[int, float]], bool]
 
 
-def _pruned(
-    terms: tuple[str, ...], present: dict[str, tuple[np.ndarray, np.ndarray]], rows: int, limit: int
-) -> list[tuple[int, float]] | None:
-    """Lossless pruning of clamped terms in an ``or`` query, or None where it cannot be shown exact.
+class _Scorer:
+    """One query over its terms' postings. Each method returns the top ``k`` and whether that is every match.
 
-    A term in half the rows or more has IDF 1e-6, so it adds less than ``1e-6 * (k1 + 1)`` to any row. The
-    rows are bounded by their score over the other terms: ``partial <= exact <= partial + bound``. A row whose
-    upper bound is below the ``limit``-th best partial score cannot make the top, and neither can a row
-    matching only clamped terms when the bound is below it (else: None, every row is scored). The few rows
-    left get their exact scores, term by term in query order (bit-identical to FTS5), by binary search in
-    each term's postings: the clamped terms' long lists are never scanned.
+    Exact scores are always summed term by term in the query's order (repeats included), as FTS5 does, so a
+    row's score is bit-identical whichever method found it; bounds use any order, with ``_SLACK``.
     """
+
+    def __init__(self, terms: tuple[str, ...], present: dict[str, Postings], *, conjunctive: bool) -> None:
+        self.terms = [term for term in terms if term in present]
+        self.present = present
+        self.conjunctive = conjunctive
+        self.size = 1 + max(int(found.ids[-1]) for found in present.values())
+        self._all: tuple[np.ndarray, np.ndarray] | None = None
+        self._known: tuple[np.ndarray, np.ndarray] | None = None
+
+    def everything(self, k: int) -> Ranking:
+        """Every matching row scored (numpy scatter per term)."""
+        import numpy as np
+
+        if self._all is None:
+            scores = _zeros("scores", self.size)
+            for term in self.terms:  # FTS5 sums phrase by phrase in expression order
+                ids, values, _ = self.present[term]
+                np.add.at(scores, ids, values)  # ids are unique: scores[ids] += values, several times faster
+            if self.conjunctive:
+                matched = _buffer("matched", self.size, "i4")
+                matched.fill(0)
+                for ids, _, _ in self.present.values():
+                    matched[ids] += 1
+                candidates = np.flatnonzero(matched == len(self.present))
+            else:
+                candidates = _nonzero(scores, 0.0)  # every idf and impact is positive
+            values = np.take(scores, candidates, out=_buffer("ranked", len(candidates)))
+            self._all = candidates, np.negative(values, out=values)
+        candidates, values = self._all
+        top = _top(candidates, values, k)
+        return top, len(top) == len(candidates)
+
+    def exact(self, candidates: np.ndarray) -> np.ndarray:
+        """The scores (positive) of ``candidates`` (ascending), term by term in query order; rows scored by
+        the previous call are not scored again."""
+        import numpy as np
+
+        known = self._known
+        if known is not None and len(known[0]):
+            positions = known[0].searchsorted(candidates)
+            hit = known[0].take(positions, mode="clip") == candidates
+            scores = np.empty(len(candidates))
+            scores[hit] = known[1][positions[hit]]
+            scores[~hit] = self._exact(candidates[~hit])
+        else:
+            scores = self._exact(candidates)
+        self._known = candidates, scores
+        return scores
+
+    def _exact(self, candidates: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        scores = np.zeros(len(candidates))
+        for term in self.terms:
+            ids, values, _ = self.present[term]
+            positions = ids.searchsorted(candidates)
+            # A miss adds +0.0, which leaves a sum of positive terms bit for bit as it was.
+            scores += np.where(ids.take(positions, mode="clip") == candidates, values.take(positions, mode="clip"), 0.0)
+        return scores
+
+    def intersection(self, k: int) -> Ranking:
+        """``and``: the shortest list's rows looked up in the others, then scored; no row is scanned twice."""
+        if self._all is None:
+            by_length = sorted(self.present.values(), key=lambda found: len(found.ids))
+            candidates = by_length[0].ids
+            for found in by_length[1:]:
+                candidates = candidates[_lookup(found.ids, candidates)[1]]
+            self._all = candidates, -self.exact(candidates)
+        return self.everything(k)
+
+    def maxscore(self, k: int) -> Ranking:
+        """``or`` with MaxScore's bounds: rows only in lists whose largest contributions together stay below
+        the ``k``-th best score cannot make the top.
+
+        1. Lists are summed into a dense array, most valuable term first (``idf * peak``: rare terms, short
+           lists), ``SEED_SHARE`` of the postings at first. ``theta``, at most the true ``k``-th best score,
+           is the ``k``-th best exact score of the rows in the most valuable lists (best by their sum so far).
+        2. The least valuable terms left whose maxima sum below ``theta`` are non-essential: a row in none of
+           the other (essential) lists scores below ``theta``. Essential lists are summed (in steps, with
+           ``theta`` raised in between, while many are left); non-essential ones never are.
+        3. Candidates are the rows whose sum plus the non-essential maxima can reach ``theta``; the
+           non-essential terms, most valuable first, add their contributions (binary search when the rows
+           left are few against the list, else a dense array), and rows whose bound falls below are dropped.
+        4. The rows whose (unordered) sum can still be among the ``k`` best are scored exactly and ranked.
+        """
+        import numpy as np
+
+        present = self.present
+        total = sum(len(found.ids) for found in present.values())
+        if len(present) < 2 or total < PRUNE_MIN_POSTINGS:
+            return self.everything(k)
+        factor = {term: float(self.terms.count(term)) for term in present}
+        most = {term: factor[term] * found.most for term, found in present.items()}
+        pending = sorted(present, key=most.__getitem__, reverse=True)
+        ranked_terms = list(pending)
+        partial = _zeros("partial", self.size)
+        spent = 0
+        budget = SEED_SHARE * total
+        theta = 0.0
+        first = True
+        while True:
+            scattered = 0
+            while pending and (not scattered or spent + len(present[pending[0]].ids) <= budget):
+                term = pending.pop(0)
+                scattered += 1
+                self._scatter(partial, term, factor[term])
+                spent += len(present[term].ids)
+            found = self._threshold(partial, ranked_terms, k)
+            if found is None:
+                return self.everything(k)
+            theta = max(theta, found)
+            optional = _cheapest(pending, most, theta)
+            if first and not optional:
+                return self.everything(k)
+            first = False
+            essential = [term for term in pending if term not in optional]
+            left = sum(len(present[term].ids) for term in essential)
+            if left <= max(spent, REFINE_POSTINGS):
+                for term in essential:
+                    self._scatter(partial, term, factor[term])
+                pending = [term for term in pending if term in optional]
+                break
+            budget = 2 * spent
+        rest = sum(most[term] for term in pending)
+        cut = theta * (1 - _SLACK) - rest
+        candidates = _nonzero(partial, cut)
+        upper = partial[candidates]
+        for position, term in enumerate(pending):
+            if position:
+                rest = sum(most[other] for other in pending[position:])
+                keep = (upper + rest) * (1 + _SLACK) >= theta
+                candidates, upper = candidates[keep], upper[keep]
+            ids, values, _ = present[term]
+            if len(candidates) * LOOKUP_COST < len(ids):
+                positions, hit = _lookup(ids, candidates)
+                upper[hit] += factor[term] * values[positions[hit]]
+            else:
+                dense = _zeros("dense", self.size)
+                dense[ids] = values
+                upper += factor[term] * dense[candidates]
+        if len(candidates) > k:
+            # ``upper`` is now each row's score summed in another order: within rounding of the exact one.
+            kth = float(np.partition(upper, len(upper) - k)[len(upper) - k])
+            candidates = candidates[upper * (1 + _SLACK) >= max(theta, kth * (1 - _SLACK))]
+        top = _top(candidates, -self.exact(candidates), k)
+        return top, len(top) < k
+
+    def _threshold(self, partial: np.ndarray, ranked_terms: list[str], k: int) -> float | None:
+        """A lower bound of the ``k``-th best score: the ``k``-th best exact score among the rows of the most
+        valuable lists, taken best by ``partial``; None when they are fewer than ``k`` rows."""
+        import numpy as np
+
+        lists = []
+        taken = 0
+        for term in ranked_terms:
+            lists.append(self.present[term].ids)
+            taken += len(lists[-1])
+            if taken >= POOL_POSTINGS:
+                break
+        pool = lists[0]
+        if len(lists) > 1:
+            pool = np.sort(np.concatenate(lists))  # np.unique's hashing is slower at this size
+            pool = pool[np.concatenate(([True], pool[1:] != pool[:-1]))]
+        if len(pool) < k:
+            return None
+        best = pool[np.argpartition(partial[pool], len(pool) - k)[len(pool) - k :]]
+        return float(self.exact(np.sort(best)).min())
+
+    def _scatter(self, partial: np.ndarray, term: str, factor: float) -> None:
+        import numpy as np
+
+        ids, values, _ = self.present[term]
+        np.add.at(partial, ids, values if factor == 1.0 else factor * values)
+
+
+_local = threading.local()
+
+
+def _buffer(name: str, size: int, dtype: str = "f8") -> np.ndarray:
+    """A reusable array of ``size`` (contents left from its last use), one per name and thread: a fresh
+    array of a megabyte per query costs page faults that took most of a query's time at 135k rows."""
     import numpy as np
 
-    clamped = {term for term, (ids, _) in present.items() if idf(rows, len(ids)) == CLAMPED_IDF}
-    regular = [term for term in present if term not in clamped]
-    if not clamped or not regular:
-        return None
-    size = 1 + max(int(present[term][0][-1]) for term in regular)
-    partial = np.zeros(size)
-    for term in regular:
-        ids, weights = present[term]
-        partial[ids] += idf(rows, len(ids)) * weights
-    matching = np.flatnonzero(partial)
-    if len(matching) < limit:
-        return None
-    values = partial[matching]
-    kth = np.partition(values, len(values) - limit)[len(values) - limit]
-    bound = CLAMPED_IDF * (K1 + 1.0) * sum(terms.count(term) for term in clamped)
-    floor = kth * (1 - _SLACK)
-    if bound * (1 + _SLACK) >= floor:
-        return None
-    candidates = matching[(values + bound) * (1 + _SLACK) >= floor]
-    exact = np.zeros(len(candidates))
-    for term in terms:
-        found = present.get(term)
-        if found is None:
-            continue
-        ids, weights = found
-        positions = np.searchsorted(ids, candidates)
-        inside = positions < len(ids)
-        hit = np.zeros(len(candidates), dtype=bool)
-        hit[inside] = ids[positions[inside]] == candidates[inside]
-        exact[hit] += idf(rows, len(ids)) * weights[positions[hit]]
-    return _top(candidates, -exact, limit)
+    buffers = _local.__dict__.setdefault("buffers", {})
+    found = buffers.get(name)
+    if found is None or len(found) < size:
+        found = buffers[name] = np.empty(size, dtype=dtype)
+    view: np.ndarray = found[:size]
+    return view
+
+
+def _zeros(name: str, size: int) -> np.ndarray:
+    view = _buffer(name, size)
+    view.fill(0.0)
+    return view
+
+
+def _nonzero(scores: np.ndarray, cut: float) -> np.ndarray:
+    """The ids whose score is positive and at least ``cut`` (a boolean mask first: numpy's nonzero on a
+    float array is several times slower)."""
+    import numpy as np
+
+    mask = _buffer("mask", len(scores), "?")
+    if cut > 0:
+        np.greater_equal(scores, cut, out=mask)
+    else:
+        np.greater(scores, 0.0, out=mask)
+    return np.flatnonzero(mask)
+
+
+def _cheapest(terms: list[str], most: dict[str, float], theta: float) -> list[str]:
+    """The least valuable of ``terms`` whose largest contributions together stay below ``theta``."""
+    chosen: list[str] = []
+    reach = 0.0
+    for term in sorted(terms, key=most.__getitem__):
+        if (reach + most[term]) * (1 + _SLACK) >= theta:
+            break
+        reach += most[term]
+        chosen.append(term)
+    return chosen
+
+
+def _lookup(ids: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each candidate is in ``ids`` (ascending), and which candidates are there at all."""
+    import numpy as np
+
+    positions = np.searchsorted(ids, candidates)
+    np.minimum(positions, len(ids) - 1, out=positions)
+    return positions, ids[positions] == candidates
 
 
 def _top(candidates: np.ndarray, values: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -358,8 +596,11 @@ def _top(candidates: np.ndarray, values: np.ndarray, k: int) -> list[tuple[int, 
     import numpy as np
 
     if len(values) > k:
-        cut = np.partition(values, k - 1)[k - 1]
-        kept = np.flatnonzero(values <= cut)  # every row tied with the k-th stays in the running
+        ordered = _buffer("partition", len(values))
+        ordered[:] = values
+        ordered.partition(k - 1)
+        mask = np.less_equal(values, ordered[k - 1], out=_buffer("kept", len(values), "?"))
+        kept = np.flatnonzero(mask)  # every row tied with the k-th stays in the running
         candidates, values = candidates[kept], values[kept]
     order = np.argsort(values, kind="stable")[:k]
     return list(zip(candidates[order].tolist(), values[order].tolist(), strict=True))

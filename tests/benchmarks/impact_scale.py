@@ -1,0 +1,303 @@
+"""Query latency against collection size: FTS5's bm25 statement, the impact engine and bm25s on a BEIR corpus
+replicated 1x, 3x and 10x (issue #14, scale). A script, not a test; reports/latency.md records its output:
+
+    nice .venv/bin/python tests/benchmarks/impact_scale.py build CORPUS_DIR OUT_DIR [SPEC ...]
+    nice .venv/bin/python tests/benchmarks/impact_scale.py measure CORPUS_DIR OUT_DIR [SPEC ...] > scale.json
+    .venv/bin/python tests/benchmarks/impact_scale.py chart scale.json reports/latency-scale.svg
+
+``build`` writes OUT_DIR/x{N}/corpus.jsonl (every passage N times; replica r > 0 gets the id ``ID~r``; OUT_DIR
+belongs under /tmp, never the project) and one index per strategy and size with ``engine=impact``.
+
+``measure`` takes every ``STRIDE``-th question (after ``WARMUP`` others) and, per size and strategy, runs
+each ``RUNS`` times, rotating the systems' order, recording the first run and the best:
+
+- end to end (tokenize + search, warm, 100 hits as ``compare`` runs them: mode ``or``, no snippets):
+  ``search()`` with engine ``fts5``, with engine ``impact`` pruned and unpruned (chunk rows read for both),
+  and bm25s (the strategy's query terms, ``retrieve``, then the hits' chunk rows read as ``search`` reads
+  them);
+- engines alone on compiled queries: FTS5's ranking statement cut to 100 (ids and scores), ``impact.ranked``
+  pruned and unpruned, bm25s ``retrieve`` on token ids.
+
+bm25s (k1 1.2, b 0.75, its default Lucene IDF, numpy backend, one thread) indexes the very tokens FTS5 holds
+(``fts5vocab`` instances of title and body), so it ranks the same terms by its own bm25 variant. Every
+measured query's pruned ranking is checked against FTS5's statement (ids, order, bit-identical scores) and
+against the unpruned engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_eval import impact
+from rag_eval.query import compile_query
+from rag_eval.search import CHUNK_FIELDS, _ranking_sql, search
+from rag_eval.store import Index
+from rag_eval.writer import build
+
+SIZES = (1, 3, 10)
+STRATEGIES = ["unicode61", "trigram", "unigram", "bigram", "jieba", "pkuseg"]
+DEPTH = 100
+RUNS = 3
+WARMUP = 30
+#: Every 14th question: 302 of cmrc2018_dev_trial_sent's 4,218 (all of them x 3 sizes x 6 strategies x 7
+#: systems x 3 runs would take hours with FTS5 at 10x).
+STRIDE = 14
+
+
+def replicate(corpus: Path, out: Path, times: int) -> Path:
+    """OUT/x{times}/corpus.jsonl: the corpus ``times`` times over, replicas with new ids (written once)."""
+    folder = out / f"x{times}"
+    target = folder / "corpus.jsonl"
+    if target.exists():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [line for line in (corpus / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    partial = folder / "corpus.jsonl.part"
+    with partial.open("w", encoding="utf-8") as handle:
+        for replica in range(times):
+            for line in lines:
+                record = json.loads(line)
+                if replica:
+                    record["_id"] = f"{record['_id']}~{replica}"
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    partial.replace(target)
+    return target
+
+
+def index_path(out: Path, times: int, spec: str) -> Path:
+    return out / f"x{times}" / f"{spec.replace(':', '_')}.sqlite"
+
+
+def build_all(corpus: Path, out: Path, specs: list[str]) -> None:
+    for times in SIZES:
+        source = replicate(corpus, out, times)
+        for spec in specs:
+            path = index_path(out, times, spec)
+            if not path.exists():
+                build(source, path, builder="passages", tokenizer=spec, engine="impact")
+                print(f"built {path}", file=sys.stderr, flush=True)
+
+
+def percentiles(seconds: list[float]) -> dict[str, float]:
+    values = np.array(seconds) * 1000
+    return {
+        "p50_ms": round(float(np.percentile(values, 50)), 3),
+        "p95_ms": round(float(np.percentile(values, 95)), 3),
+        "p99_ms": round(float(np.percentile(values, 99)), 3),
+        "mean_ms": round(float(values.mean()), 3),
+        "max_ms": round(float(values.max()), 3),
+        "qps": round(1000.0 / float(values.mean()), 1),
+    }
+
+
+class Bm25s:
+    """bm25s over the tokens FTS5 holds for each row (title and body), rows in chunk id order."""
+
+    def __init__(self, index: Index) -> None:
+        import bm25s
+
+        started = time.perf_counter()
+        vocab: dict[str, int] = {}
+        documents: dict[int, list[int]] = {}
+        db = index.db
+        db.execute("DROP TABLE IF EXISTS temp.scale_instances")
+        db.execute("CREATE VIRTUAL TABLE temp.scale_instances USING fts5vocab(main, 'search', 'instance')")
+        for term, doc in db.execute("SELECT term, doc FROM temp.scale_instances"):
+            documents.setdefault(doc, []).append(vocab.setdefault(term, len(vocab)))
+        db.execute("DROP TABLE temp.scale_instances")
+        self.rowids = np.array(sorted(documents))
+        self.vocab = vocab
+        self.retriever = bm25s.BM25(k1=1.2, b=0.75)
+        corpus = bm25s.tokenization.Tokenized(ids=[documents[rowid] for rowid in self.rowids.tolist()], vocab=vocab)
+        self.retriever.index(corpus, show_progress=False)
+        self.build_seconds = time.perf_counter() - started
+
+    def token_ids(self, terms: tuple[str, ...]) -> list[int]:
+        return [self.vocab[term] for term in terms if term in self.vocab]
+
+    def retrieve(self, ids: list[int]) -> list[int]:
+        if not ids:
+            return []
+        found = self.retriever.retrieve([ids], k=DEPTH, show_progress=False, n_threads=0, sorted=True)
+        return self.rowids[found.documents[0]].tolist()
+
+
+def measure_one(index_file: Path, texts: list[str]) -> dict[str, Any]:
+    """Every system on the questions, end to end and alone, best of ``RUNS`` and first run."""
+    with Index.open(index_file) as index:
+        bm25 = Bm25s(index)
+        statement = _ranking_sql(index, False, False, False) + " LIMIT ?"
+        cursor = index.db.cursor()
+        cursor.row_factory = None
+        compiled = [compile_query(index.tokenizer, text, "or") for text in texts]
+        token_ids = [bm25.token_ids(query.terms) for query in compiled]
+
+        def end_to_end(engine: str, prune: bool | None = None) -> Callable[[int], float]:
+            def run(number: int) -> float:
+                impact.PRUNE = bool(prune)
+                result = search(index, texts[number], mode="or", limit=DEPTH, deep=True, snippets=False, engine=engine)
+                return result.tokenize_seconds + result.search_seconds
+
+            return run
+
+        rows_sql = f"SELECT c.id, {CHUNK_FIELDS} FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value"
+
+        def bm25s_end_to_end(number: int) -> float:
+            started = time.perf_counter()
+            query = compile_query(index.tokenizer, texts[number], "or")
+            found = bm25.retrieve(bm25.token_ids(query.terms))
+            cursor.execute(rows_sql, (impact.ids_json(found),)).fetchall()  # the hits' rows, as search reads them
+            return time.perf_counter() - started
+
+        def timed(action: Callable[[int], Any]) -> Callable[[int], float]:
+            def run(number: int) -> float:
+                started = time.perf_counter()
+                action(number)
+                return time.perf_counter() - started
+
+            return run
+
+        systems: dict[str, Callable[[int], float]] = {
+            "fts5": end_to_end("fts5"),
+            "impact_pruned": end_to_end("impact", True),
+            "impact_full": end_to_end("impact", False),
+            "bm25s": bm25s_end_to_end,
+            "fts5_statement": timed(lambda n: cursor.execute(statement, (compiled[n].expression, DEPTH)).fetchall()),
+            "impact_pruned_ranking": timed(lambda n: impact.ranked(index, compiled[n], DEPTH, prune=True)),
+            "impact_full_ranking": timed(lambda n: impact.ranked(index, compiled[n], DEPTH, prune=False)),
+            "bm25s_retrieve": timed(lambda n: bm25.retrieve(token_ids[n])),
+        }
+        numbers = [n for n, query in enumerate(compiled) if query.expression is not None]
+        best: dict[str, list[float]] = {name: [] for name in systems}
+        first: dict[str, list[float]] = {name: [] for name in systems}
+        same = identical = equal_to_full = 0
+        load = [os.getloadavg()[0]]
+        with index.reading():
+            for number in numbers[:WARMUP]:
+                for run in systems.values():
+                    run(number)
+            names = list(systems)
+            for position, number in enumerate(numbers[WARMUP:]):
+                times: dict[str, list[float]] = {name: [] for name in names}
+                for _ in range(RUNS):
+                    shift = position % len(names)
+                    for name in names[shift:] + names[:shift]:
+                        times[name].append(systems[name](number))
+                for name in names:
+                    first[name].append(times[name][0])
+                    best[name].append(min(times[name]))
+                expected = cursor.execute(statement, (compiled[number].expression, DEPTH)).fetchall()
+                expected.sort(key=lambda row: (row[1], row[0]))
+                pruned = impact.ranked(index, compiled[number], DEPTH, prune=True)
+                same += [i for i, _ in pruned] == [row[0] for row in expected] and all(
+                    abs(score - row[1]) <= 1e-9 * abs(row[1]) for (_, score), row in zip(pruned, expected, strict=True)
+                )
+                identical += pruned == [(row[0], row[1]) for row in expected]
+                equal_to_full += pruned == impact.ranked(index, compiled[number], DEPTH, prune=False)
+        load.append(os.getloadavg()[0])
+        impact.PRUNE = True
+        return {
+            "chunks": index.chunks,
+            "queries": len(numbers) - WARMUP,
+            "pruned_equal_within_1e-9": same,
+            "pruned_bit_identical_to_fts5": identical,
+            "pruned_equal_to_unpruned": equal_to_full,
+            "bm25s_index_seconds": round(bm25.build_seconds, 1),
+            "load_average": load,
+            "best_of_3": {name: percentiles(values) for name, values in best.items()},
+            "single_run": {name: percentiles(values) for name, values in first.items()},
+        }
+
+
+def measure_all(corpus: Path, out: Path, specs: list[str]) -> dict[str, Any]:
+    lines = (corpus / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    texts = [json.loads(line)["text"] for line in lines if line.strip()]
+    chosen = texts[:WARMUP] + texts[WARMUP::STRIDE]
+    results = []
+    for times in SIZES:
+        for spec in specs:
+            started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            result = measure_one(index_path(out, times, spec), chosen)
+            results.append({"size": times, "strategy": spec, "started": started, **result})
+            print(f"measured x{times} {spec}", file=sys.stderr, flush=True)
+    import bm25s
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    return {
+        "machine": {
+            "python": platform.python_version(),
+            "sqlite": sqlite3.sqlite_version,
+            "numpy": np.__version__,
+            "bm25s": bm25s.__version__,
+            "cpus": os.cpu_count(),
+        },
+        "commit": commit.stdout.strip(),
+        "questions": len(chosen) - WARMUP,
+        "stride": STRIDE,
+        "results": results,
+    }
+
+
+def main(argv: list[str]) -> None:
+    command = argv[0]
+    if command == "chart":
+        chart(json.loads(Path(argv[1]).read_text(encoding="utf-8")), Path(argv[2]))
+        return
+    corpus, out = Path(argv[1]), Path(argv[2])
+    specs = argv[3:] or STRATEGIES
+    if command == "build":
+        build_all(corpus, out, specs)
+    elif command == "measure":
+        json.dump(measure_all(corpus, out, specs), sys.stdout, indent=1)
+        print()
+    else:
+        raise SystemExit(f"unknown command {command!r}")
+
+
+def chart(data: dict[str, Any], target: Path) -> None:
+    """p95 end to end (best of 3) against rows, one panel per strategy, log latency axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    specs = list(dict.fromkeys(result["strategy"] for result in data["results"]))
+    systems = {"fts5": "FTS5 bm25", "impact_pruned": "impact, pruned", "impact_full": "impact", "bm25s": "bm25s"}
+    figure, axes = plt.subplots(2, 3, figsize=(11, 6.5), sharex=True, sharey=True)
+    for axis, spec in zip(axes.flat, specs, strict=False):
+        rows = [result for result in data["results"] if result["strategy"] == spec]
+        for key, label in systems.items():
+            axis.plot(
+                [row["chunks"] for row in rows],
+                [row["best_of_3"][key]["p95_ms"] for row in rows],
+                marker="o",
+                label=label,
+            )
+        axis.axhline(3.0, color="grey", linestyle=":", linewidth=1)
+        axis.set_title(spec)
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.grid(True, which="both", alpha=0.3)
+    for axis in axes[-1]:
+        axis.set_xlabel("rows (1x, 3x, 10x)")
+    for axis in axes[:, 0]:
+        axis.set_ylabel("p95 end to end, ms")
+    axes.flat[0].legend(fontsize=8, loc="upper left")
+    figure.suptitle("Query latency against collection size (best of 3; dotted: 3 ms target)")
+    figure.tight_layout()
+    figure.savefig(target, format="svg")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
