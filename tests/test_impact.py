@@ -415,3 +415,41 @@ def test_a_tampered_recorded_engine_is_one_error(tmp_path: Path, docs: Path) -> 
     db.close()
     with Index.open(path) as index, pytest.raises(IndexFileError, match="engine is 'warp'"):
         search(index, "导出")
+
+
+def test_peaks_are_stored_and_older_indexes_still_rank(tmp_path: Path, docs: Path) -> None:
+    import numpy as np
+
+    path = tmp_path / "docs.sqlite"
+    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT weights, peak FROM impacts").fetchall()
+    assert rows and all(peak == np.frombuffer(weights, dtype="<f8").max() for weights, peak in rows)
+    with Index.open(path) as index:
+        expected = {text: impact_top(index, text, "or", 20) for text in ("导出备份", "导出文件保留多久")}
+    # An index written before peaks were stored: the same ranking, peaks computed when a list is read.
+    db.executescript(
+        "CREATE TABLE old AS SELECT term, rowids, weights FROM impacts; DROP TABLE impacts;"
+        "CREATE TABLE impacts (term TEXT PRIMARY KEY, rowids BLOB NOT NULL, weights BLOB NOT NULL) WITHOUT ROWID;"
+        "INSERT INTO impacts SELECT * FROM old; DROP TABLE old;"
+    )
+    db.close()
+    with Index.open(path) as index:
+        for text, hits in expected.items():
+            assert impact_top(index, text, "or", 20) == hits
+            compiled = compile_query(index.tokenizer, text, "or")
+            assert impact.ranked(index, compiled, 5, prune=True) == hits[:5]
+
+
+def test_a_peak_below_the_largest_impact_is_one_error(tmp_path: Path, docs: Path) -> None:
+    # Regression guard: a lowered peak would let pruning drop a row that belongs in the top.
+    from rag_eval.errors import IndexFileError
+
+    path = tmp_path / "docs.sqlite"
+    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
+    db = sqlite3.connect(path)
+    db.execute("UPDATE impacts SET peak = peak / 2 WHERE term = '导出'")
+    db.commit()
+    db.close()
+    with Index.open(path) as index, pytest.raises(IndexFileError, match="impact postings of term '导出'"):
+        search(index, "导出", engine="impact")

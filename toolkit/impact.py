@@ -17,10 +17,11 @@ Terms come from ``fts5vocab``'s instance table, so they are exactly the tokens F
 Python strategies alike. Queries the engine cannot answer exactly (phrases, a quoted term FTS5 would split
 into several tokens, hybrids' column filters) are answered by the FTS5 statement; ``--explain`` says which.
 
-Lossless pruning: a term with a clamped IDF (``n >= N/2``) contributes at most ``1e-6 * (k1 + 1)`` per row.
-Dropping it preserves neither the scores (they must match FTS5 within 1e-9 relative) nor the order of rows
-whose other scores tie or differ by less than that bound, nor the rows matching only such terms; so the
-engine keeps every term (see reports/latency.md for what it costs).
+Rank-safe pruning (``ranked(..., prune=True)``): each term's largest impact is stored with its postings, so
+``idf * peak`` bounds what the term adds to any row; MaxScore skips the rows only low-bound terms could bring,
+and ``and`` queries intersect by binary search. The result is the unpruned one bit for bit (exact scores are
+always summed in query order). Off by default: up to 135k rows scoring every row with numpy measured faster
+(reports/latency.md, "Scale").
 """
 
 from __future__ import annotations
