@@ -108,8 +108,6 @@ class _Fts5Searcher(Searcher):
         self, index: Index, engine: str, mode: str, depth: int, as_of: str | None, processing: QueryProcessing | None
     ) -> None:
         self.index = index
-        self.engine = engine
-        self.fallbacks = 0
         self.run = functools.partial(
             search,
             index,
@@ -123,14 +121,21 @@ class _Fts5Searcher(Searcher):
         )
 
     def __call__(self, text: str) -> SearchResult:
+        return self.run(text)
+
+
+class _ImpactSearcher(_Fts5Searcher):
+    """``search(engine="impact")``, counting the queries FTS5's statement answered instead."""
+
+    fallbacks = 0
+
+    def __call__(self, text: str) -> SearchResult:
         result = self.run(text)
-        if self.engine == "impact" and impact.fallback_reason(self.index, result.query) is not None:
-            self.fallbacks += 1  # answered by FTS5's statement (counted after the timed search)
+        if impact.fallback_reason(self.index, result.query) is not None:
+            self.fallbacks += 1  # counted after the timed search
         return result
 
     def stats(self) -> dict[str, Any]:
-        if self.engine != "impact":
-            return {}
         # The postings the engine reads into memory (its per-index cache holds each queried term's).
         found = self.index.db.execute("SELECT coalesce(sum(length(rowids) + length(weights)), 0) FROM impacts")
         return {"fts5_fallbacks": self.fallbacks, "postings_bytes": int(found.fetchone()[0])}
@@ -160,7 +165,7 @@ class ImpactEngine(Engine):
     def searcher(
         self, index: Index, *, mode: str, depth: int, as_of: str | None, processing: QueryProcessing | None
     ) -> Searcher:
-        return _Fts5Searcher(index, "impact", mode, depth, as_of, processing)
+        return _ImpactSearcher(index, "impact", mode, depth, as_of, processing)
 
 
 #: Every engine by name (entry-point group ``rag_eval.engines`` for plug-ins).
