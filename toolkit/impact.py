@@ -541,7 +541,7 @@ _local = threading.local()
 
 def _buffer(name: str, size: int, dtype: str = "f8") -> np.ndarray:
     """A reusable array of ``size`` (contents left from its last use), one per name and thread: a fresh
-    array of a megabyte per query costs page faults that took most of a query's time at 135k rows."""
+    megabyte array per query costs page faults, which at 135k rows took longer than the additions."""
     import numpy as np
 
     buffers = _local.__dict__.setdefault("buffers", {})

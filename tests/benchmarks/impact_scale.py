@@ -4,6 +4,12 @@ replicated 1x, 3x and 10x (issue #14, scale). A script, not a test; reports/late
     nice .venv/bin/python tests/benchmarks/impact_scale.py build CORPUS_DIR OUT_DIR [SPEC ...]
     nice .venv/bin/python tests/benchmarks/impact_scale.py measure CORPUS_DIR OUT_DIR [SPEC ...] > scale.json
     .venv/bin/python tests/benchmarks/impact_scale.py chart scale.json reports/latency-scale.svg
+    .venv/bin/python tests/benchmarks/impact_scale.py tables scale.json > tables.md
+    git show c68d204:toolkit/impact.py > /tmp/impact_c68d204.py
+    nice .venv/bin/python tests/benchmarks/impact_scale.py before /tmp/impact_c68d204.py CORPUS_DIR OUT_DIR [SPEC ...]
+
+``before`` times an older ``rag_eval/impact.py`` (loaded as a module of the package) against the current one,
+engines alone, on the same questions and indexes: what this commit's changes to full scoring are worth.
 
 ``build`` writes OUT_DIR/x{N}/corpus.jsonl (every passage N times; replica r > 0 gets the id ``ID~r``; OUT_DIR
 belongs under /tmp, never the project) and one index per strategy and size with ``engine=impact``.
@@ -249,10 +255,66 @@ def measure_all(corpus: Path, out: Path, specs: list[str]) -> dict[str, Any]:
     }
 
 
+def before(old_module: Path, corpus: Path, out: Path, specs: list[str]) -> dict[str, Any]:
+    """An older impact module's ``ranked`` (unpruned) against the current one's, best of ``RUNS`` per query."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rag_eval._impact_before", old_module)
+    assert spec is not None and spec.loader is not None
+    old = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(old)
+    lines = (corpus / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    texts = [json.loads(line)["text"] for line in lines if line.strip()]
+    chosen = texts[:WARMUP] + texts[WARMUP::STRIDE]
+    results = []
+    for times in SIZES:
+        for strategy in specs:
+            with Index.open(index_path(out, times, strategy)) as index, index.reading():
+                compiled = [compile_query(index.tokenizer, text, "or") for text in chosen]
+                compiled = [query for query in compiled if query.expression is not None]
+                systems = {
+                    "before": lambda query: old.ranked(index, query, DEPTH),
+                    "now": lambda query: impact.ranked(index, query, DEPTH, prune=False),
+                }
+                best: dict[str, list[float]] = {name: [] for name in systems}
+                same = 0
+                for position, query in enumerate(compiled):
+                    timings: dict[str, float] = {}
+                    for _ in range(RUNS):
+                        for name in sorted(systems, reverse=position % 2 == 1):
+                            started = time.perf_counter()
+                            systems[name](query)
+                            elapsed = time.perf_counter() - started
+                            timings[name] = min(timings.get(name, elapsed), elapsed)
+                    if position >= WARMUP:
+                        for name in systems:
+                            best[name].append(timings[name])
+                        same += systems["before"](query) == systems["now"](query)
+                results.append(
+                    {
+                        "size": times,
+                        "strategy": strategy,
+                        "chunks": index.chunks,
+                        "same_ranking": same,
+                        **{name: percentiles(values) for name, values in best.items()},
+                    }
+                )
+                print(f"before/now x{times} {strategy}", file=sys.stderr, flush=True)
+    return {"old_module": str(old_module), "results": results}
+
+
 def main(argv: list[str]) -> None:
     command = argv[0]
-    if command == "chart":
-        chart(json.loads(Path(argv[1]).read_text(encoding="utf-8")), Path(argv[2]))
+    if command in ("chart", "tables"):
+        data = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+        if command == "chart":
+            chart(data, Path(argv[2]))
+        else:
+            print(tables(data))
+        return
+    if command == "before":
+        json.dump(before(Path(argv[1]), Path(argv[2]), Path(argv[3]), argv[4:] or STRATEGIES), sys.stdout, indent=1)
+        print()
         return
     corpus, out = Path(argv[1]), Path(argv[2])
     specs = argv[3:] or STRATEGIES
@@ -268,6 +330,7 @@ def main(argv: list[str]) -> None:
 def chart(data: dict[str, Any], target: Path) -> None:
     """p95 end to end (best of 3) against rows, one panel per strategy, log latency axis."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -288,15 +351,62 @@ def chart(data: dict[str, Any], target: Path) -> None:
         axis.set_title(spec)
         axis.set_xscale("log")
         axis.set_yscale("log")
+        axis.set_xticks(
+            [row["chunks"] for row in rows], [f"{row['chunks'] / 1000:.1f}k ({row['size']}x)" for row in rows]
+        )
+        axis.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         axis.grid(True, which="both", alpha=0.3)
     for axis in axes[-1]:
-        axis.set_xlabel("rows (1x, 3x, 10x)")
+        axis.set_xlabel("rows")
     for axis in axes[:, 0]:
         axis.set_ylabel("p95 end to end, ms")
     axes.flat[0].legend(fontsize=8, loc="upper left")
     figure.suptitle("Query latency against collection size (best of 3; dotted: 3 ms target)")
     figure.tight_layout()
     figure.savefig(target, format="svg")
+
+
+END_TO_END = {"fts5": "FTS5", "impact_full": "impact", "impact_pruned": "impact pruned", "bm25s": "bm25s"}
+ENGINES_ALONE = {
+    "fts5_statement": "FTS5 statement",
+    "impact_full_ranking": "impact",
+    "impact_pruned_ranking": "impact pruned",
+    "bm25s_retrieve": "bm25s",
+}
+
+
+def tables(data: dict[str, Any]) -> str:
+    """The report's Markdown tables from ``measure``'s JSON."""
+    out = []
+    out.append(
+        "| size | strategy | rows | queries | pruned = FTS5 (1e-9) | pruned = FTS5 bit for bit | pruned = unpruned "
+        "| load |"
+    )
+    out.append("|---|---|---:|---:|---:|---:|---:|---|")
+    for row in data["results"]:
+        load = "-".join(f"{value:.1f}" for value in row["load_average"])
+        out.append(
+            f"| {row['size']}x | {row['strategy']} | {row['chunks']} | {row['queries']} | "
+            f"{row['pruned_equal_within_1e-9']} | {row['pruned_bit_identical_to_fts5']} | "
+            f"{row['pruned_equal_to_unpruned']} | {load} |"
+        )
+    for title, kind, systems in (
+        ("End to end, best of 3", "best_of_3", END_TO_END),
+        ("End to end, single run", "single_run", END_TO_END),
+        ("Engines alone, best of 3", "best_of_3", ENGINES_ALONE),
+    ):
+        out.append("")
+        out.append(f"{title}: p50 / p95 ms, and QPS (1 / mean, one query at a time)")
+        out.append("")
+        out.append("| size | strategy | " + " | ".join(f"{label} p50 / p95 | QPS" for label in systems.values()) + " |")
+        out.append("|---|---|" + "---:|---:|" * len(systems))
+        for row in data["results"]:
+            cells = []
+            for key in systems:
+                figures = row[kind][key]
+                cells.append(f"{figures['p50_ms']:.2f} / {figures['p95_ms']:.2f} | {figures['qps']:.0f}")
+            out.append(f"| {row['size']}x | {row['strategy']} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
