@@ -380,6 +380,34 @@ def test_pruning_on_random_corpora_with_ties_and_frequent_terms(
                 full = impact.ranked(index, compiled, limit, prune=False)
                 assert impact.ranked(index, compiled, limit, prune=True) == full
                 assert_same(fts5_top(index, text, mode, limit), full)
+                with pytest.MonkeyPatch.context() as patch:  # the cut before ranking, forced at this size
+                    patch.setattr(impact, "CUT_MIN_POSTINGS", 0)
+                    patch.setattr(impact, "POOL_POSTINGS", 1)
+                    assert impact.ranked(index, compiled, limit, prune=False) == full
+
+
+@pytest.mark.parametrize("spec", ["unigram", "bigram", "jieba"])
+def test_the_cut_before_ranking_keeps_fts5_ranking(
+    built: dict[tuple[str, str], Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    spec: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Regression guard: only rows at or above the cut are ranked; a cut above the true k-th score would
+    # drop hits or ties. Its size thresholds are for 135k rows, so it is forced on the handbook.
+    monkeypatch.setattr(impact, "CUT_MIN_POSTINGS", 0)
+    monkeypatch.setattr(impact, "POOL_POSTINGS", 1)
+    cuts: list[float] = []
+    real = impact._Scorer._cut
+    monkeypatch.setattr(impact._Scorer, "_cut", lambda self, scores, k: cuts.append(real(self, scores, k)) or cuts[-1])
+    with shipped_index(built, tmp_path_factory.getbasetemp(), "handbook", spec) as index, index.reading():
+        for text in queries("handbook")[:60] + ["的是什么"]:
+            compiled = compile_query(index.tokenizer, text, "or")
+            if compiled.expression is None:
+                continue
+            for limit in (1, 3, 10, 100):
+                assert impact.ranked(index, compiled, limit, prune=False) == fts5_top(index, text, "or", limit)
+    assert sum(cut > 0 for cut in cuts) > 10  # the cut was taken, not only the full ranking
 
 
 @pytest.mark.parametrize(
