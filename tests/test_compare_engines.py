@@ -173,3 +173,19 @@ def test_a_missing_bm25s_is_an_error_with_the_install_command(monkeypatch: pytes
     assert result.exit_code == 1
     assert "error: engine 'bm25s' is unavailable: not installed: bm25s" in result.output
     assert "pip install 'rag-eval[bm25s]'" in result.output
+
+
+def test_index_build_from_a_systems_file_takes_its_engine(tmp_path: Path) -> None:
+    """A recommendation naming the impact engine builds an index that ranks with it; without one, FTS5."""
+    from rag_eval.eval.shipped import corpus_dir
+
+    runner = CliRunner()
+    for engine in ("impact", "fts5"):
+        file = tmp_path / f"{engine}.toml"
+        file.write_text(f'[[system]]\ntokenizer = "bigram"\nengine = "{engine}"\n', encoding="utf-8")
+        index = tmp_path / f"{engine}.sqlite"
+        arguments = ["index", "build", str(corpus_dir("handbook")), "-b", "sections", "--from", str(file)]
+        result = runner.invoke(cli, [*arguments, "-o", str(index)])
+        assert result.exit_code == 0, result.output
+        with Index.open(index) as opened:
+            assert opened.meta["engine"] == engine
