@@ -176,16 +176,18 @@ def test_a_missing_bm25s_is_an_error_with_the_install_command(monkeypatch: pytes
 
 
 def test_index_build_from_a_systems_file_takes_its_engine(tmp_path: Path) -> None:
-    """A recommendation naming the impact engine builds an index that ranks with it; without one, FTS5."""
+    """A file naming the impact engine builds impact postings; compare's default (fts5, what tune's files
+    carry when they name none) leaves the build's own default (auto: impact); --engine overrides both."""
     from rag_eval.eval.shipped import corpus_dir
 
     runner = CliRunner()
-    for engine in ("impact", "fts5"):
-        file = tmp_path / f"{engine}.toml"
-        file.write_text(f'[[system]]\ntokenizer = "bigram"\nengine = "{engine}"\n', encoding="utf-8")
-        index = tmp_path / f"{engine}.sqlite"
-        arguments = ["index", "build", str(corpus_dir("handbook")), "-b", "sections", "--from", str(file)]
+    cases = [("impact", [], "impact"), ("fts5", [], "impact"), ("impact", ["--engine", "fts5"], "fts5")]
+    for number, (named, options, recorded) in enumerate(cases):
+        file = tmp_path / f"{number}.toml"
+        file.write_text(f'[[system]]\ntokenizer = "bigram"\nengine = "{named}"\n', encoding="utf-8")
+        index = tmp_path / f"{number}.sqlite"
+        arguments = ["index", "build", str(corpus_dir("handbook")), "-b", "sections", "--from", str(file), *options]
         result = runner.invoke(cli, [*arguments, "-o", str(index)])
         assert result.exit_code == 0, result.output
         with Index.open(index) as opened:
-            assert opened.meta["engine"] == engine
+            assert opened.meta["engine"] == recorded, (named, options)

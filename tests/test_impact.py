@@ -174,7 +174,7 @@ def test_hybrid_falls_back_and_index_without_impacts_is_an_error(tmp_path: Path,
         assert result.explain["engine"] == "fts5" and "hybrid" in result.explain["engine_fallback"]
         assert result.hits
     plain = tmp_path / "plain.sqlite"
-    build(docs, plain, builder="sections", tokenizer="bigram")
+    build(docs, plain, builder="sections", tokenizer="bigram", engine="fts5")
     assert foreign_reason(plain) is None
     with Index.open(plain) as index, pytest.raises(QueryError, match="no impact postings") as caught:
         search(index, "导出", engine="impact")
@@ -209,7 +209,7 @@ def test_sync_keeps_impacts_in_step(tmp_path: Path, docs: Path) -> None:
     with Index.open(path) as index:
         for text in ("导出备份", "说明 确认", "导出文件保留多久"):
             assert_same(fts5_top(index, text, "or", 50), impact_top(index, text, "or", 50))
-    build(docs, path, builder="sections", tokenizer="bigram")  # a sync without the engine drops the postings
+    build(docs, path, builder="sections", tokenizer="bigram", engine="fts5")  # a sync to fts5 drops the postings
     with pytest.raises(sqlite3.OperationalError, match="no such table"):
         impacts_of(path)
 

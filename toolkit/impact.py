@@ -63,6 +63,24 @@ _VOCAB = "temp.rag_eval_instances"
 Accept = Callable[[list[int]], set[int]]
 
 
+#: What a build may be asked for: an engine, or ``auto`` (the default), which :func:`build_engine` resolves.
+BUILD_ENGINES = ("auto", *ENGINES)
+
+
+def build_engine(choice: object, tokenizer: Tokenizer) -> str:
+    """The engine a build records for ``choice``: ``auto`` is the impact engine wherever it can answer.
+
+    Measured on cmrc2018_dev_trial_sent and its 3x and 10x replicas for all six strategies
+    (reports/latency.md, reports/engines.md): the same ranking bit for bit, and faster than FTS5's statement
+    end to end for every strategy at every size (even for unicode61 at 1x; 30 to 70x for unigram, jieba
+    and pkuseg at 10x), for a larger file (1.6 to 12 MB of postings at 13.5k rows) and a longer build. A
+    hybrid's per-field column filters have no impact postings, so a hybrid keeps FTS5.
+    """
+    if choice == "auto":
+        return "impact" if len(tokenizer.fields) == 1 else "fts5"
+    return check_engine(choice)
+
+
 def check_engine(name: object) -> str:
     """``name`` if it is an engine, else one QueryError naming the choices."""
     if name not in ENGINES:

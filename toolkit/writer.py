@@ -16,7 +16,7 @@ from .builders import Builder, get_builder
 from .builders.base import FileRef
 from .columns import all_field_columns, field_columns
 from .errors import CorpusError, IndexFileError, RagEvalError
-from .impact import check_engine, write_impacts
+from .impact import build_engine, write_impacts
 from .indexmeta import SCHEMA_VERSION, read_meta
 from .processing import QueryProcessing
 from .records import Chunk, Progress
@@ -74,7 +74,7 @@ def build(
     db: sqlite3.Connection | None = None,
     on_insert: Callable[[int], None] | None = None,
     processing: str | QueryProcessing | None = None,
-    engine: str = "fts5",
+    engine: str = "auto",
 ) -> BuildReport:
     """Build or sync an index from ``source`` in one transaction, streaming file by file.
 
@@ -92,7 +92,8 @@ def build(
     inside the transaction after each batch of chunk rows (fault-injection tests kill the process there).
     ``processing`` (see :mod:`rag_eval.processing`) is recorded in the index: its searches use it unless
     they name their own. ``engine`` (see :mod:`rag_eval.impact`) is recorded too; ``impact`` also writes
-    the impact postings, in the same transaction.
+    the impact postings, in the same transaction; ``auto`` is ``impact`` for one-field strategies and
+    ``fts5`` for hybrids (:func:`rag_eval.impact.build_engine`).
     """
     started = time.perf_counter()
     builder = builder if isinstance(builder, Builder) else get_builder(builder)
@@ -101,7 +102,7 @@ def build(
     path = str(index_path)
     chosen = processing if isinstance(processing, QueryProcessing) else QueryProcessing.parse(processing or "")
     recorded = chosen.system if chosen.active else ""
-    check_engine(engine)
+    engine = build_engine(engine, tokenizer)
     if path != ":memory:":
         reason = foreign_reason(path)
         if reason is not None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..impact import ENGINES
+from ..impact import BUILD_ENGINES, ENGINES
 from ..query import MODES
 from . import cli
 from .params import TEXT
@@ -62,10 +62,11 @@ def index_cmd() -> None:
 )
 @click.option(
     "--engine",
-    type=click.Choice(ENGINES),
+    type=click.Choice(BUILD_ENGINES),
     help="Recorded as the index's search engine. impact: also store bm25 impact postings, so searches rank "
     "from them (FTS5's exact scores and order, measured faster for every strategy: reports/latency.md; "
-    "a larger file and a longer build).  [default: fts5]",
+    "a larger file and a longer build); fts5: FTS5's bm25 statement alone; auto: impact, fts5 for "
+    "hybrids.  [default: auto]",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def index_build_cmd(
@@ -115,7 +116,7 @@ def index_build_cmd(
             tokenizer=tokenizer_spec or "bigram",
             processing=processing,
             progress=progress,
-            engine=engine or "fts5",
+            engine=engine or "auto",
         )
     if as_json:
         click.echo(json.dumps(report.__dict__))
