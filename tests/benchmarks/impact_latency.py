@@ -46,6 +46,7 @@ def percentiles(seconds: list[float]) -> dict[str, float]:
         "p99_ms": round(float(np.percentile(values, 99)), 3),
         "mean_ms": round(float(values.mean()), 3),
         "max_ms": round(float(values.max()), 3),
+        "qps": round(1000.0 / float(values.mean()), 1),
     }
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from impact_latency import percentiles  # this script's folder is on sys.path
 
 from rag_eval import impact
 from rag_eval.query import compile_query
@@ -93,18 +94,6 @@ def build_all(corpus: Path, out: Path, specs: list[str]) -> None:
             if not path.exists():
                 build(source, path, builder="passages", tokenizer=spec, engine="impact")
                 print(f"built {path}", file=sys.stderr, flush=True)
-
-
-def percentiles(seconds: list[float]) -> dict[str, float]:
-    values = np.array(seconds) * 1000
-    return {
-        "p50_ms": round(float(np.percentile(values, 50)), 3),
-        "p95_ms": round(float(np.percentile(values, 95)), 3),
-        "p99_ms": round(float(np.percentile(values, 99)), 3),
-        "mean_ms": round(float(values.mean()), 3),
-        "max_ms": round(float(values.max()), 3),
-        "qps": round(1000.0 / float(values.mean()), 1),
-    }
 
 
 class Bm25s:
