@@ -3,11 +3,14 @@
 - Query overhead: rag-eval's search phase (tokenization excluded) against the exact SQL it issues, run
   bare on the same index (the ranking statement, plus the build-generation read a search with no hit
   needs to know which build answered); per query the best of 5, then the median ratio over queries.
-- Build overhead: an index build (model load excluded) against tokenizing the same chunks alone;
+- Build overhead: an FTS5 index build (model load excluded; impact postings, the default since 2026-12-01,
+  are gated apart: see the next item) against tokenizing the same chunks alone;
   best of 5 each, both in one process (``$RAG_EVAL_WORKERS=1``: a tokenize pool would hide the build's
   own overhead behind the speed-up of a second core, and only engages when the machine is idle, so the
   gate would measure the machine's load; the pool is measured in reports/builds.md). Python strategies
   only: native ones tokenize inside FTS5.
+- Impact postings: a build with them (the default) against the same build without; best of 3 each,
+  alternating, in one process.
 """
 
 from __future__ import annotations
@@ -92,7 +95,9 @@ def build_ratio(spec: str, folder: Path) -> tuple[float, float, float]:
             for text in texts:
                 tokenizer.tokenize(text)
             tokenize.append(time.perf_counter() - started)
-            report = build(source, folder / f"{round_number}.sqlite", builder=builder, tokenizer=tokenizer)
+            report = build(
+                source, folder / f"{round_number}.sqlite", builder=builder, tokenizer=tokenizer, engine="fts5"
+            )
             builds.append(report.seconds - report.tokenizer_load_seconds)
     return min(builds) / min(tokenize), min(builds), min(tokenize)
 
@@ -109,6 +114,27 @@ def _one_process():
             del os.environ[WORKERS_ENV]
         else:
             os.environ[WORKERS_ENV] = saved
+
+
+#: (build with impact postings) / (the same build without), measured on the handbook sections in one process
+#: (2026-12-01, load about 1): bigram 2.10, unigram 2.01 (writing the postings costs as much as the rest
+#: of a fast strategy's build), jieba 1.25. The bounds fail a postings write about twice as slow.
+IMPACT_WRITE_BOUNDS = {"bigram": 3.0, "unigram": 3.0, "jieba": 1.6}
+
+
+def impact_write_ratio(spec: str, folder: Path) -> tuple[float, float, float]:
+    """(ratio, best seconds with impact postings, best seconds without) on the handbook sections."""
+    source = corpus_dir("handbook")
+    tokenizer = get_tokenizer(spec)
+    tokenizer.load()
+    seconds: dict[str, list[float]] = {"impact": [], "fts5": []}
+    with _one_process():
+        for round_number in range(3):
+            for engine in seconds:
+                path = folder / f"{engine}-{round_number}.sqlite"
+                report = build(source, path, builder="sections", tokenizer=tokenizer, engine=engine)
+                seconds[engine].append(report.seconds - report.tokenizer_load_seconds)
+    return min(seconds["impact"]) / min(seconds["fts5"]), min(seconds["impact"]), min(seconds["fts5"])
 
 
 def handbook_queries() -> list[str]:

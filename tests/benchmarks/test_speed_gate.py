@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from speedgate import BUILD_RATIO_BOUNDS, QUERY_RATIO_BOUND, build_ratio, handbook_queries, query_ratio
+from speedgate import (
+    BUILD_RATIO_BOUNDS,
+    IMPACT_WRITE_BOUNDS,
+    QUERY_RATIO_BOUND,
+    build_ratio,
+    handbook_queries,
+    impact_write_ratio,
+    query_ratio,
+)
 
 from rag_eval.writer import build
 
@@ -20,7 +28,8 @@ def indexes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     paths = {}
     for spec in SPECS:
         paths[spec] = folder / f"{spec.replace(':', '_')}.sqlite"
-        build(corpus_dir("handbook"), paths[spec], builder="sections", tokenizer=spec)
+        # FTS5 alone: the query gate times the search phase against the bare FTS5 statement it issues.
+        build(corpus_dir("handbook"), paths[spec], builder="sections", tokenizer=spec, engine="fts5")
     return paths
 
 
@@ -86,3 +95,33 @@ def test_the_one_process_build_gate_fails_on_an_injected_slowdown(
     monkeypatch.setattr(pool, "_tokenize_one", twice)
     ratio, _, _ = benchmark.pedantic(build_ratio, args=("jieba", tmp_path), rounds=1, iterations=1)
     assert ratio > BUILD_RATIO_BOUNDS["jieba"]
+
+
+@pytest.mark.parametrize("spec", sorted(IMPACT_WRITE_BOUNDS))
+def test_impact_postings_write_ratio(benchmark, spec: str, tmp_path: Path) -> None:
+    benchmark.group = f"gate:{spec}"
+    ratio, with_impacts, without = benchmark.pedantic(impact_write_ratio, args=(spec, tmp_path), rounds=1, iterations=1)
+    benchmark.extra_info.update({"impact_write_ratio": round(ratio, 3), "bound": IMPACT_WRITE_BOUNDS[spec]})
+    assert ratio <= IMPACT_WRITE_BOUNDS[spec], (
+        f"{spec}: a build with impact postings {ratio:.2f}x one without ({with_impacts:.3f} s vs {without:.3f} s; "
+        f"bound {IMPACT_WRITE_BOUNDS[spec]})"
+    )
+
+
+def test_the_impact_write_gate_fails_on_an_injected_slowdown(
+    benchmark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression guard: a second spent writing the postings must break the jieba bound."""
+    import time
+
+    import rag_eval.writer as writer
+
+    original = writer.write_impacts
+
+    def slow(*args, **kwargs):
+        time.sleep(1.0)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(writer, "write_impacts", slow)
+    ratio, _, _ = benchmark.pedantic(impact_write_ratio, args=("jieba", tmp_path), rounds=1, iterations=1)
+    assert ratio > IMPACT_WRITE_BOUNDS["jieba"]
