@@ -27,7 +27,7 @@ from ..impact import ids_json
 from ..processing import QueryProcessing
 from ..query import compile_query
 from ..records import Chunk, Hit
-from ..search import CHUNK_FIELDS, SearchResult
+from ..search import CHUNK_FIELDS, SearchResult, _filter_clauses, _filter_params
 from ..spec import Option, OptionSet
 from ..store import Index
 from ..tokenizers import Tokenizer
@@ -130,12 +130,9 @@ class Bm25sSearcher(Searcher):
         self.depth = min(depth, len(self.rows))
         self.mask: np.ndarray | None = None
         if as_of is not None:  # search's as_of filter: current chunks not expired by then
-            current = {
-                row[0]
-                for row in index.db.execute(
-                    "SELECT id FROM chunks WHERE status = 'current' AND (expires IS NULL OR expires > ?)", (as_of,)
-                )
-            }
+            where = " AND ".join(_filter_clauses(as_of=True, category=False, path_prefix=False))
+            params = _filter_params(as_of, None, None)
+            current = {row[0] for row in index.db.execute(f"SELECT c.id FROM chunks c WHERE {where}", params)}
             self.mask = np.array([1.0 if rowid in current else 0.0 for rowid in self.rows], dtype=np.float32)
         self.rank_seconds: list[float] = []
         self.prepared = {

@@ -111,11 +111,7 @@ def verify_chunk(index: Index, chunk: Chunk, root: str | Path | None = None) -> 
     unchanged = hashlib.sha256(raw).hexdigest() == chunk.sha256
     detail = "" if unchanged else "the file changed since the build"
     if chunk.line is not None:
-        try:
-            lines = split_lines(decode_utf8(raw, chunk.path, ReadError))
-        except ReadError:  # no longer UTF-8: no line reads the same
-            lines = []
-        same = 1 <= chunk.line <= len(lines) and lines[chunk.line - 1] == chunk.text
+        same = _line_reads(raw, chunk.path, chunk.line, chunk.text)
         if not same or not unchanged:
             detail = "; ".join(filter(None, [detail, f"line {chunk.line} {'reads the same' if same else 'differs'}"]))
         unchanged = unchanged and same
@@ -130,16 +126,21 @@ def verify_source(root: str | Path, hit: Mapping[str, Any]) -> bool:
     try:
         path = safe_path(Path(root), str(hit["path"]))
         raw = read_bytes(path, ReadError)
-        lines = split_lines(decode_utf8(raw, str(hit["path"]), ReadError))
-        line = hit["line"]
-        return (
-            hashlib.sha256(raw).hexdigest() == hit["sha256"]
-            and type(line) is int
-            and 1 <= line <= len(lines)
-            and lines[line - 1] == hit["text"]
+        return hashlib.sha256(raw).hexdigest() == hit["sha256"] and _line_reads(
+            raw, str(hit["path"]), hit["line"], hit["text"]
         )
     except (OSError, RagEvalError, KeyError, TypeError, ValueError):
         return False
+
+
+def _line_reads(raw: bytes, path: str, line: object, text: object) -> bool:
+    """Whether line ``line`` (1-based) of the file's bytes ``raw`` reads ``text``; bytes that are no longer
+    UTF-8 have no line that reads the same."""
+    try:
+        lines = split_lines(decode_utf8(raw, path, ReadError))
+    except ReadError:
+        return False
+    return type(line) is int and 1 <= line <= len(lines) and lines[line - 1] == text
 
 
 #: Source states ``index verify`` reports.
@@ -235,9 +236,7 @@ def list_entries(
 ) -> list[dict[str, Any]]:
     """Documents (lines indexes) or sections (other builders), in index order, optionally one category;
     ``offset`` and ``limit`` give one page of them."""
-    if category is not None:
-        text_argument(category, "category", ReadError)
-    where, params = ("WHERE category = ?", [category]) if category is not None else ("", [])
+    where, params = _category_filter(category)
     page = f" LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else ""
     with index.reading():
         if index.builder.list_by == "document":
@@ -255,9 +254,15 @@ def list_entries(
 
 def count_entries(index: Index, *, category: str | None = None) -> int:
     """How many entries :func:`list_entries` lists (documents or sections)."""
-    if category is not None:
-        text_argument(category, "category", ReadError)
-    where, params = ("WHERE category = ?", [category]) if category is not None else ("", [])
+    where, params = _category_filter(category)
     counted = "DISTINCT doc" if index.builder.list_by == "document" else "*"
     with index.reading():
         return int(index.db.execute(f"SELECT count({counted}) FROM chunks {where}", params).fetchone()[0])
+
+
+def _category_filter(category: str | None) -> tuple[str, list[str]]:
+    """The WHERE clause and parameters of :func:`list_entries`' and :func:`count_entries`' category."""
+    if category is None:
+        return "", []
+    text_argument(category, "category", ReadError)
+    return "WHERE category = ?", [category]
