@@ -5,7 +5,7 @@ chunk's title and text, as FTS5 stored it), so native strategies (unicode61, tri
 alike give bm25s the same documents FTS5 scores, with no second tokenization that could differ; each chunk's
 title and text are one bm25s document, as FTS5 sums a term's frequency over both columns (weight 1 each). A
 query is compiled by the strategy exactly as for FTS5 (``compile_query``: the same terms) and answered by
-``BM25.retrieve``; its hits' chunk rows are read from the index, as ``search`` reads them.
+``BM25.retrieve``; its hits' keys are read from the index, as a keys-only ``search`` reads them.
 
 Scoring: bm25s ``method=lucene`` by default (its own default), k1 1.2 and b 0.75 as FTS5: the same term
 saturation ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * |D| / avgdl))`` as FTS5, with Lucene's IDF
@@ -23,11 +23,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..builders import Builder
 from ..errors import RagEvalError
-from ..impact import ids_json
 from ..processing import QueryProcessing
 from ..query import compile_query
-from ..records import Chunk, Hit
-from ..search import CHUNK_FIELDS, SearchResult, _filter_clauses, _filter_params
+from ..search import SearchResult, _filter_clauses, _filter_params, hits_for
 from ..spec import Option, OptionSet
 from ..store import Index
 from ..tokenizers import Tokenizer
@@ -113,6 +111,8 @@ class Bm25sSearcher(Searcher):
         import numpy as np
 
         self.index = index
+        self.reader = index.db.cursor()
+        self.reader.row_factory = None
         self.mode = mode
         self.processing = processing if processing is not None else index.processing
         self.options = options
@@ -177,12 +177,8 @@ class Bm25sSearcher(Searcher):
                 if score > 0
             ]
         ranked = time.perf_counter()
-        hits: list[Hit] = []
-        if top:
-            sql = f"SELECT c.id, {CHUNK_FIELDS} FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value"
-            rows = {row[0]: row[1:] for row in self.index.db.execute(sql, [ids_json([i for i, _ in top])])}
-            # FTS5's convention, which the runner expects: lower is better.
-            hits = [Hit(i, rank, -score, "", Chunk(*rows[i])) for rank, (i, score) in enumerate(top, 1)]
+        # FTS5's convention, which the runner expects: lower is better.
+        hits = hits_for(self.reader, [(i, -score) for i, score in top], keys_only=True)
         done = time.perf_counter()
         self.rank_seconds.append(ranked - tokenized)
         return SearchResult(compiled, hits, tokenized - started, done - tokenized)

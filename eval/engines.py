@@ -34,6 +34,8 @@ class Searcher:
     """An engine prepared over one open index: answers one query at a time, then says what it measured."""
 
     def __call__(self, text: str) -> SearchResult:
+        """The query's ranked hits; a run needs ids and scores only, so each hit's chunk need carry no
+        more than its ``key`` (``search(keys_only=True)``)."""
         raise NotImplementedError
 
     def stats(self) -> dict[str, Any]:
@@ -118,6 +120,7 @@ class _Fts5Searcher(Searcher):
             snippets=False,
             processing=processing,
             engine=engine,
+            keys_only=True,
         )
 
     def __call__(self, text: str) -> SearchResult:

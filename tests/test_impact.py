@@ -112,6 +112,41 @@ def test_handbook_sections_filters(
                     assert_same(expected, impact_top(index, text, "or", limit, category=category))
 
 
+@pytest.mark.parametrize("engine", ["fts5", "impact"])
+@pytest.mark.parametrize("spec", ["bigram", "jieba"])
+def test_keys_only_searches_return_the_same_hits_with_only_their_keys(
+    built: dict[tuple[str, str], Path], tmp_path_factory: pytest.TempPathFactory, engine: str, spec: str
+) -> None:
+    """What ``compare`` and batch search read: the same ids, order, scores and keys as a full search, and
+    nothing else of the row; with filters, both modes, phrases (FTS5 answers them) and limits down to 1."""
+    tokenizer_for(spec)
+    filters: list[dict[str, Any]] = [{}, {"as_of": "2026-09-01", "path_prefix": "refund"}, {"category": "nothing"}]
+    checked = 0
+    with shipped_index(built, tmp_path_factory.getbasetemp(), "evidence-mini", spec) as index:
+        for text in queries("evidence-mini"):
+            for chosen in filters:
+                for mode in ("or", "and", "phrase"):
+                    for limit in (1, 100):
+                        options: dict[str, Any] = {"mode": mode, "limit": limit, "deep": True, "snippets": False}
+                        full = search(index, text, engine=engine, **options, **chosen).hits
+                        keys = search(index, text, engine=engine, keys_only=True, **options, **chosen).hits
+                        assert [(h.id, h.rank, h.score, h.chunk.key) for h in keys] == [
+                            (h.id, h.rank, h.score, h.chunk.key) for h in full
+                        ]
+                        if mode != "phrase":  # a phrase filter reads the text to check it; it keeps what it read
+                            assert all(h.chunk.text == "" and h.chunk.path == "" for h in keys)
+                        checked += len(full)
+    assert checked > 100
+
+
+def test_keys_only_searches_have_no_snippets(
+    built: dict[tuple[str, str], Path], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    with shipped_index(built, tmp_path_factory.getbasetemp(), "evidence-mini", "bigram") as index:
+        with pytest.raises(QueryError, match="no snippets"):
+            search(index, "退款", keys_only=True)
+
+
 def write_sections(root: Path, docs: list[tuple[str, str]]) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     text = "".join(f"# {title}\n\n{body}\n\n" for title, body in docs)

@@ -149,6 +149,7 @@ def rank_queries(
             deep=True,
             processing=processing,
             engine=engine,
+            keys_only=True,
         )
         yield query, strict_run(query.id, [(to_unit(hit.chunk.key), hit.score) for hit in result.hits])
         if progress is not None:

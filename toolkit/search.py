@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +58,7 @@ def search(
     explain: bool = False,
     processing: QueryProcessing | None = None,
     engine: str | None = None,
+    keys_only: bool = False,
 ) -> SearchResult:
     """Search ``index`` for ``query``.
 
@@ -68,7 +70,9 @@ def search(
     :mod:`rag_eval.processing`); by default the processing recorded in the index at build time, and
     ``QueryProcessing()`` for none. ``engine`` ranks with FTS5's bm25 statement (``fts5``) or the impact
     postings (``impact``, same scores and order, see :mod:`rag_eval.impact`); by default the engine
-    recorded at build time.
+    recorded at build time. ``keys_only=True`` is for run writers (``compare``, batch search): each hit's
+    chunk carries its ``key`` and nothing else (``text`` is empty), which skips reading the other columns
+    of every hit's row (most of a 100-deep search's time once ranking is fast); it excludes snippets.
 
     One search reads one snapshot of the index: hits, snippets and the explanation come from the same
     build even while the file is rebuilt, and a rebuild with another tokenizer or other defaults since
@@ -84,9 +88,23 @@ def search(
             raise QueryError(str(exc)) from None
     if engine is not None:
         impact.check_engine(engine)
+    if keys_only and snippets:
+        raise QueryError("a keys-only search has no snippets: pass snippets=False")
     for _ in range(_ATTEMPTS):
         result = _search_once(
-            index, query, mode, limit, as_of, category, path_prefix, snippets, deep, explain, processing, engine
+            index,
+            query,
+            mode,
+            limit,
+            as_of,
+            category,
+            path_prefix,
+            snippets,
+            deep,
+            explain,
+            processing,
+            engine,
+            keys_only,
         )
         if result is not None:
             return result
@@ -106,6 +124,7 @@ def _search_once(
     explain: bool,
     processing: QueryProcessing | None = None,
     engine: str | None = None,
+    keys_only: bool = False,
 ) -> SearchResult | None:
     """One attempt; None when the index turned out to be rebuilt with other settings (retry)."""
     defaults = index.defaults
@@ -146,9 +165,9 @@ def _search_once(
         generation = index.generation
         answered, fallback = _engine(index, compiled, engine)
         if compiled.expression is not None and answered == "impact":
-            hits = _impact_ranked(index, compiled, checked, as_of, category, path_prefix)
+            hits = _impact_ranked(index, compiled, checked, as_of, category, path_prefix, keys_only)
         elif compiled.expression is not None:
-            hits, generation = _ranked(index, compiled, checked, as_of, category, path_prefix)
+            hits, generation = _ranked(index, compiled, checked, as_of, category, path_prefix, keys_only)
         if not several:
             seen = generation if compiled.expression is not None else _generation(index)
             if seen != index.generation:
@@ -193,7 +212,13 @@ def _engine(index: Index, compiled: CompiledQuery, engine: str) -> tuple[str, st
 
 
 def _impact_ranked(
-    index: Index, compiled: CompiledQuery, limit: int, as_of: str | None, category: str | None, path_prefix: str | None
+    index: Index,
+    compiled: CompiledQuery,
+    limit: int,
+    as_of: str | None,
+    category: str | None,
+    path_prefix: str | None,
+    keys_only: bool = False,
 ) -> list[Hit]:
     """The impact engine's hits, filtered like the FTS5 statement and read from ``chunks`` the same way."""
     reader = index.db.cursor()
@@ -207,13 +232,24 @@ def _impact_ranked(
         def accept(ids: list[int]) -> set[int]:
             return {row[0] for row in reader.execute(sql, [impact.ids_json(ids), *params])}
 
-    top = impact.ranked(index, compiled, limit, accept)
+    return hits_for(reader, impact.ranked(index, compiled, limit, accept), keys_only)
+
+
+def hits_for(reader: sqlite3.Cursor, top: list[tuple[int, float]], keys_only: bool = False) -> list[Hit]:
+    """Hits for ranked ``(chunk id, score)`` pairs, their chunks read from ``chunks`` (only the key with
+    ``keys_only``); ``reader`` returns plain tuples."""
     if not top:
         return []
     # Driven by the id list (CROSS JOIN keeps that order of loops): one rowid lookup per hit, no scan.
-    sql = f"SELECT c.id, {CHUNK_FIELDS} FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value"
+    fields = KEY_FIELDS if keys_only else CHUNK_FIELDS
+    sql = f"SELECT c.id, {fields} FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value"
     rows = {row[0]: row[1:] for row in reader.execute(sql, [impact.ids_json([i for i, _ in top])])}
-    return [Hit(i, rank, score, "", Chunk(*rows[i])) for rank, (i, score) in enumerate(top, 1)]
+    return [Hit(i, rank, score, "", _chunk(rows[i])) for rank, (i, score) in enumerate(top, 1)]
+
+
+def _chunk(row: tuple) -> Chunk:
+    """A chunk from the columns read: all of ``CHUNK_FIELDS``, or ``KEY_FIELDS`` (the key alone)."""
+    return Chunk(*row) if len(row) > 1 else Chunk(row[0], "")
 
 
 def _rank_order(row: tuple) -> tuple[float, int]:
@@ -231,7 +267,13 @@ def _generation(index: Index) -> str | None:
 
 
 def _ranked(
-    index: Index, compiled: CompiledQuery, limit: int, as_of: str | None, category: str | None, path_prefix: str | None
+    index: Index,
+    compiled: CompiledQuery,
+    limit: int,
+    as_of: str | None,
+    category: str | None,
+    path_prefix: str | None,
+    keys_only: bool = False,
 ) -> tuple[list[Hit], str | None]:
     """The hits and the build generation they were read from: returned by the statement itself, or read
     right after it when it found nothing (None for a phrase-filtered search, which runs in a transaction)."""
@@ -240,12 +282,12 @@ def _ranked(
     cursor = index.db.cursor()
     cursor.row_factory = None
     if compiled.phrase_filter is None:
-        rows = cursor.execute(top_statement(index, ranking), [*params, limit]).fetchall()
+        rows = cursor.execute(top_statement(index, ranking, keys_only), [*params, limit]).fetchall()
         if not rows:
             found = cursor.execute(GENERATION_SQL).fetchone()
             return [], None if found is None else found[0]
         rows.sort(key=_rank_order)  # the statement leaves the order to us (see top_statement)
-        hits = [Hit(row[0], rank, row[1], "", Chunk(*row[2:-1])) for rank, row in enumerate(rows, 1)]
+        hits = [Hit(row[0], rank, row[1], "", _chunk(row[2:-1])) for rank, row in enumerate(rows, 1)]
         return hits, rows[0][-1]
     hits = []
     t2s = bool(index.tokenizer.options.get("t2s"))
@@ -325,20 +367,23 @@ def _filter_params(as_of: str | None, category: str | None, path_prefix: str | N
     return params
 
 
-def top_statement(index: Index, ranking: str | None = None) -> str:
+def top_statement(index: Index, ranking: str | None = None, keys_only: bool = False) -> str:
     """The one statement a search without a phrase filter issues: rank and cut in FTS5, then read only
     the top rows of the chunks table (plus the build generation). Parameters: the MATCH expression, any
     filter values, the limit. Benchmarks time it bare to measure rag-eval's own overhead.
 
     It has no outer ORDER BY: SQLite would copy every row, whole texts included, through a sorter (a
     10 MB passage took the statement from 54 to 220 ms); the caller sorts the few rows by (score, id).
+    ``keys_only`` reads the chunk's key alone instead of all its fields.
     """
     ranking = ranking or _ranking_sql(index, False, False, False)
-    cached = index.statements.get(ranking)
+    fields = KEY_FIELDS if keys_only else CHUNK_FIELDS
+    name = (keys_only, ranking)
+    cached = index.statements.get(name)
     if cached is None:
         # The last column is the build generation, read in the same statement (the same snapshot) as the rows.
-        cached = index.statements[ranking] = (
-            f"SELECT r.id, r.score, {CHUNK_FIELDS}, "
+        cached = index.statements[name] = (
+            f"SELECT r.id, r.score, {fields}, "
             f"(SELECT value FROM meta WHERE key = 'generation') "
             f"FROM ({ranking} LIMIT ?) AS r "
             f"JOIN chunks c ON c.id = r.id"
@@ -348,6 +393,8 @@ def top_statement(index: Index, ranking: str | None = None) -> str:
 
 #: Chunk's fields, in order, as columns of ``chunks c``.
 CHUNK_FIELDS = ", ".join(f"c.{name}" for name in Chunk._fields)
+#: What a keys-only search reads of each hit's row.
+KEY_FIELDS = "c.key"
 
 
 def _add_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> None:

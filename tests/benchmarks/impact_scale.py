@@ -48,18 +48,19 @@ from impact_latency import percentiles  # this script's folder is on sys.path
 
 from rag_eval import impact
 from rag_eval.query import compile_query
-from rag_eval.search import CHUNK_FIELDS, _ranking_sql, search
+from rag_eval.search import CHUNK_FIELDS, KEY_FIELDS, _ranking_sql, search
 from rag_eval.store import Index
 from rag_eval.writer import build
 
-SIZES = (1, 3, 10)
+#: Replication factors; ``SCALE_SIZES=1`` (comma-separated) limits a run to some of them.
+SIZES = tuple(int(n) for n in os.environ.get("SCALE_SIZES", "1,3,10").split(","))
 STRATEGIES = ["unicode61", "trigram", "unigram", "bigram", "jieba", "pkuseg"]
 DEPTH = 100
 RUNS = 3
 WARMUP = 30
-#: Every 14th question: 302 of cmrc2018_dev_trial_sent's 4,218 (all of them x 3 sizes x 6 strategies x 7
-#: systems x 3 runs would take hours with FTS5 at 10x).
-STRIDE = 14
+#: Every 14th question (``SCALE_STRIDE``, 1 = all): 302 of cmrc2018_dev_trial_sent's 4,218 (all of them x 3
+#: sizes x 6 strategies x 11 systems x 3 runs would take hours with FTS5 at 10x).
+STRIDE = int(os.environ.get("SCALE_STRIDE", "14"))
 
 
 def replicate(corpus: Path, out: Path, times: int) -> Path:
@@ -138,22 +139,34 @@ def measure_one(index_file: Path, texts: list[str]) -> dict[str, Any]:
         compiled = [compile_query(index.tokenizer, text, "or") for text in texts]
         token_ids = [bm25.token_ids(query.terms) for query in compiled]
 
-        def end_to_end(engine: str, prune: bool | None = None) -> Callable[[int], float]:
+        def end_to_end(engine: str, prune: bool | None = None, keys_only: bool = False) -> Callable[[int], float]:
             def run(number: int) -> float:
                 impact.PRUNE = bool(prune)
-                result = search(index, texts[number], mode="or", limit=DEPTH, deep=True, snippets=False, engine=engine)
+                result = search(
+                    index,
+                    texts[number],
+                    mode="or",
+                    limit=DEPTH,
+                    deep=True,
+                    snippets=False,
+                    engine=engine,
+                    keys_only=keys_only,
+                )
                 return result.tokenize_seconds + result.search_seconds
 
             return run
 
-        rows_sql = f"SELECT c.id, {CHUNK_FIELDS} FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value"
+        def bm25s_end_to_end(fields: str) -> Callable[[int], float]:
+            rows_sql = f"SELECT c.id, {fields} FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value"
 
-        def bm25s_end_to_end(number: int) -> float:
-            started = time.perf_counter()
-            query = compile_query(index.tokenizer, texts[number], "or")
-            found = bm25.retrieve(bm25.token_ids(query.terms))
-            cursor.execute(rows_sql, (impact.ids_json(found),)).fetchall()  # the hits' rows, as search reads them
-            return time.perf_counter() - started
+            def run(number: int) -> float:
+                started = time.perf_counter()
+                query = compile_query(index.tokenizer, texts[number], "or")
+                found = bm25.retrieve(bm25.token_ids(query.terms))
+                cursor.execute(rows_sql, (impact.ids_json(found),)).fetchall()  # the hits' rows, as search reads them
+                return time.perf_counter() - started
+
+            return run
 
         def timed(action: Callable[[int], Any]) -> Callable[[int], float]:
             def run(number: int) -> float:
@@ -167,7 +180,10 @@ def measure_one(index_file: Path, texts: list[str]) -> dict[str, Any]:
             "fts5": end_to_end("fts5"),
             "impact_pruned": end_to_end("impact", True),
             "impact_full": end_to_end("impact", False),
-            "bm25s": bm25s_end_to_end,
+            "bm25s": bm25s_end_to_end(CHUNK_FIELDS),
+            "fts5_keys": end_to_end("fts5", keys_only=True),
+            "impact_keys": end_to_end("impact", False, keys_only=True),
+            "bm25s_keys": bm25s_end_to_end(KEY_FIELDS),
             "fts5_statement": timed(lambda n: cursor.execute(statement, (compiled[n].expression, DEPTH)).fetchall()),
             "impact_pruned_ranking": timed(lambda n: impact.ranked(index, compiled[n], DEPTH, prune=True)),
             "impact_full_ranking": timed(lambda n: impact.ranked(index, compiled[n], DEPTH, prune=False)),
@@ -357,6 +373,8 @@ def chart(data: dict[str, Any], target: Path) -> None:
 
 
 END_TO_END = {"fts5": "FTS5", "impact_full": "impact", "impact_pruned": "impact pruned", "bm25s": "bm25s"}
+#: As ``compare`` and batch search run them since keys-only searches: each hit's key, not its whole row.
+KEYS_ONLY = {"fts5_keys": "FTS5", "impact_keys": "impact", "bm25s_keys": "bm25s"}
 ENGINES_ALONE = {
     "fts5_statement": "FTS5 statement",
     "impact_full_ranking": "impact",
@@ -383,8 +401,12 @@ def tables(data: dict[str, Any]) -> str:
     for title, kind, systems in (
         ("End to end, best of 3", "best_of_3", END_TO_END),
         ("End to end, single run", "single_run", END_TO_END),
+        ("End to end reading keys only, best of 3", "best_of_3", KEYS_ONLY),
+        ("End to end reading keys only, single run", "single_run", KEYS_ONLY),
         ("Engines alone, best of 3", "best_of_3", ENGINES_ALONE),
     ):
+        if any(key not in row[kind] for row in data["results"] for key in systems):
+            continue  # a run from before these systems were measured
         out.append("")
         out.append(f"{title}: p50 / p95 ms, and QPS (1 / mean, one query at a time)")
         out.append("")
@@ -417,6 +439,29 @@ def tables(data: dict[str, Any]) -> str:
             f"{single['impact_full']['p95_ms']:.2f} ms | {mine:.0f} / {theirs:.0f} ({mine / theirs:.1f}x) | "
             f"{alone:.0f} / {peer:.0f} ({alone / peer:.1f}x) |"
         )
+    if any(row["size"] == 1 and "impact_keys" in row["best_of_3"] for row in data["results"]):
+        out.append("")
+        out.append(
+            "Targets at 1x: the default impact engine as `compare` and batch search run it (keys only), "
+            "p95 end to end <= 1.5 ms, QPS >= bm25s's on the same tokens, same run"
+        )
+        out.append("")
+        out.append(
+            "| strategy | p95, best of 3 | <= 1.5 ms | single run p95 | <= 1.5 ms | QPS impact / bm25s, best of 3 "
+            "| single run |"
+        )
+        out.append("|---|---:|:---:|---:|:---:|---:|---:|")
+        for row in data["results"]:
+            if row["size"] != 1:
+                continue
+            best, single = row["best_of_3"]["impact_keys"], row["single_run"]["impact_keys"]
+            peer, peer_single = row["best_of_3"]["bm25s_keys"], row["single_run"]["bm25s_keys"]
+            out.append(
+                f"| {row['strategy']} | {best['p95_ms']:.2f} ms | {'yes' if best['p95_ms'] <= 1.5 else 'no'} | "
+                f"{single['p95_ms']:.2f} ms | {'yes' if single['p95_ms'] <= 1.5 else 'no'} | "
+                f"{best['qps']:.0f} / {peer['qps']:.0f} ({best['qps'] / peer['qps']:.2f}x) | "
+                f"{single['qps']:.0f} / {peer_single['qps']:.0f} ({single['qps'] / peer_single['qps']:.2f}x) |"
+            )
     return "\n".join(out)
 
 
