@@ -224,6 +224,43 @@ def impacts_of(path: Path) -> list[tuple[str, bytes, bytes]]:
         db.close()
 
 
+@pytest.mark.parametrize("spec", ["bigram", "unicode61", "jieba"])
+@pytest.mark.parametrize("title_weight", [None, 3.0, 0.3])
+def test_counted_postings_equal_the_instance_by_instance_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: str, title_weight: float | None
+) -> None:
+    """Integer column weights take numpy's per-(term, row) sums, in batches that split between terms (a term
+    longer than a batch is one batch); other weights, and a walk out of step, take the instance-by-instance
+    path. Either way the stored postings are the same bytes."""
+    source = tmp_path / "corpus.jsonl"
+    words = ["导出", "备份", "文件", "保留", "的", "Wi-Fi", "设置"]
+    lines = [
+        {
+            "_id": f"p{n}",
+            "title": words[n % 7] * (n % 3),
+            "text": " ".join(words[(n * k) % 7] for k in range(n % 11 + 1)),
+        }
+        for n in range(60)
+    ]
+    source.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    builder = "passages" if title_weight is None else f"passages:title_weight={title_weight}"
+    monkeypatch.setattr(impact, "_BATCH_INSTANCES", 7)
+    counted = tmp_path / "counted.sqlite"
+    build(source, counted, builder=builder, tokenizer=spec, engine="impact")
+
+    def out_of_step(*args: object) -> int:
+        raise impact._OutOfStep
+
+    monkeypatch.setattr(impact, "_write_counted", out_of_step)
+    stepped = tmp_path / "stepped.sqlite"
+    build(source, stepped, builder=builder, tokenizer=spec, engine="impact")
+    assert len(impacts_of(counted)) > 5
+    assert impacts_of(counted) == impacts_of(stepped)
+    with Index.open(counted) as index:
+        for text in ("导出备份", "的 文件", "wi-fi 设置"):
+            assert_same(fts5_top(index, text, "or", 100), impact_top(index, text, "or", 100))
+
+
 def test_sync_keeps_impacts_in_step(tmp_path: Path, docs: Path) -> None:
     path = tmp_path / "docs.sqlite"
     build(docs, path, builder="sections", tokenizer="bigram", engine="impact")

@@ -58,6 +58,7 @@ _SCHEMA = (
     " WITHOUT ROWID"
 )
 _VOCAB = "temp.rag_eval_instances"
+_ROWS = "temp.rag_eval_rows"
 
 #: ``accept(ids)``: which of these chunk ids pass the search's filters.
 Accept = Callable[[list[int]], set[int]]
@@ -124,16 +125,25 @@ def write_impacts(db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[fl
     if rows == 0:
         return 0
     avgdl = float(tokens) / float(rows)
-    sized = [(rowid, sum(_varints(blob))) for rowid, blob in reader.execute("SELECT id, sz FROM search_docsize")]
-    sizes = np.zeros(1 + max((rowid for rowid, _ in sized), default=0))
-    sizes[[rowid for rowid, _ in sized]] = [size for _, size in sized]
+    # Filled row by row: a list of (rowid, size) pairs first held about 90 bytes per row (800,000 lines rows).
+    largest = reader.execute("SELECT max(id) FROM search_docsize").fetchone()[0]
+    sizes = np.zeros(1 + (largest or 0))
+    for rowid, blob in reader.execute("SELECT id, sz FROM search_docsize"):
+        sizes[rowid] = sum(_varints(blob))
     columns = [row[1] for row in reader.execute("PRAGMA table_info(search)")]
     weight_of = dict(zip(columns, weights, strict=True))
     reader.execute(f"DROP TABLE IF EXISTS {_VOCAB}")
     reader.execute(f"CREATE VIRTUAL TABLE {_VOCAB} USING fts5vocab(main, 'search', 'instance')")
-    count = 0
-    batch = _Batch()
+    reader.execute(f"DROP TABLE IF EXISTS {_ROWS}")
+    reader.execute(f"CREATE VIRTUAL TABLE {_ROWS} USING fts5vocab(main, 'search', 'row')")
     try:
+        if all(float(weight).is_integer() for weight in weights):
+            try:
+                return _write_counted(db, weight_of, sizes, avgdl)
+            except _OutOfStep:  # pragma: no cover - the two vocabulary tables walk one index in one order
+                db.execute("DELETE FROM impacts")
+        count = 0
+        batch = _Batch()
         for term, rowids, frequencies in _postings(reader.execute(f"SELECT term, doc, col FROM {_VOCAB}"), weight_of):
             batch.add(term, rowids, frequencies)
             if len(batch.rowids) >= _BATCH_POSTINGS:
@@ -141,6 +151,78 @@ def write_impacts(db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[fl
         count += batch.write(db, sizes, avgdl)
     finally:
         reader.execute(f"DROP TABLE IF EXISTS {_VOCAB}")
+        reader.execute(f"DROP TABLE IF EXISTS {_ROWS}")
+    return count
+
+
+#: Instances the counted path reads into numpy at a time (a longer list is read whole).
+_BATCH_INSTANCES = 200_000
+
+
+class _OutOfStep(Exception):
+    """The instance table did not walk the terms as the row table listed them (never seen)."""
+
+
+def _write_counted(db: sqlite3.Connection, weight_of: dict[str, float], sizes: np.ndarray, avgdl: float) -> int:
+    """The postings with numpy instead of a Python step per token instance, for integer column weights.
+
+    The row table lists each term with its instance count (``cnt``) and row count (``doc``) in the order the
+    instance table walks them, so the instances are read as bare (row, column weight) numbers, cut into terms
+    by the counts, and summed per (term, row) with ``np.add.reduceat``. With integer weights every partial
+    sum is an integer below 2**53, so any order of addition gives FTS5's ``tf`` exactly; other weights take
+    the instance-by-instance path. Every term's row count is checked against the row table's.
+    """
+    import itertools
+
+    import numpy as np
+
+    instances = db.cursor()
+    instances.row_factory = None
+    cases = " ".join("WHEN ? THEN ?" for _ in weight_of)
+    params = [value for pair in weight_of.items() for value in pair]
+    found = instances.execute(f"SELECT doc, CASE col {cases} END FROM {_VOCAB}", params)
+    listed = db.cursor()
+    listed.row_factory = None
+    count = pending = 0
+    terms: list[str] = []
+    rows: list[int] = []
+    counts: list[int] = []
+
+    def flush() -> int:
+        total = sum(counts)
+        flat = np.fromiter(itertools.chain.from_iterable(itertools.islice(found, total)), "<f8", count=2 * total)
+        docs, weights = flat[0::2].astype("<i8"), flat[1::2]
+        term_starts = np.cumsum([0, *counts[:-1]])
+        new_row = np.empty(total, dtype=bool)
+        new_row[0] = True
+        np.not_equal(docs[1:], docs[:-1], out=new_row[1:])
+        new_row[term_starts] = True
+        starts = np.flatnonzero(new_row)
+        ends = np.cumsum(rows)
+        if len(starts) != ends[-1] or not np.array_equal(np.searchsorted(starts, term_starts), ends - rows):
+            raise _OutOfStep
+        written = _insert(db, terms, docs[starts], np.add.reduceat(weights, starts), ends.tolist(), sizes, avgdl)
+        terms.clear()
+        rows.clear()
+        counts.clear()
+        return written
+
+    try:
+        for term, in_rows, instances_of_term in listed.execute(f"SELECT term, doc, cnt FROM {_ROWS}"):
+            terms.append(term)
+            rows.append(in_rows)
+            counts.append(instances_of_term)
+            pending += instances_of_term
+            if pending >= _BATCH_INSTANCES:
+                count += flush()
+                pending = 0
+        if terms:
+            count += flush()
+        if next(found, None) is not None:
+            raise _OutOfStep
+    finally:
+        instances.close()
+        listed.close()
     return count
 
 
@@ -175,21 +257,37 @@ class _Batch:
             return 0
         ids = np.array(self.rowids, dtype="<i8")
         tf = np.array(self.frequencies, dtype="<f8")
-        length = sizes[ids]
-        # The operations of fts5Bm25Function, in its order (C: 1 - b + b * D / avgdl), element by element.
-        impact = ((tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + (B * length) / avgdl))).astype("<f8")
-        starts = [0, *self.ends[:-1]]
-        peaks = np.maximum.reduceat(impact, starts).tolist()
-        db.executemany(
-            "INSERT INTO impacts VALUES (?, ?, ?, ?)",
-            (
-                (term, ids[start:end].tobytes(), impact[start:end].tobytes(), peak)
-                for term, start, end, peak in zip(self.terms, starts, self.ends, peaks, strict=True)
-            ),
-        )
-        written = len(self.terms)
+        written = _insert(db, self.terms, ids, tf, self.ends, sizes, avgdl)
         self.clear()
         return written
+
+
+def _insert(
+    db: sqlite3.Connection,
+    terms: list[str],
+    ids: np.ndarray,
+    tf: np.ndarray,
+    ends: list[int],
+    sizes: np.ndarray,
+    avgdl: float,
+) -> int:
+    """Insert consecutive terms' postings: term ``i`` owns ``ids``/``tf`` up to ``ends[i]``."""
+    import numpy as np
+
+    length = sizes[ids]
+    # The operations of fts5Bm25Function, in its order (C: 1 - b + b * D / avgdl), element by element.
+    impact = ((tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + (B * length) / avgdl))).astype("<f8")
+    starts = [0, *ends[:-1]]
+    peaks = np.maximum.reduceat(impact, starts).tolist()
+    ids = ids.astype("<i8", copy=False)
+    db.executemany(
+        "INSERT INTO impacts VALUES (?, ?, ?, ?)",
+        (
+            (term, ids[start:end].tobytes(), impact[start:end].tobytes(), peak)
+            for term, start, end, peak in zip(terms, starts, ends, peaks, strict=True)
+        ),
+    )
+    return len(terms)
 
 
 def _postings(

@@ -4,10 +4,10 @@ Three paths over the handbook's 324 queries on one bigram index (the fastest sea
 overhead of the batch shows most):
 
 - batch: ``rag_eval.batch.batch_search``, end to end (topics read, index opened, every query, run written);
-- run loop: the index opened, then per query ``search()`` and the same run lines (``strict_run`` and
-  ``trec_run_text``, what ``compare``'s runner does per query), written with the same atomic write: the
-  same run file made by a caller of single searches;
-- search loop: the index opened, then ``search()`` per query and nothing else.
+- run loop: the index opened, then per query ``search(keys_only=True)`` (a run needs only keys) and the
+  same run lines (``strict_run`` and ``trec_run_text``, what ``compare``'s runner does per query), written
+  with the same atomic write: the same run file made by a caller of single searches;
+- search loop: the index opened, then ``search(keys_only=True)`` per query and nothing else.
 
 Every round runs the three, in an order that rotates; a ratio is the median over rounds of batch / loop
 within the round. Times are this process's CPU time (``time.process_time``): the machine is shared with
@@ -55,7 +55,7 @@ def _run_loop(index_path: Path, queries: list[Query], out: Path) -> None:
         unit = index.builder.unit
         lines = []
         for query in queries:
-            hits = search(index, query.text, limit=DEPTH, deep=True, snippets=False).hits
+            hits = search(index, query.text, limit=DEPTH, deep=True, snippets=False, keys_only=True).hits
             lines.append(trec_run_text(strict_run(query.id, [(unit(h.chunk.key), h.score) for h in hits]), "x"))
     write_text_atomic(out, "".join(lines), owned=None, what="run file")
 
@@ -63,7 +63,7 @@ def _run_loop(index_path: Path, queries: list[Query], out: Path) -> None:
 def _search_loop(index_path: Path, queries: list[Query], out: Path) -> None:
     with Index.open(index_path) as index:
         for query in queries:
-            search(index, query.text, limit=DEPTH, deep=True, snippets=False)
+            search(index, query.text, limit=DEPTH, deep=True, snippets=False, keys_only=True)
 
 
 PATHS: dict[str, Callable[[Path, list[Query], Path], None]] = {
