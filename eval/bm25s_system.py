@@ -178,7 +178,7 @@ class Bm25sSearcher(Searcher):
             ]
         ranked = time.perf_counter()
         # FTS5's convention, which the runner expects: lower is better.
-        hits = hits_for(self.reader, [(i, -score) for i, score in top], keys_only=True)
+        hits = hits_for(self.index, self.reader, [(i, -score) for i, score in top], keys_only=True)
         done = time.perf_counter()
         self.rank_seconds.append(ranked - tokenized)
         return SearchResult(compiled, hits, tokenized - started, done - tokenized)

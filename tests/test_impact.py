@@ -139,6 +139,26 @@ def test_keys_only_searches_return_the_same_hits_with_only_their_keys(
     assert checked > 100
 
 
+@pytest.mark.parametrize("engine", ["fts5", "impact"])
+def test_keys_only_searches_follow_a_rebuild(tmp_path: Path, docs: Path, engine: str) -> None:
+    """Keys-only searches keep the keys they read per build: after a rebuild that gives the same chunk ids
+    other keys, an open index answers with the new keys, the same as a full search's."""
+    path = tmp_path / "docs.sqlite"
+    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
+    options: dict[str, Any] = {"limit": 100, "deep": True, "snippets": False, "engine": engine}
+    with Index.open(path) as index:
+        before = [(h.id, h.chunk.key) for h in search(index, "导出 备份 说明", keys_only=True, **options).hits]
+        for source in sorted(docs.rglob("*.md")):
+            source.rename(source.with_name("renamed-" + source.name))
+        build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
+        after = [(h.id, h.chunk.key) for h in search(index, "导出 备份 说明", keys_only=True, **options).hits]
+        full = [(h.id, h.chunk.key) for h in search(index, "导出 备份 说明", **options).hits]
+    assert after == full
+    assert len(before) > 3
+    assert {i for i, _ in before} & {i for i, _ in after}
+    assert not {key for _, key in before} & {key for _, key in after}
+
+
 def test_keys_only_searches_have_no_snippets(
     built: dict[tuple[str, str], Path], tmp_path_factory: pytest.TempPathFactory
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,11 @@ def _check_limit(limit: object, maximum: int) -> int:
         raise QueryError(f"limit must be an integer from 1 to {maximum}, not {limit!r}")
     return limit
 
+
+#: Chunk's fields, in order, as columns of ``chunks c``.
+CHUNK_FIELDS = ", ".join(f"c.{name}" for name in Chunk._fields)
+#: What a keys-only search reads of each hit's row.
+KEY_FIELDS = "c.key"
 
 #: A search is retried when the index was rebuilt with other settings while it ran; more than this many
 #: rebuilds during one search is reported rather than retried forever.
@@ -232,19 +238,50 @@ def _impact_ranked(
         def accept(ids: list[int]) -> set[int]:
             return {row[0] for row in reader.execute(sql, [impact.ids_json(ids), *params])}
 
-    return hits_for(reader, impact.ranked(index, compiled, limit, accept), keys_only)
+    return hits_for(index, reader, impact.ranked(index, compiled, limit, accept), keys_only)
 
 
-def hits_for(reader: sqlite3.Cursor, top: list[tuple[int, float]], keys_only: bool = False) -> list[Hit]:
-    """Hits for ranked ``(chunk id, score)`` pairs, their chunks read from ``chunks`` (only the key with
-    ``keys_only``); ``reader`` returns plain tuples."""
+def hits_for(index: Index, reader: sqlite3.Cursor, top: list[tuple[int, float]], keys_only: bool = False) -> list[Hit]:
+    """Hits for ranked ``(chunk id, score)`` pairs of ``index``, their chunks read from ``chunks`` (only the
+    key with ``keys_only``, from a cache of the build's keys); ``reader`` returns plain tuples."""
     if not top:
         return []
-    # Driven by the id list (CROSS JOIN keeps that order of loops): one rowid lookup per hit, no scan.
-    fields = KEY_FIELDS if keys_only else CHUNK_FIELDS
-    sql = f"SELECT c.id, {fields} FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value"
-    rows = {row[0]: row[1:] for row in reader.execute(sql, [impact.ids_json([i for i, _ in top])])}
-    return [Hit(i, rank, score, "", _chunk(rows[i])) for rank, (i, score) in enumerate(top, 1)]
+    if keys_only:
+        keys = _keys_of(index, reader, [i for i, _ in top])
+        return [Hit(i, rank, score, "", Chunk(keys[i], "")) for rank, (i, score) in enumerate(top, 1)]
+    rows = {row[0]: row[1:] for row in reader.execute(_ROWS_SQL, [impact.ids_json([i for i, _ in top])])}
+    return [Hit(i, rank, score, "", Chunk(*rows[i])) for rank, (i, score) in enumerate(top, 1)]
+
+
+#: Driven by the id list (CROSS JOIN keeps that order of loops): one rowid lookup per hit, no scan.
+_JOIN = "FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value"
+_ROWS_SQL = f"SELECT c.id, {CHUNK_FIELDS} {_JOIN}"
+_KEYS_SQL = f"SELECT c.id, {KEY_FIELDS} {_JOIN}"
+#: Chunk keys kept per open index and build for keys-only searches, which ask for the same rows query after
+#: query (a run's 100 hits' keys read by SQL took about as long as ranking them); past this many the cache
+#: starts over.
+CACHE_KEYS = 200_000
+
+
+@dataclass
+class _Keys:
+    generation: str | None
+    keys: dict[int, str] = field(default_factory=dict)
+
+
+_keys: weakref.WeakKeyDictionary[Index, _Keys] = weakref.WeakKeyDictionary()
+
+
+def _keys_of(index: Index, reader: sqlite3.Cursor, ids: list[int]) -> dict[int, str]:
+    """The keys of ``ids`` in the build ``index`` reads now (its generation), read once per build."""
+    cache = _keys.get(index)
+    if cache is None or cache.generation != index.generation or len(cache.keys) > CACHE_KEYS:
+        cache = _keys[index] = _Keys(index.generation)
+    known = cache.keys
+    missing = [i for i in ids if i not in known]
+    if missing:
+        known.update(reader.execute(_KEYS_SQL, [impact.ids_json(missing)]))
+    return known
 
 
 def _chunk(row: tuple) -> Chunk:
@@ -389,12 +426,6 @@ def top_statement(index: Index, ranking: str | None = None, keys_only: bool = Fa
             f"JOIN chunks c ON c.id = r.id"
         )
     return cached
-
-
-#: Chunk's fields, in order, as columns of ``chunks c``.
-CHUNK_FIELDS = ", ".join(f"c.{name}" for name in Chunk._fields)
-#: What a keys-only search reads of each hit's row.
-KEY_FIELDS = "c.key"
 
 
 def _add_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> None:
