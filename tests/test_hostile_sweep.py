@@ -73,15 +73,23 @@ DEEP = "[" * 100_000 + "]" * 100_000
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("hostile")
     docs = make_docs(root / "good" / "docs")
-    # FTS5 alone: corrupt.sqlite's damaged bytes must fall in the pages every search reads (with impact
-    # postings the file doubles and its middle is postings of terms the sweep's queries never read).
+    # FTS5 alone: corrupt.sqlite's damaged bytes must fall in pages searches read (with impact postings the
+    # file doubles and its middle is postings of terms the sweep's queries never read).
     build(docs, root / "good" / "index.sqlite", builder="sections", tokenizer="bigram", engine="fts5")
     _beir(root / "good" / "beir")
     # index files that are not (whole) rag-eval indexes
     data = bytearray((root / "good" / "index.sqlite").read_bytes())
     rng = random.Random(3)
     middle = len(data) // 2
-    data[middle : middle + 4096] = rng.randbytes(4096)
+    data[middle : middle + 4096] = rng.randbytes(4096)  # chunk rows' pages (long texts' overflow pages here)
+    # and the FTS5 index's root page, which every search reads: a keys-only batch search reads no chunk
+    # text, so the middle alone would leave it (correctly) untouched
+    db = sqlite3.connect(root / "good" / "index.sqlite")
+    page_size = db.execute("PRAGMA page_size").fetchone()[0]
+    root_page = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'search_data'").fetchone()[0]
+    db.close()
+    start = (root_page - 1) * page_size + 100 * (root_page == 1)
+    data[start + 8 : start + page_size] = rng.randbytes(page_size - 8)
     _write(root / "bad" / "corrupt.sqlite", bytes(data))
     db = sqlite3.connect(root / "bad" / "foreign.db")
     db.execute("CREATE TABLE users (name TEXT)")

@@ -156,7 +156,7 @@ def write_impacts(db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[fl
 
 
 #: Instances the counted path reads into numpy at a time (a longer list is read whole).
-_BATCH_INSTANCES = 200_000
+_BATCH_INSTANCES = 50_000
 
 
 class _OutOfStep(Exception):
