@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 import time
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +43,9 @@ def _check_limit(limit: object, maximum: int) -> int:
 CHUNK_FIELDS = ", ".join(f"c.{name}" for name in Chunk._fields)
 #: What a keys-only search reads of each hit's row.
 KEY_FIELDS = "c.key"
+#: Chunks read for a list of ids, driven by the list (CROSS JOIN keeps that order of loops): one rowid lookup
+#: per id, no scan.
+_BY_IDS = "FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value"
 
 #: A search is retried when the index was rebuilt with other settings while it ran; more than this many
 #: rebuilds during one search is reported rather than retried forever.
@@ -232,7 +234,7 @@ def _impact_ranked(
     accept: impact.Accept | None = None
     if as_of is not None or category is not None or path_prefix is not None:
         where = " AND ".join(_filter_clauses(as_of is not None, category is not None, path_prefix is not None))
-        sql = f"SELECT c.id FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value WHERE {where}"
+        sql = f"SELECT c.id {_BY_IDS} WHERE {where}"
         params = _filter_params(as_of, category, path_prefix)
 
         def accept(ids: list[int]) -> set[int]:
@@ -253,40 +255,23 @@ def hits_for(index: Index, reader: sqlite3.Cursor, top: list[tuple[int, float]],
     return [Hit(i, rank, score, "", Chunk(*rows[i])) for rank, (i, score) in enumerate(top, 1)]
 
 
-#: Driven by the id list (CROSS JOIN keeps that order of loops): one rowid lookup per hit, no scan.
-_JOIN = "FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value"
-_ROWS_SQL = f"SELECT c.id, {CHUNK_FIELDS} {_JOIN}"
-_KEYS_SQL = f"SELECT c.id, {KEY_FIELDS} {_JOIN}"
-#: Chunk keys kept per open index and build for keys-only searches, which ask for the same rows query after
-#: query (a run's 100 hits' keys read by SQL took about as long as ranking them); past this many the cache
-#: starts over.
+_ROWS_SQL = f"SELECT c.id, {CHUNK_FIELDS} {_BY_IDS}"
+_KEYS_SQL = f"SELECT c.id, {KEY_FIELDS} {_BY_IDS}"
+#: Chunk keys kept per open index for keys-only searches, which ask for the same rows query after query (a
+#: run's 100 hits' keys read by SQL took about as long as ranking them); past this many the cache starts over.
+#: The index starts it over for every build it moves to (``Index.keys``).
 CACHE_KEYS = 200_000
 
 
-@dataclass
-class _Keys:
-    generation: str | None
-    keys: dict[int, str] = field(default_factory=dict)
-
-
-_keys: weakref.WeakKeyDictionary[Index, _Keys] = weakref.WeakKeyDictionary()
-
-
 def _keys_of(index: Index, reader: sqlite3.Cursor, ids: list[int]) -> dict[int, str]:
-    """The keys of ``ids`` in the build ``index`` reads now (its generation), read once per build."""
-    cache = _keys.get(index)
-    if cache is None or cache.generation != index.generation or len(cache.keys) > CACHE_KEYS:
-        cache = _keys[index] = _Keys(index.generation)
-    known = cache.keys
+    """The keys of ``ids`` in the build ``index`` reads now, each read once per build."""
+    known = index.keys
+    if len(known) > CACHE_KEYS:
+        known.clear()
     missing = [i for i in ids if i not in known]
     if missing:
         known.update(reader.execute(_KEYS_SQL, [impact.ids_json(missing)]))
     return known
-
-
-def _chunk(row: tuple) -> Chunk:
-    """A chunk from the columns read: all of ``CHUNK_FIELDS``, or ``KEY_FIELDS`` (the key alone)."""
-    return Chunk(*row) if len(row) > 1 else Chunk(row[0], "")
 
 
 def _rank_order(row: tuple) -> tuple[float, int]:
@@ -324,7 +309,10 @@ def _ranked(
             found = cursor.execute(GENERATION_SQL).fetchone()
             return [], None if found is None else found[0]
         rows.sort(key=_rank_order)  # the statement leaves the order to us (see top_statement)
-        hits = [Hit(row[0], rank, row[1], "", _chunk(row[2:-1])) for rank, row in enumerate(rows, 1)]
+        if keys_only:
+            hits = [Hit(row[0], rank, row[1], "", Chunk(row[2], "")) for rank, row in enumerate(rows, 1)]
+        else:
+            hits = [Hit(row[0], rank, row[1], "", Chunk(*row[2:-1])) for rank, row in enumerate(rows, 1)]
         return hits, rows[0][-1]
     hits = []
     t2s = bool(index.tokenizer.options.get("t2s"))

@@ -225,6 +225,8 @@ class Index:
         self.generation: str | None = meta.get("generation")
         #: SQL statements built once per index by the search module.
         self.statements: dict[Any, str] = {}
+        #: Chunk keys by id that keys-only searches have read from this build (the search module's cache).
+        self.keys: dict[int, str] = {}
 
     @classmethod
     def open(cls, path: str | Path, *, tokenizer: str | None = None, check_same_thread: bool = True) -> Index:
