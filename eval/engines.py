@@ -140,8 +140,7 @@ class _ImpactSearcher(_Fts5Searcher):
 
     def stats(self) -> dict[str, Any]:
         # The postings the engine reads into memory (its per-index cache holds each queried term's).
-        found = self.index.db.execute("SELECT coalesce(sum(length(rowids) + length(weights)), 0) FROM impacts")
-        return {"fts5_fallbacks": self.fallbacks, "postings_bytes": int(found.fetchone()[0])}
+        return {"fts5_fallbacks": self.fallbacks, "postings_bytes": impact.postings_bytes(self.index.db)}
 
 
 class Fts5Engine(Engine):
@@ -163,7 +162,6 @@ class ImpactEngine(Engine):
     summary = "exact impact postings (FTS5's scores and order, faster on frequent terms)"
     build_engine = "impact"
     modes = ("or", "and")
-    one_field = True
 
     def searcher(
         self, index: Index, *, mode: str, depth: int, as_of: str | None, processing: QueryProcessing | None

@@ -221,13 +221,29 @@ def test_a_term_fts5_splits_falls_back() -> None:
     assert not impact._single_token(tokenizer_for("unicode61"), "a-b")
 
 
-def test_hybrid_falls_back_and_index_without_impacts_is_an_error(tmp_path: Path, docs: Path) -> None:
+def test_hybrids_rank_exactly_as_fts5_and_and_queries_fall_back(tmp_path: Path, docs: Path) -> None:
+    """A hybrid's postings are per (field, term): its column filters make FTS5 count a field's own instances
+    for tf and its own rows for IDF, with |D| over every column. ``and`` (any one field holding all its
+    terms) is answered by FTS5; so is a hybrid built before its fields had postings."""
     path = tmp_path / "hybrid.sqlite"
-    build(docs, path, builder="sections", tokenizer="unigram^2+bigram", engine="impact")
+    build(docs, path, builder="sections", tokenizer="unigram^2+bigram+jieba^0.3", engine="impact")
     with Index.open(path) as index:
-        result = search(index, "导出文件", engine="impact", explain=True, snippets=False)
+        for text in ("导出文件", "导出 的 文件保留多久", "备份备份备份", "wi-fi 设置"):
+            assert_same(fts5_top(index, text, "or", 100), impact_top(index, text, "or", 100))
+        result = search(index, "导出文件", mode="and", engine="impact", explain=True, snippets=False)
         assert result.explain["engine"] == "fts5" and "hybrid" in result.explain["engine_fallback"]
         assert result.hits
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE impact_blocks")
+    db.commit()
+    db.close()
+    with Index.open(path) as index:
+        result = search(index, "导出文件", engine="impact", explain=True, snippets=False)
+        assert result.explain["engine"] == "fts5" and "rebuild" in result.explain["engine_fallback"]
+        assert result.hits
+
+
+def test_an_index_without_impacts_is_an_error(tmp_path: Path, docs: Path) -> None:
     plain = tmp_path / "plain.sqlite"
     build(docs, plain, builder="sections", tokenizer="bigram", engine="fts5")
     assert foreign_reason(plain) is None
@@ -236,22 +252,27 @@ def test_hybrid_falls_back_and_index_without_impacts_is_an_error(tmp_path: Path,
     assert "--engine impact" in str(caught.value.hint)
 
 
+def test_field_keys_ascend_as_their_terms_then_by_field() -> None:
+    keys = [impact.field_key(number, term) for term in ("a", "ab", "b") for number in range(12)]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+
+
 def impacts_of(path: Path) -> list[tuple[str, bytes, bytes]]:
     db = sqlite3.connect(path)
     try:
-        return db.execute("SELECT term, rowids, weights FROM impacts ORDER BY term").fetchall()
+        return [(key, rowids, weights) for key, rowids, weights, _ in impact.stored_postings(db)]
     finally:
         db.close()
 
 
-@pytest.mark.parametrize("spec", ["bigram", "unicode61", "jieba"])
+@pytest.mark.parametrize("spec", ["bigram", "unicode61", "jieba", "unigram^2+bigram", "jieba+unigram^0.3"])
 @pytest.mark.parametrize("title_weight", [None, 3.0, 0.3])
 def test_counted_postings_equal_the_instance_by_instance_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: str, title_weight: float | None
 ) -> None:
-    """Integer column weights take numpy's per-(term, row) sums, in batches that split between terms (a term
-    longer than a batch is one batch); other weights, and a walk out of step, take the instance-by-instance
-    path. Either way the stored postings are the same bytes."""
+    """numpy's per-(term, field, row) sums, in batches that split between terms (a term longer than a batch is
+    one batch), store the same bytes as the instance-by-instance path a walk out of step takes: for integer
+    weights (summed in any order) and others (added in FTS5's order), one field or a hybrid's several."""
     source = tmp_path / "corpus.jsonl"
     words = ["导出", "备份", "文件", "保留", "的", "Wi-Fi", "设置"]
     lines = [
@@ -277,7 +298,7 @@ def test_counted_postings_equal_the_instance_by_instance_ones(
     assert len(impacts_of(counted)) > 5
     assert impacts_of(counted) == impacts_of(stepped)
     with Index.open(counted) as index:
-        for text in ("导出备份", "的 文件", "wi-fi 设置"):
+        for text in ("导出备份", "的 文件", "wi-fi 设置", "设置的设置 保留保留保留"):
             assert_same(fts5_top(index, text, "or", 100), impact_top(index, text, "or", 100))
 
 
@@ -302,8 +323,10 @@ def test_sync_keeps_impacts_in_step(tmp_path: Path, docs: Path) -> None:
         for text in ("导出备份", "说明 确认", "导出文件保留多久"):
             assert_same(fts5_top(index, text, "or", 50), impact_top(index, text, "or", 50))
     build(docs, path, builder="sections", tokenizer="bigram", engine="fts5")  # a sync to fts5 drops the postings
-    with pytest.raises(sqlite3.OperationalError, match="no such table"):
-        impacts_of(path)
+    assert impacts_of(path) == []
+    db = sqlite3.connect(path)
+    assert impact._layout(db) is None
+    db.close()
 
 
 def test_failed_build_leaves_the_previous_impacts(tmp_path: Path, docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -502,22 +525,82 @@ def test_the_cut_before_ranking_keeps_fts5_ranking(
     assert sum(cut > 0 for cut in cuts) > 10  # the cut was taken, not only the full ranking
 
 
-@pytest.mark.parametrize(
-    ("rowids", "weights"),
-    [
-        (b"\x01" * 7, b"\x00" * 7),  # not whole int64s
-        ((1).to_bytes(8, "little") * 2, (0.5).hex().encode()[:16]),  # ids not ascending
-        ((2**60).to_bytes(8, "little"), b"\x00" * 8),  # an id far beyond the chunks: no huge allocation
-        ("text", "text"),
-    ],
-)
-def test_tampered_impacts_are_one_error(tmp_path: Path, docs: Path, rowids: object, weights: object) -> None:
+def block_of(db: sqlite3.Connection, term: str) -> tuple[str, list[str], list[int], bytes, bytes, bytes]:
+    first, terms, bounds, rowids, weights, peaks = db.execute(
+        "SELECT first, terms, bounds, rowids, weights, peaks FROM impact_blocks WHERE first <= ? "
+        "ORDER BY first DESC LIMIT 1",
+        (term,),
+    ).fetchone()
+    listed = json.loads(terms)
+    assert term in listed
+    return (
+        first,
+        listed,
+        [int.from_bytes(bounds[i : i + 8], "little") for i in range(0, len(bounds), 8)],
+        rowids,
+        weights,
+        peaks,
+    )
+
+
+def replace_postings(db: sqlite3.Connection, term: str, rowids: bytes, weights: bytes) -> None:
+    """Give ``term`` other postings in its block, the block's bounds kept consistent."""
+    first, listed, bounds, old_ids, old_weights, peaks = block_of(db, term)
+    number = listed.index(term)
+    low, high = 8 * bounds[number], 8 * bounds[number + 1]
+    ids = old_ids[:low] + rowids + old_ids[high:]
+    values = old_weights[:low] + weights + old_weights[high:]
+    shift = len(rowids) // 8 - (bounds[number + 1] - bounds[number])
+    fixed = bounds[: number + 1] + [bound + shift for bound in bounds[number + 1 :]]
+    packed = b"".join(bound.to_bytes(8, "little") for bound in fixed)
+    db.execute(
+        "UPDATE impact_blocks SET bounds = ?, rowids = ?, weights = ? WHERE first = ?", (packed, ids, values, first)
+    )
+
+
+def eight(value: int) -> bytes:
+    return value.to_bytes(8, "little")
+
+
+TAMPERED: dict[str, Any] = {
+    "ids not ascending": lambda db: replace_postings(
+        db, "导出", eight(2) + eight(1), b"\x00\x00\x00\x00\x00\x00\xf0\x3f" * 2
+    ),
+    "an id beyond the chunks (no huge allocation)": lambda db: replace_postings(
+        db, "导出", eight(2**60), b"\x00\x00\x00\x00\x00\x00\xf0\x3f"
+    ),
+    "a zero impact": lambda db: replace_postings(db, "导出", eight(1), bytes(8)),
+    "ids not whole int64s": lambda db: db.execute(
+        "UPDATE impact_blocks SET rowids = substr(rowids, 1, length(rowids) - 1) WHERE first = ?",
+        (block_of(db, "导出")[0],),
+    ),
+    "text instead of blobs": lambda db: db.execute(
+        "UPDATE impact_blocks SET rowids = 'text', weights = 'text' WHERE first = ?", (block_of(db, "导出")[0],)
+    ),
+    "bounds past the postings": lambda db: db.execute(
+        "UPDATE impact_blocks SET bounds = ? WHERE first = ?",
+        (
+            b"".join(eight(2**40) for _ in block_of(db, "导出")[2]),
+            block_of(db, "导出")[0],
+        ),
+    ),
+    "terms not a JSON list": lambda db: db.execute(
+        "UPDATE impact_blocks SET terms = '{\"导出\": 1' WHERE first = ?", (block_of(db, "导出")[0],)
+    ),
+    "a peak below the largest impact": lambda db: db.execute(
+        "UPDATE impact_blocks SET peaks = zeroblob(length(peaks)) WHERE first = ?", (block_of(db, "导出")[0],)
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(TAMPERED))
+def test_tampered_impacts_are_one_error(tmp_path: Path, docs: Path, damage: str) -> None:
     from rag_eval.errors import IndexFileError
 
     path = tmp_path / "docs.sqlite"
     build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
     db = sqlite3.connect(path)
-    db.execute("UPDATE impacts SET rowids = ?, weights = ? WHERE term = '导出'", (rowids, weights))
+    TAMPERED[damage](db)
     db.commit()
     db.close()
     with Index.open(path) as index, pytest.raises(IndexFileError, match="impact postings of term '导出'"):
@@ -537,39 +620,33 @@ def test_a_tampered_recorded_engine_is_one_error(tmp_path: Path, docs: Path) -> 
         search(index, "导出")
 
 
-def test_peaks_are_stored_and_older_indexes_still_rank(tmp_path: Path, docs: Path) -> None:
+@pytest.mark.parametrize("peaks", [True, False])
+def test_peaks_are_stored_and_older_layouts_still_rank(tmp_path: Path, docs: Path, peaks: bool) -> None:
+    """Blocks hold each term's exact peak; an index written before blocks (a row per term in ``impacts``),
+    with or without peaks, ranks the same (peaks computed when a list is read)."""
     import numpy as np
 
     path = tmp_path / "docs.sqlite"
     build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
     db = sqlite3.connect(path)
-    rows = db.execute("SELECT weights, peak FROM impacts").fetchall()
-    assert rows and all(peak == np.frombuffer(weights, dtype="<f8").max() for weights, peak in rows)
+    stored = list(impact.stored_postings(db))
+    assert len(stored) > impact.BLOCK_TERMS  # several blocks
+    assert all(peak == np.frombuffer(weights, dtype="<f8").max() for _, _, weights, peak in stored)
     with Index.open(path) as index:
-        expected = {text: impact_top(index, text, "or", 20) for text in ("导出备份", "导出文件保留多久")}
-    # An index written before peaks were stored: the same ranking, peaks computed when a list is read.
-    db.executescript(
-        "CREATE TABLE old AS SELECT term, rowids, weights FROM impacts; DROP TABLE impacts;"
-        "CREATE TABLE impacts (term TEXT PRIMARY KEY, rowids BLOB NOT NULL, weights BLOB NOT NULL) WITHOUT ROWID;"
-        "INSERT INTO impacts SELECT * FROM old; DROP TABLE old;"
+        texts = ("导出备份", "导出文件保留多久", "备份", "没有这个词")
+        expected = {text: impact_top(index, text, "or", 20) for text in texts}
+    columns = "term TEXT PRIMARY KEY, rowids BLOB NOT NULL, weights BLOB NOT NULL" + (
+        ", peak REAL NOT NULL" if peaks else ""
     )
+    db.execute(f"CREATE TABLE impacts ({columns}) WITHOUT ROWID")
+    db.executemany(
+        f"INSERT INTO impacts VALUES (?, ?, ?{', ?' if peaks else ''})", [row if peaks else row[:3] for row in stored]
+    )
+    db.execute("DROP TABLE impact_blocks")
+    db.commit()
     db.close()
     with Index.open(path) as index:
         for text, hits in expected.items():
             assert impact_top(index, text, "or", 20) == hits
             compiled = compile_query(index.tokenizer, text, "or")
             assert impact.ranked(index, compiled, 5, prune=True) == hits[:5]
-
-
-def test_a_peak_below_the_largest_impact_is_one_error(tmp_path: Path, docs: Path) -> None:
-    # Regression guard: a lowered peak would let pruning drop a row that belongs in the top.
-    from rag_eval.errors import IndexFileError
-
-    path = tmp_path / "docs.sqlite"
-    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
-    db = sqlite3.connect(path)
-    db.execute("UPDATE impacts SET peak = peak / 2 WHERE term = '导出'")
-    db.commit()
-    db.close()
-    with Index.open(path) as index, pytest.raises(IndexFileError, match="impact postings of term '导出'"):
-        search(index, "导出", engine="impact")

@@ -14,8 +14,16 @@ numpy in the query's term order, which reproduces FTS5's floating-point arithmet
   over the query's terms in expression order.
 
 Terms come from ``fts5vocab``'s instance table, so they are exactly the tokens FTS5 holds, for native and
-Python strategies alike. Queries the engine cannot answer exactly (phrases, a quoted term FTS5 would split
-into several tokens, hybrids' column filters) are answered by the FTS5 statement; ``--explain`` says which.
+Python strategies alike. A hybrid's query gives each field's terms a column filter (``{fts_title_1
+fts_body_1} : (...)``), under which FTS5 counts only that field's instances for ``tf`` and only the rows
+holding the term there for ``n``, while ``|D|`` stays over every column: so a hybrid's postings are per
+(field, term) (:func:`field_key`) and its ``or`` queries are exact too. Queries the engine cannot answer
+exactly (phrases, a quoted term FTS5 would split into several tokens, a hybrid's ``and``: rows where any one
+field holds all its terms) are answered by the FTS5 statement; ``--explain`` says which.
+
+The postings are stored in blocks of up to :data:`BLOCK_TERMS` consecutive terms (``impact_blocks``), written
+with numpy from one grouped pass over FTS5's instances; an index built before blocks (``impacts``, a row per
+term) is still read.
 
 Rank-safe pruning (``ranked(..., prune=True)``): each term's largest impact is stored with its postings, so
 ``idf * peak`` bounds what the term adds to any row; MaxScore skips the rows only low-bound terms could bring,
@@ -26,14 +34,17 @@ always summed in query order). Off by default: up to 135k rows scoring every row
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import math
 import sqlite3
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from .errors import IndexFileError, QueryError
 
@@ -51,14 +62,24 @@ B = 0.75
 #: FTS5's IDF for a term in half of the rows or more.
 CLAMPED_IDF = 1e-6
 
-#: ``peak``: the term's largest impact, the bound rank-safe pruning relies on (indexes built before it was
-#: stored get it computed when a list is read).
+#: The postings in blocks of consecutive terms (one row per block: a row per term cost more to insert than
+#: the rest of the postings' write, about 4 us each, 50,581 rows for jieba on cmrc2018_dev_trial, hundreds of
+#: thousands for trigram). ``first``: the block's first term, its key; ``terms``: a JSON array of its terms,
+#: ascending as SQLite's BINARY collation orders them; ``bounds``: int64 offsets of each term's postings in
+#: ``rowids`` (int64) and ``weights`` (float64 impacts), one more than the terms; ``peaks``: each term's
+#: largest impact (float64), the bound rank-safe pruning relies on.
 _SCHEMA = (
-    "CREATE TABLE impacts (term TEXT PRIMARY KEY, rowids BLOB NOT NULL, weights BLOB NOT NULL, peak REAL NOT NULL)"
-    " WITHOUT ROWID"
+    "CREATE TABLE impact_blocks (first TEXT PRIMARY KEY, terms TEXT NOT NULL, bounds BLOB NOT NULL,"
+    " rowids BLOB NOT NULL, weights BLOB NOT NULL, peaks BLOB NOT NULL) WITHOUT ROWID"
 )
+#: The table older builds wrote, one row per term (``peak`` from 2026-12-01 on); still read.
+LEGACY_TABLE = "impacts"
+#: The tables impact postings live in (a build drops both before writing).
+TABLES = ("impact_blocks", LEGACY_TABLE)
+#: A block holds at most this many terms, and starts anew after a term that brings it this many postings.
+BLOCK_TERMS = 64
+BLOCK_POSTINGS = 512
 _VOCAB = "temp.rag_eval_instances"
-_ROWS = "temp.rag_eval_rows"
 
 #: ``accept(ids)``: which of these chunk ids pass the search's filters.
 Accept = Callable[[list[int]], set[int]]
@@ -68,17 +89,18 @@ Accept = Callable[[list[int]], set[int]]
 BUILD_ENGINES = ("auto", *ENGINES)
 
 
-def build_engine(choice: object, tokenizer: Tokenizer) -> str:
-    """The engine a build records for ``choice``: ``auto`` is the impact engine wherever it can answer.
+def build_engine(choice: object) -> str:
+    """The engine a build records for ``choice``: ``auto`` is the impact engine.
 
     Measured on cmrc2018_dev_trial_sent and its 3x and 10x replicas for all six strategies
     (reports/latency.md, reports/engines.md): the same ranking bit for bit, and faster than FTS5's statement
     end to end for every strategy at every size (even for unicode61 at 1x; 30 to 70x for unigram, jieba
-    and pkuseg at 10x), for a larger file (1.6 to 12 MB of postings at 13.5k rows) and a longer build. A
-    hybrid's per-field column filters have no impact postings, so a hybrid keeps FTS5.
+    and pkuseg at 10x), for a larger file (1.6 to 12 MB of postings at 13.5k rows) and a longer build; for
+    two hybrids there, the same ranking on all 4,218 questions and 6 to 10x faster at p95 (reports/latency.md,
+    "Hybrids").
     """
     if choice == "auto":
-        return "impact" if len(tokenizer.fields) == 1 else "fts5"
+        return "impact"
     return check_engine(choice)
 
 
@@ -109,13 +131,11 @@ def _varints(data: bytes) -> list[int]:
 
 
 def write_impacts(db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[float]) -> int:
-    """Create and fill the ``impacts`` table from the ``search`` table just built (inside the caller's
-    transaction); ``weights`` are bm25's column weights. Returns the number of terms; a hybrid gets no
-    table (its column filters are answered by FTS5)."""
+    """Create and fill the ``impact_blocks`` table from the ``search`` table just built (inside the caller's
+    transaction); ``weights`` are bm25's column weights. Returns the number of terms (a hybrid's: of its
+    (field, term) keys, see :func:`field_key`)."""
     import numpy as np
 
-    if len(tokenizer.fields) != 1:
-        return 0
     db.execute(_SCHEMA)
     reader = db.cursor()
     reader.row_factory = None
@@ -132,27 +152,26 @@ def write_impacts(db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[fl
         sizes[rowid] = sum(_varints(blob))
     columns = [row[1] for row in reader.execute("PRAGMA table_info(search)")]
     weight_of = dict(zip(columns, weights, strict=True))
+    # A hybrid's field n owns columns 2n and 2n + 1 (title, body): its postings are keyed by field.
+    field_of = {column: number // 2 for number, column in enumerate(columns)} if len(tokenizer.fields) > 1 else None
     reader.execute(f"DROP TABLE IF EXISTS {_VOCAB}")
     reader.execute(f"CREATE VIRTUAL TABLE {_VOCAB} USING fts5vocab(main, 'search', 'instance')")
-    reader.execute(f"DROP TABLE IF EXISTS {_ROWS}")
-    reader.execute(f"CREATE VIRTUAL TABLE {_ROWS} USING fts5vocab(main, 'search', 'row')")
     try:
-        if all(float(weight).is_integer() for weight in weights):
-            try:
-                return _write_counted(db, weight_of, sizes, avgdl)
-            except _OutOfStep:  # pragma: no cover - the two vocabulary tables walk one index in one order
-                db.execute("DELETE FROM impacts")
-        count = 0
+        try:
+            return _write_counted(db, weights, len(tokenizer.fields), _Blocks(db, sizes, avgdl))
+        except _OutOfStep:  # pragma: no cover - FTS5 walks its terms in order and group_concat follows
+            db.execute("DELETE FROM impact_blocks")
+        blocks = _Blocks(db, sizes, avgdl)
         batch = _Batch()
-        for term, rowids, frequencies in _postings(reader.execute(f"SELECT term, doc, col FROM {_VOCAB}"), weight_of):
+        found = reader.execute(f"SELECT term, doc, col FROM {_VOCAB}")
+        for term, rowids, frequencies in _postings(found, weight_of, field_of):
             batch.add(term, rowids, frequencies)
             if len(batch.rowids) >= _BATCH_POSTINGS:
-                count += batch.write(db, sizes, avgdl)
-        count += batch.write(db, sizes, avgdl)
+                batch.write(blocks)
+        batch.write(blocks)
     finally:
         reader.execute(f"DROP TABLE IF EXISTS {_VOCAB}")
-        reader.execute(f"DROP TABLE IF EXISTS {_ROWS}")
-    return count
+    return blocks.terms
 
 
 #: Instances the counted path reads into numpy at a time (a longer list is read whole).
@@ -160,70 +179,113 @@ _BATCH_INSTANCES = 50_000
 
 
 class _OutOfStep(Exception):
-    """The instance table did not walk the terms as the row table listed them (never seen)."""
+    """A term's instances did not come in FTS5's order, or not all of them (never seen)."""
 
 
-def _write_counted(db: sqlite3.Connection, weight_of: dict[str, float], sizes: np.ndarray, avgdl: float) -> int:
-    """The postings with numpy instead of a Python step per token instance, for integer column weights.
+def _write_counted(db: sqlite3.Connection, weights: list[float], fields: int, blocks: _Blocks) -> int:
+    """The postings with numpy instead of a Python step per token instance.
 
-    The row table lists each term with its instance count (``cnt``) and row count (``doc``) in the order the
-    instance table walks them, so the instances are read as bare (row, column weight) numbers, cut into terms
-    by the counts, and summed per (term, row) with ``np.add.reduceat``. With integer weights every partial
-    sum is an integer below 2**53, so any order of addition gives FTS5's ``tf`` exactly; other weights take
-    the instance-by-instance path. Every term's row count is checked against the row table's.
+    One pass over the instance table grouped by term (FTS5 walks it in term order, so SQLite groups without
+    sorting) gives each term its instances as one text of numbers ``row * columns + column``, in FTS5's
+    (row, column, offset) order; a batch of terms is parsed by numpy at once. A hybrid's instances are then
+    grouped by field (a stable sort keeps each row's instances in order). Each (term, field, row)'s tf adds
+    the column weights of its instances in that order: with integer weights every partial sum is an integer
+    below 2**53, so ``np.add.reduceat`` (any order) gives FTS5's ``tf`` exactly; other weights are added one
+    instance position at a time across all groups, as FTS5 adds them (instances of one column carry one
+    weight, so only the column order matters). SQLite does not promise ``group_concat``'s order: a term
+    whose numbers are not ascending, or counts that do not add up, is :class:`_OutOfStep`.
     """
-    import itertools
-
     import numpy as np
 
-    instances = db.cursor()
-    instances.row_factory = None
-    cases = " ".join("WHEN ? THEN ?" for _ in weight_of)
-    params = [value for pair in weight_of.items() for value in pair]
-    found = instances.execute(f"SELECT doc, CASE col {cases} END FROM {_VOCAB}", params)
-    listed = db.cursor()
-    listed.row_factory = None
+    names = [row[1] for row in db.execute("PRAGMA table_info(search)")]
+    width = len(names)
+    cases = " ".join("WHEN ? THEN ?" for _ in names)
+    params = [value for number, name in enumerate(names) for value in (name, number)]
+    grouped = db.cursor()
+    grouped.row_factory = None
+    found = grouped.execute(
+        f"SELECT term, count(*), group_concat(doc * {width} + CASE col {cases} END) FROM {_VOCAB} GROUP BY term",
+        params,
+    )
+    column_weight = np.array(weights, dtype="<f8")
+    integral = all(float(weight).is_integer() for weight in weights)
     count = pending = 0
     terms: list[str] = []
-    rows: list[int] = []
     counts: list[int] = []
+    texts: list[str] = []
 
     def flush() -> int:
         total = sum(counts)
-        flat = np.fromiter(itertools.chain.from_iterable(itertools.islice(found, total)), "<f8", count=2 * total)
-        docs, weights = flat[0::2].astype("<i8"), flat[1::2]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a malformed text must not pass as a shorter array
+            try:
+                numbers = np.fromstring(",".join(texts), dtype="<i8", sep=",")
+            except (DeprecationWarning, ValueError) as exc:
+                raise _OutOfStep from exc
+        if len(numbers) != total:
+            raise _OutOfStep
         term_starts = np.cumsum([0, *counts[:-1]])
+        step = np.diff(numbers)
+        step[term_starts[1:] - 1] = 0  # a new term may start anywhere
+        if len(step) and step.min() < 0:
+            raise _OutOfStep
+        docs, columns = np.divmod(numbers, width)
         new_row = np.empty(total, dtype=bool)
         new_row[0] = True
         np.not_equal(docs[1:], docs[:-1], out=new_row[1:])
         new_row[term_starts] = True
+        if fields > 1:
+            key_of = np.repeat(np.arange(len(terms)), counts) * fields + columns // 2
+            order = np.argsort(key_of, kind="stable")  # rows stay ascending, instances in order, per key
+            docs, columns, key_of = docs[order], columns[order], key_of[order]
+            new_row[1:] = docs[1:] != docs[:-1]
+            new_row[1:] |= key_of[1:] != key_of[:-1]
         starts = np.flatnonzero(new_row)
-        ends = np.cumsum(rows)
-        if len(starts) != ends[-1] or not np.array_equal(np.searchsorted(starts, term_starts), ends - rows):
-            raise _OutOfStep
-        written = _insert(db, terms, docs[starts], np.add.reduceat(weights, starts), ends.tolist(), sizes, avgdl)
+        values = column_weight[columns]
+        tf = np.add.reduceat(values, starts) if integral else _in_order(values, starts)
+        if fields > 1:
+            group_key = key_of[starts]
+            key_starts = np.flatnonzero(np.concatenate(([True], group_key[1:] != group_key[:-1])))
+            keyed = [field_key(key % fields, terms[key // fields]) for key in group_key[key_starts].tolist()]
+            written = blocks.write(keyed, docs[starts], tf, [*key_starts[1:].tolist(), len(starts)])
+        else:
+            term_ends = np.searchsorted(starts, [*term_starts[1:].tolist(), total]).tolist()
+            written = blocks.write(terms, docs[starts], tf, term_ends)
         terms.clear()
-        rows.clear()
         counts.clear()
+        texts.clear()
         return written
 
     try:
-        for term, in_rows, instances_of_term in listed.execute(f"SELECT term, doc, cnt FROM {_ROWS}"):
+        for term, instances_of_term, text in found:
             terms.append(term)
-            rows.append(in_rows)
             counts.append(instances_of_term)
+            texts.append(text)
             pending += instances_of_term
             if pending >= _BATCH_INSTANCES:
                 count += flush()
                 pending = 0
         if terms:
             count += flush()
-        if next(found, None) is not None:
-            raise _OutOfStep
     finally:
-        instances.close()
-        listed.close()
+        grouped.close()
     return count
+
+
+def _in_order(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Each group's sum (groups begin at ``starts``) added left to right, one position at a time across all
+    groups: ``((0 + v0) + v1) + ...``, FTS5's ``aFreq += w`` per instance, for weights whose sums round."""
+    import numpy as np
+
+    lengths = np.diff(np.append(starts, len(values)))
+    tf = np.zeros(len(starts))
+    alive = np.arange(len(starts))
+    step = 0
+    while len(alive):
+        tf[alive] += values[starts[alive] + step]
+        step += 1
+        alive = alive[lengths[alive] > step]
+    return tf
 
 
 #: Postings computed together: numpy on one long array instead of one small array per term (trigram has
@@ -233,7 +295,7 @@ _BATCH_POSTINGS = 50_000
 
 
 class _Batch:
-    """Terms' postings awaiting their impacts and their rows in the ``impacts`` table."""
+    """Terms' postings awaiting their impacts and their blocks."""
 
     def __init__(self) -> None:
         self.clear()
@@ -250,79 +312,164 @@ class _Batch:
         self.frequencies += frequencies
         self.ends.append(len(self.rowids))
 
-    def write(self, db: sqlite3.Connection, sizes: np.ndarray, avgdl: float) -> int:
+    def write(self, blocks: _Blocks) -> None:
         import numpy as np
 
-        if not self.terms:
-            return 0
-        ids = np.array(self.rowids, dtype="<i8")
-        tf = np.array(self.frequencies, dtype="<f8")
-        written = _insert(db, self.terms, ids, tf, self.ends, sizes, avgdl)
+        blocks.write(self.terms, np.array(self.rowids, dtype="<i8"), np.array(self.frequencies, dtype="<f8"), self.ends)
         self.clear()
-        return written
 
 
-def _insert(
-    db: sqlite3.Connection,
-    terms: list[str],
-    ids: np.ndarray,
-    tf: np.ndarray,
-    ends: list[int],
-    sizes: np.ndarray,
-    avgdl: float,
-) -> int:
-    """Insert consecutive terms' postings: term ``i`` owns ``ids``/``tf`` up to ``ends[i]``."""
-    import numpy as np
+class _Blocks:
+    """Writes consecutive terms' postings as ``impact_blocks`` rows; terms must come in ascending order."""
 
-    length = sizes[ids]
-    # The operations of fts5Bm25Function, in its order (C: 1 - b + b * D / avgdl), element by element.
-    impact = ((tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + (B * length) / avgdl))).astype("<f8")
-    starts = [0, *ends[:-1]]
-    peaks = np.maximum.reduceat(impact, starts).tolist()
-    ids = ids.astype("<i8", copy=False)
-    db.executemany(
-        "INSERT INTO impacts VALUES (?, ?, ?, ?)",
-        (
-            (term, ids[start:end].tobytes(), impact[start:end].tobytes(), peak)
-            for term, start, end, peak in zip(terms, starts, ends, peaks, strict=True)
-        ),
-    )
-    return len(terms)
+    def __init__(self, db: sqlite3.Connection, sizes: np.ndarray, avgdl: float) -> None:
+        self.db = db
+        self.sizes = sizes
+        self.avgdl = avgdl
+        self.last: str | None = None
+        self.terms = 0
+
+    def write(self, terms: list[str], ids: np.ndarray, tf: np.ndarray, ends: list[int]) -> int:
+        """Term ``i`` owns ``ids``/``tf`` up to ``ends[i]``. Returns the number of terms written."""
+        import numpy as np
+
+        if not terms:
+            return 0
+        length = self.sizes[ids]
+        # The operations of fts5Bm25Function, in its order (C: 1 - b + b * D / avgdl), element by element.
+        impact = ((tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + (B * length) / self.avgdl))).astype("<f8")
+        starts = [0, *ends[:-1]]
+        peaks = np.maximum.reduceat(impact, starts)
+        ids = ids.astype("<i8", copy=False)
+        previous = self.last
+        for term in terms:
+            if previous is not None and not previous < term:
+                raise _OutOfStep
+            previous = term
+        self.last = previous
+        rows = []
+        first = 0
+        while first < len(terms):
+            last = first
+            while last < len(terms) and last - first < BLOCK_TERMS:
+                last += 1
+                if ends[last - 1] - starts[first] >= BLOCK_POSTINGS:
+                    break
+            low, high = starts[first], ends[last - 1]
+            bounds = np.array([0, *(end - low for end in ends[first:last])], dtype="<i8")
+            rows.append(
+                (
+                    terms[first],
+                    json.dumps(terms[first:last], ensure_ascii=False),
+                    bounds.tobytes(),
+                    ids[low:high].tobytes(),
+                    impact[low:high].tobytes(),
+                    peaks[first:last].tobytes(),
+                )
+            )
+            first = last
+        self.db.executemany("INSERT INTO impact_blocks VALUES (?, ?, ?, ?, ?, ?)", rows)
+        self.terms += len(terms)
+        return len(terms)
 
 
 def _postings(
-    instances: Iterator[tuple[str, int, str]], weight_of: dict[str, float]
+    instances: Iterator[tuple[str, int, str]], weight_of: dict[str, float], field_of: dict[str, int] | None = None
 ) -> Iterator[tuple[str, list[int], list[float]]]:
     """Per term, its rows ascending and each row's weighted tf, summed instance by instance as FTS5 does
-    (``aFreq += w`` per instance: for a weight like 0.3 repeated addition differs from ``w * tf``)."""
+    (``aFreq += w`` per instance: for a weight like 0.3 repeated addition differs from ``w * tf``).
+
+    With ``field_of`` (a hybrid's column -> field), a term's instances are split by field and each field's
+    postings come under :func:`field_key`: a field's column filter makes FTS5 count only that field's
+    instances, and the rows holding the term there, for its tf and IDF."""
     term: str | None = None
-    rowids: list[int] = []
-    frequencies: list[float] = []
+    lists: dict[int, tuple[list[int], list[float]]] = {}
     for found, rowid, column in instances:
         if found != term:
-            if term is not None:
-                yield term, rowids, frequencies
-            term, rowids, frequencies = found, [], []
+            yield from _flush(term, lists, field_of is not None)
+            term, lists = found, {}
+        number = 0 if field_of is None else field_of[column]
+        rowids, frequencies = lists.setdefault(number, ([], []))
         if not rowids or rowids[-1] != rowid:
             rowids.append(rowid)
             frequencies.append(0.0)
         frequencies[-1] += weight_of[column]
-    if term is not None:
-        yield term, rowids, frequencies
+    yield from _flush(term, lists, field_of is not None)
+
+
+def _flush(
+    term: str | None, lists: dict[int, tuple[list[int], list[float]]], keyed: bool
+) -> Iterator[tuple[str, list[int], list[float]]]:
+    if term is None:
+        return
+    for number in sorted(lists):
+        rowids, frequencies = lists[number]
+        yield (field_key(number, term) if keyed else term), rowids, frequencies
+
+
+def field_key(number: int, term: str) -> str:
+    """The postings key of a hybrid field's term: the term, a unit separator, then the field's number after
+    its count of digits (``a\x1f10``, ``a\x1f212``), so keys ascend as the terms do, then by field (a
+    column's terms never hold a control character: FTS5 splits on them)."""
+    digits = str(number)
+    return f"{term}\x1f{len(digits)}{digits}"
+
+
+def query_keys(compiled: CompiledQuery) -> tuple[str, ...]:
+    """The postings keys of a query's terms in expression order (FTS5 sums its phrases in that order): a
+    one-field query's terms, or every field's terms under their field's key."""
+    if not compiled.fields:
+        return compiled.terms
+    return tuple(field_key(number, term) for number, terms in enumerate(compiled.fields) for term in terms)
 
 
 def has_impacts(index: Index) -> bool:
     """Whether the index holds impact postings (built with ``engine=impact``)."""
-    found = index.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'impacts'").fetchone()
-    return found is not None
+    return _layout(index.db) is not None
+
+
+def _layout(db: sqlite3.Connection) -> str | None:
+    """The table holding the postings: ``impact_blocks``, an older build's ``impacts``, or None."""
+    names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return next((table for table in TABLES if table in names), None)
+
+
+def postings_bytes(db: sqlite3.Connection) -> int:
+    """Bytes of stored postings (row ids and impacts)."""
+    table = _layout(db)
+    if table is None:
+        return 0
+    found = db.execute(f"SELECT coalesce(sum(length(rowids) + length(weights)), 0) FROM {table}").fetchone()
+    return int(found[0])
+
+
+def stored_postings(db: sqlite3.Connection) -> Iterator[tuple[str, bytes, bytes, float]]:
+    """Every stored (key, row ids, impacts, peak), ascending by key, whichever table holds them (for tests
+    and reports: the exact bytes a build wrote)."""
+    import numpy as np
+
+    table = _layout(db)
+    if table == LEGACY_TABLE:
+        for key, rowids, weights in db.execute(f"SELECT term, rowids, weights FROM {table} ORDER BY term"):
+            yield key, rowids, weights, float(np.frombuffer(weights, dtype="<f8").max())
+    elif table is not None:
+        for terms, bounds, rowids, weights, peaks in db.execute(
+            "SELECT terms, bounds, rowids, weights, peaks FROM impact_blocks ORDER BY first"
+        ):
+            offsets = np.frombuffer(bounds, dtype="<i8").tolist()
+            tops = np.frombuffer(peaks, dtype="<f8").tolist()
+            for number, key in enumerate(json.loads(terms)):
+                low, high = 8 * offsets[number], 8 * offsets[number + 1]
+                yield key, rowids[low:high], weights[low:high], tops[number]
 
 
 def fallback_reason(index: Index, compiled: CompiledQuery) -> str | None:
     """Why the impact engine cannot answer ``compiled`` exactly (FTS5 answers then), or None when it can."""
-    if len(index.tokenizer.fields) != 1:
-        return "a hybrid's per-field column filters are answered by FTS5"
     if compiled.mode not in ("or", "and") or compiled.phrase_filter is not None:
         return f"{compiled.mode} queries are answered by FTS5"
+    if compiled.fields and compiled.mode != "or":
+        # Rows where any one field holds all its terms: a union of intersections, which the scorer lacks.
+        return f"a hybrid's {compiled.mode} queries are answered by FTS5"
     for term in compiled.terms:
         if not _single_token(index.tokenizer, term):
             return f"FTS5 reads the quoted term {term!r} as a phrase of several tokens"
@@ -352,27 +499,46 @@ class Postings(NamedTuple):
 CACHE_POSTINGS = 4_000_000
 
 
+class _Block(NamedTuple):
+    """A decoded ``impact_blocks`` row: its terms, their postings' bounds, the blobs and the peaks."""
+
+    terms: list[str]
+    bounds: np.ndarray
+    rowids: bytes
+    weights: bytes
+    peaks: np.ndarray
+
+
 @dataclass
 class _Cache:
     generation: str | None
-    select: str
+    layout: str | None
     lists: dict[str, Postings | None] = field(default_factory=dict)
+    #: Blocks read so far by their first term, and those first terms sorted: a term between a block's first
+    #: and last terms is answered from it without a statement.
+    blocks: dict[str, _Block] = field(default_factory=dict)
+    firsts: list[str] = field(default_factory=list)
     count: int = 0
 
 
 _cache: weakref.WeakKeyDictionary[Index, _Cache] = weakref.WeakKeyDictionary()
 
+_BLOCK = (
+    "SELECT first, terms, bounds, rowids, weights, peaks FROM impact_blocks WHERE first <= ?"
+    " ORDER BY first DESC LIMIT 1"
+)
+
 
 def _postings_of(index: Index, term: str) -> Postings | None:
     cache = _cache.get(index)
     if cache is None or cache.generation != index.generation or cache.count > CACHE_POSTINGS:
-        cache = _cache[index] = _Cache(index.generation, _select(index))
+        cache = _cache[index] = _Cache(index.generation, _layout(index.db))
     if term in cache.lists:
         return cache.lists[term]
-    row = index.db.execute(cache.select, (term,)).fetchone()
+    stored = _read(index, cache, term)
     found = None
-    if row is not None:
-        ids, weights, peak = _checked(index, term, *row)
+    if stored is not None:
+        ids, weights, peak = stored
         weight = idf(index.chunks, len(ids))
         found = Postings(ids, weight * weights, weight * peak)
     cache.lists[term] = found
@@ -380,35 +546,102 @@ def _postings_of(index: Index, term: str) -> Postings | None:
     return found
 
 
-def _select(index: Index) -> str:
-    """The statement reading a term's postings; indexes built before peaks were stored get them computed."""
-    columns = {row[1] for row in index.db.execute("PRAGMA table_info(impacts)")}
-    peak = "peak" if "peak" in columns else "NULL"
-    return f"SELECT rowids, weights, {peak} FROM impacts WHERE term = ?"
+def _read(index: Index, cache: _Cache, term: str) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """A term's stored postings (row ids, impacts, peak), None when no row holds it; IndexFileError when
+    what is stored is not what a build writes (a damaged or tampered file must not become a traceback, a
+    huge allocation or a pruned-away hit)."""
+    import numpy as np
+
+    if cache.layout == LEGACY_TABLE:
+        columns = {row[1] for row in index.db.execute(f"PRAGMA table_info({LEGACY_TABLE})")}
+        peak = "peak" if "peak" in columns else "NULL"  # built before peaks were stored: computed
+        row = index.db.execute(f"SELECT rowids, weights, {peak} FROM {LEGACY_TABLE} WHERE term = ?", (term,)).fetchone()
+        return None if row is None else _checked(index, term, *row)
+    block = _block_of(index, cache, term)
+    if block is None:
+        return None
+    number = bisect.bisect_left(block.terms, term)
+    if number == len(block.terms) or block.terms[number] != term:
+        return None
+    low, high = int(block.bounds[number]), int(block.bounds[number + 1])
+    if not 0 <= low < high:
+        _damaged(index, term)
+    ids = np.frombuffer(block.rowids, dtype="<i8", count=high - low, offset=8 * low)
+    values = np.frombuffer(block.weights, dtype="<f8", count=high - low, offset=8 * low)
+    return _valid(index, term, ids, values, float(block.peaks[number]))
+
+
+def _block_of(index: Index, cache: _Cache, term: str) -> _Block | None:
+    """The block whose terms would hold ``term``: a cached one that spans it, else read (and cached)."""
+    import numpy as np
+
+    position = bisect.bisect_right(cache.firsts, term) - 1
+    if position >= 0:
+        known = cache.blocks[cache.firsts[position]]
+        if term <= known.terms[-1]:
+            return known
+    row = index.db.execute(_BLOCK, (term,)).fetchone()
+    if row is None:
+        return None
+    first, terms, bounds, rowids, weights, peaks = row
+    try:
+        listed = json.loads(terms)
+    except (TypeError, ValueError):
+        listed = None
+    if not isinstance(listed, list) or not listed or not all(isinstance(key, str) for key in listed):
+        _damaged(index, term)
+    blobs = (bounds, rowids, weights, peaks)
+    if listed[0] != first or not all(isinstance(blob, bytes) for blob in blobs):
+        _damaged(index, term)
+    if len(bounds) != 8 * (len(listed) + 1) or len(peaks) != 8 * len(listed) or len(weights) != len(rowids):
+        _damaged(index, term)
+    offsets = np.frombuffer(bounds, dtype="<i8")
+    if offsets[0] != 0 or 8 * int(offsets[-1]) != len(rowids) or bool(np.any(offsets[1:] <= offsets[:-1])):
+        _damaged(index, term)
+    if any(earlier >= later for earlier, later in itertools.pairwise(listed)):
+        _damaged(index, term)
+    block = _Block(listed, offsets, rowids, weights, np.frombuffer(peaks, dtype="<f8"))
+    if first not in cache.blocks:
+        bisect.insort(cache.firsts, first)
+    cache.blocks[first] = block
+    cache.count += len(rowids) // 8
+    return block
+
+
+def _damaged(index: Index, term: str) -> NoReturn:
+    raise IndexFileError(
+        f"{index.path}: damaged index: the impact postings of term {term!r} are malformed",
+        hint="rebuild it with: rag-eval index build --engine impact",
+    )
 
 
 def _checked(
     index: Index, term: str, rowids: object, weights: object, peak: object
 ) -> tuple[np.ndarray, np.ndarray, float]:
-    """A term's postings as arrays, or IndexFileError when the stored ones are not what a build writes
-    (a damaged or tampered file must not become a traceback, a huge allocation or a pruned-away hit)."""
+    """A legacy row's postings as arrays, checked (see :func:`_read`)."""
     import numpy as np
 
     if isinstance(rowids, bytes) and isinstance(weights, bytes) and len(rowids) == len(weights) > 0:
-        if len(rowids) % 8 == 0:
-            ids = np.frombuffer(rowids, dtype="<i8")
-            values = np.frombuffer(weights, dtype="<f8")
-            ascending = len(ids) == 1 or bool(np.all(ids[1:] > ids[:-1]))
-            positive = bool(np.all(np.isfinite(values) & (values > 0)))
-            if ascending and positive and 1 <= ids[0] and ids[-1] <= index.chunks:
-                top = float(values.max())
-                # A stored peak below the true one would let pruning drop a hit: it must be exact.
-                if peak is None or peak == top:
-                    return ids, values, top
-    raise IndexFileError(
-        f"{index.path}: damaged index: the impact postings of term {term!r} are malformed",
-        hint="rebuild it with: rag-eval index build --engine impact",
-    )
+        if len(rowids) % 8 == 0 and (peak is None or isinstance(peak, float)):
+            return _valid(index, term, np.frombuffer(rowids, dtype="<i8"), np.frombuffer(weights, dtype="<f8"), peak)
+    _damaged(index, term)
+
+
+def _valid(
+    index: Index, term: str, ids: np.ndarray, values: np.ndarray, peak: float | None
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """``ids`` ascending within the index's rows, impacts finite and positive, ``peak`` (None: computed) their
+    largest exactly; else IndexFileError."""
+    import numpy as np
+
+    ascending = len(ids) == 1 or bool(np.all(ids[1:] > ids[:-1]))
+    positive = bool(np.all(np.isfinite(values) & (values > 0)))
+    if ascending and positive and 1 <= ids[0] and ids[-1] <= index.chunks:
+        top = float(values.max())
+        # A stored peak below the true one would let pruning drop a hit: it must be exact.
+        if peak is None or peak == top:
+            return ids, values, top
+    _damaged(index, term)
 
 
 def idf(rows: int, matching: int) -> float:
@@ -429,11 +662,12 @@ def ranked(
     order: score ascending, ties by id; ``accept`` filters (called on candidates in rank order).
     ``prune`` (default :data:`PRUNE`) skips rows that provably cannot make the top (MaxScore for ``or``,
     intersection by lookups for ``and``; see :class:`_Scorer`); the result is the same either way, bit for bit."""
-    postings = {term: _postings_of(index, term) for term in dict.fromkeys(compiled.terms)}
-    present = {term: found for term, found in postings.items() if found is not None}
+    keys = query_keys(compiled)
+    postings = {key: _postings_of(index, key) for key in dict.fromkeys(keys)}
+    present = {key: found for key, found in postings.items() if found is not None}
     if not present or (compiled.mode == "and" and len(present) < len(postings)):
         return []
-    scorer = _Scorer(compiled.terms, present, conjunctive=compiled.mode == "and")
+    scorer = _Scorer(keys, present, conjunctive=compiled.mode == "and")
     if not (PRUNE if prune is None else prune):
         top_of = scorer.everything
     elif compiled.mode == "and":

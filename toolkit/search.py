@@ -210,7 +210,10 @@ def _engine(index: Index, compiled: CompiledQuery, engine: str) -> tuple[str, st
     present = index.statements.get("impacts")
     if present is None:
         present = index.statements["impacts"] = "yes" if impact.has_impacts(index) else "no"
-    if present == "no" and len(index.tokenizer.fields) == 1:
+    if present == "no" and len(index.tokenizer.fields) > 1:
+        # Hybrids built before their fields had postings (an ``impact`` build wrote none then).
+        return "fts5", "this hybrid index holds no impact postings; rebuild it with --engine impact"
+    if present == "no":
         raise QueryError(
             f"{index.path}: this index holds no impact postings",
             hint="rebuild it with: rag-eval index build --engine impact",

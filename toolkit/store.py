@@ -71,6 +71,7 @@ OWN_TABLES = frozenset(
         "search_config",
         "search_content",
         "impacts",
+        "impact_blocks",
     }
 )
 _SQLITE_HEADER = b"SQLite format 3\x00"

@@ -16,6 +16,7 @@ from .builders import Builder, get_builder
 from .builders.base import FileRef
 from .columns import all_field_columns, field_columns
 from .errors import CorpusError, IndexFileError, RagEvalError
+from .impact import TABLES as IMPACT_TABLES
 from .impact import build_engine, write_impacts
 from .indexmeta import SCHEMA_VERSION, read_meta
 from .processing import QueryProcessing
@@ -92,8 +93,8 @@ def build(
     inside the transaction after each batch of chunk rows (fault-injection tests kill the process there).
     ``processing`` (see :mod:`rag_eval.processing`) is recorded in the index: its searches use it unless
     they name their own. ``engine`` (see :mod:`rag_eval.impact`) is recorded too; ``impact`` also writes
-    the impact postings, in the same transaction; ``auto`` is ``impact`` for one-field strategies and
-    ``fts5`` for hybrids (:func:`rag_eval.impact.build_engine`).
+    the impact postings, in the same transaction; ``auto`` is ``impact``
+    (:func:`rag_eval.impact.build_engine`).
     """
     started = time.perf_counter()
     builder = builder if isinstance(builder, Builder) else get_builder(builder)
@@ -102,7 +103,7 @@ def build(
     path = str(index_path)
     chosen = processing if isinstance(processing, QueryProcessing) else QueryProcessing.parse(processing or "")
     recorded = chosen.system if chosen.active else ""
-    engine = build_engine(engine, tokenizer)
+    engine = build_engine(engine)
     if path != ":memory:":
         reason = foreign_reason(path)
         if reason is not None:
@@ -316,7 +317,8 @@ def _write(
     try:
         has_old = bool(meta)
         db.execute("DROP TABLE IF EXISTS search")
-        db.execute("DROP TABLE IF EXISTS impacts")
+        for table in IMPACT_TABLES:
+            db.execute(f"DROP TABLE IF EXISTS {table}")
         db.execute("DROP INDEX IF EXISTS chunks_path")
         db.execute("DROP TABLE IF EXISTS chunks_old")
         db.execute("DROP TABLE IF EXISTS files_old")

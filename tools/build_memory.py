@@ -2,7 +2,7 @@
 
 Usage: python tools/build_memory.py SOURCE INDEX BUILDER TOKENIZER
 Peak RSS is /proc/self/status VmHWM (Linux), as tests/test_large.py measures it. The build's engine is the
-default (``auto``: impact postings for a one-field strategy), named in the output.
+default (``auto``: impact postings), named in the output.
 """
 
 import json
@@ -17,7 +17,7 @@ report = build(sys.argv[1], sys.argv[2], builder=sys.argv[3], tokenizer=sys.argv
 peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 db = sqlite3.connect(sys.argv[2])
 engine = db.execute("SELECT value FROM meta WHERE key = 'engine'").fetchone()[0]
-impacts = db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'impacts'").fetchone()[0]
+impacts = db.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('impacts', 'impact_blocks')").fetchone()[0]
 db.close()
 print(
     json.dumps(

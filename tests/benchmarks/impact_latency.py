@@ -56,17 +56,18 @@ def impacts_cost(path: Path) -> dict[str, Any]:
         tokenizer, defaults = index.tokenizer, index.defaults
     db = sqlite3.connect(path, isolation_level=None)
     try:
-        size = db.execute("SELECT sum(length(term) + length(rowids) + length(weights)) FROM impacts").fetchone()[0]
-        terms = db.execute("SELECT count(*) FROM impacts").fetchone()[0]
+        size = impact.postings_bytes(db)
+        terms = sum(1 for _ in impact.stored_postings(db))
         db.execute("BEGIN IMMEDIATE")
-        db.execute("DROP TABLE impacts")
+        for table in impact.TABLES:
+            db.execute(f"DROP TABLE IF EXISTS {table}")
         started = time.perf_counter()
         impact.write_impacts(db, tokenizer, weights_for(tokenizer, defaults))
         seconds = time.perf_counter() - started
         db.execute("ROLLBACK")
     finally:
         db.close()
-    return {"impact_write_seconds": round(seconds, 2), "impact_bytes": int(size or 0), "impact_terms": terms}
+    return {"impact_write_seconds": round(seconds, 2), "impact_bytes": size, "impact_terms": terms}
 
 
 def measure(corpus: Path, out: Path, spec: str) -> dict[str, Any]:
@@ -100,13 +101,8 @@ def measure(corpus: Path, out: Path, spec: str) -> dict[str, Any]:
             if compiled.expression is not None and impact.fallback_reason(index, compiled) is not None:
                 fallbacks += 1
             with index.reading():
-                counts = [
-                    int(row[0])
-                    for term in dict.fromkeys(compiled.terms)
-                    for row in index.db.execute(
-                        "SELECT length(rowids) / 8 FROM impacts WHERE term = ?", (term,)
-                    ).fetchall()
-                ]
+                found = [impact._postings_of(index, key) for key in dict.fromkeys(impact.query_keys(compiled))]
+                counts = [len(postings.ids) for postings in found if postings is not None]
             postings += sum(counts)
             clamped = [n for n in counts if impact.idf(rows, n) == impact.CLAMPED_IDF]
             clamped_postings += sum(clamped)

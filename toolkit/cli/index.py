@@ -65,8 +65,7 @@ def index_cmd() -> None:
     type=click.Choice(BUILD_ENGINES),
     help="Recorded as the index's search engine. impact: also store bm25 impact postings, so searches rank "
     "from them (FTS5's exact scores and order, measured faster for every strategy: reports/latency.md; "
-    "a larger file and a longer build); fts5: FTS5's bm25 statement alone; auto: impact, fts5 for "
-    "hybrids.  [default: auto]",
+    "a larger file and a longer build); fts5: FTS5's bm25 statement alone; auto: impact.  [default: auto]",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def index_build_cmd(
