@@ -198,15 +198,14 @@ def _write_counted(db: sqlite3.Connection, weights: list[float], fields: int, bl
     import numpy as np
 
     names = [row[1] for row in db.execute("PRAGMA table_info(search)")]
-    width = len(names)
+    # One field whose columns weigh the same needs no column: the numbers are bare rows (a third shorter).
+    width = len(names) if fields > 1 or len(set(weights)) > 1 else 1
     cases = " ".join("WHEN ? THEN ?" for _ in names)
-    params = [value for number, name in enumerate(names) for value in (name, number)]
+    params = [value for number, name in enumerate(names) for value in (name, number)] if width > 1 else []
+    number = f"doc * {width} + CASE col {cases} END" if width > 1 else "doc"
     grouped = db.cursor()
     grouped.row_factory = None
-    found = grouped.execute(
-        f"SELECT term, count(*), group_concat(doc * {width} + CASE col {cases} END) FROM {_VOCAB} GROUP BY term",
-        params,
-    )
+    found = grouped.execute(f"SELECT term, count(*), group_concat({number}) FROM {_VOCAB} GROUP BY term", params)
     column_weight = np.array(weights, dtype="<f8")
     integral = all(float(weight).is_integer() for weight in weights)
     count = pending = 0
