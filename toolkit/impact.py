@@ -517,6 +517,8 @@ class _Cache:
     #: and last terms is answered from it without a statement.
     blocks: dict[str, _Block] = field(default_factory=dict)
     firsts: list[str] = field(default_factory=list)
+    #: The statement reading an older build's row per term (its columns depend on the build).
+    legacy: str = ""
     count: int = 0
 
 
@@ -552,9 +554,11 @@ def _read(index: Index, cache: _Cache, term: str) -> tuple[np.ndarray, np.ndarra
     import numpy as np
 
     if cache.layout == LEGACY_TABLE:
-        columns = {row[1] for row in index.db.execute(f"PRAGMA table_info({LEGACY_TABLE})")}
-        peak = "peak" if "peak" in columns else "NULL"  # built before peaks were stored: computed
-        row = index.db.execute(f"SELECT rowids, weights, {peak} FROM {LEGACY_TABLE} WHERE term = ?", (term,)).fetchone()
+        if not cache.legacy:
+            columns = {row[1] for row in index.db.execute(f"PRAGMA table_info({LEGACY_TABLE})")}
+            peak = "peak" if "peak" in columns else "NULL"  # built before peaks were stored: computed
+            cache.legacy = f"SELECT rowids, weights, {peak} FROM {LEGACY_TABLE} WHERE term = ?"
+        row = index.db.execute(cache.legacy, (term,)).fetchone()
         return None if row is None else _checked(index, term, *row)
     block = _block_of(index, cache, term)
     if block is None:
