@@ -650,3 +650,26 @@ def test_peaks_are_stored_and_older_layouts_still_rank(tmp_path: Path, docs: Pat
             assert impact_top(index, text, "or", 20) == hits
             compiled = compile_query(index.tokenizer, text, "or")
             assert impact.ranked(index, compiled, 5, prune=True) == hits[:5]
+
+
+def test_the_postings_cache_counts_each_byte_once_and_starts_over_past_its_bound(
+    tmp_path: Path, docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block's blobs are counted once (its terms' row ids are views of them), each list's scores once; past
+    ``CACHE_BYTES`` the cache starts over, and rankings do not change."""
+    path = tmp_path / "docs.sqlite"
+    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
+    texts = ("导出备份", "导出文件保留多久", "说明 确认", "备份")
+    with Index.open(path) as index:
+        expected = {text: impact_top(index, text, "or", 20) for text in texts}
+        cache = impact._cache[index]
+        blobs = sum(len(block.rowids) + len(block.weights) for block in cache.blocks.values())
+        scores = sum(found.scores.nbytes for found in cache.lists.values() if found is not None)
+        assert cache.bytes == blobs + scores > 0
+    monkeypatch.setattr(impact, "CACHE_BYTES", 1)
+    with Index.open(path) as index:
+        first = impact_top(index, texts[0], "or", 20)
+        held = impact._cache[index]
+        for text in texts:
+            assert impact_top(index, text, "or", 20) == expected[text]
+        assert first == expected[texts[0]] and impact._cache[index] is not held  # started over

@@ -494,8 +494,11 @@ class Postings(NamedTuple):
 
 
 #: Postings kept in memory per open index and build (a frequent term's list is read once, not per query),
-#: up to this many postings in all (16 bytes each); past it the cache starts over.
-CACHE_POSTINGS = 4_000_000
+#: up to this many bytes of blocks and scores (about 24 per posting); past it the cache starts over. All 4,218
+#: questions of cmrc2018_dev_trial_sent replicated 10x read 97 MB for unigram, 81 MB for bigram, 61 MB for
+#: jieba; with 64 MB, and a block's postings counted again with each of its terms' lists, unigram started
+#: over 18 times in 1,500 questions (each question's first run 3x slower than its repeats).
+CACHE_BYTES = 128_000_000
 
 
 class _Block(NamedTuple):
@@ -519,7 +522,8 @@ class _Cache:
     firsts: list[str] = field(default_factory=list)
     #: The statement reading an older build's row per term (its columns depend on the build).
     legacy: str = ""
-    count: int = 0
+    #: Bytes held: blocks' blobs, scores, an older build's rows.
+    bytes: int = 0
 
 
 _cache: weakref.WeakKeyDictionary[Index, _Cache] = weakref.WeakKeyDictionary()
@@ -532,7 +536,7 @@ _BLOCK = (
 
 def _postings_of(index: Index, term: str) -> Postings | None:
     cache = _cache.get(index)
-    if cache is None or cache.generation != index.generation or cache.count > CACHE_POSTINGS:
+    if cache is None or cache.generation != index.generation or cache.bytes > CACHE_BYTES:
         cache = _cache[index] = _Cache(index.generation, _layout(index.db))
     if term in cache.lists:
         return cache.lists[term]
@@ -543,7 +547,10 @@ def _postings_of(index: Index, term: str) -> Postings | None:
         weight = idf(index.chunks, len(ids))
         found = Postings(ids, weight * weights, weight * peak)
     cache.lists[term] = found
-    cache.count += 0 if found is None else len(found.ids)
+    if found is not None:
+        # The scores are a new array; the row ids (and stored impacts) are views of the block, counted with it,
+        # or of an older build's row, counted here.
+        cache.bytes += found.scores.nbytes + (found.ids.nbytes * 2 if cache.layout == LEGACY_TABLE else 0)
     return found
 
 
@@ -607,7 +614,7 @@ def _block_of(index: Index, cache: _Cache, term: str) -> _Block | None:
     if first not in cache.blocks:
         bisect.insort(cache.firsts, first)
     cache.blocks[first] = block
-    cache.count += len(rowids) // 8
+    cache.bytes += len(rowids) + len(weights)
     return block
 
 
