@@ -159,6 +159,21 @@ def test_keys_only_searches_follow_a_rebuild(tmp_path: Path, docs: Path, engine:
     assert not {key for _, key in before} & {key for _, key in after}
 
 
+def test_an_open_index_reads_the_postings_of_a_rebuild(tmp_path: Path) -> None:
+    """The postings an open index has read belong to its build: after a rebuild with other text (other
+    postings, IDFs and lengths) it ranks as FTS5 does on the new build."""
+    root = write_sections(tmp_path / "kb", [("导出", "导出文件 备份 " * 3), ("备份", "备份 说明")])
+    path = tmp_path / "kb.sqlite"
+    build(root, path, builder="sections", tokenizer="bigram", engine="impact")
+    with Index.open(path) as index:
+        before = impact_top(index, "导出 备份", "or", 10)
+        write_sections(root, [("说明", "导出 说明 " * 5), ("备份", "备份 备份 导出"), ("其他", "无关 内容")])
+        build(root, path, builder="sections", tokenizer="bigram", engine="impact")
+        after = impact_top(index, "导出 备份", "or", 10)
+        assert after == fts5_top(index, "导出 备份", "or", 10)
+    assert before != after and len(after) == 2
+
+
 def test_keys_only_searches_have_no_snippets(
     built: dict[tuple[str, str], Path], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -325,7 +340,7 @@ def test_sync_keeps_impacts_in_step(tmp_path: Path, docs: Path) -> None:
     build(docs, path, builder="sections", tokenizer="bigram", engine="fts5")  # a sync to fts5 drops the postings
     assert impacts_of(path) == []
     db = sqlite3.connect(path)
-    assert impact._layout(db) is None
+    assert impact.postings_table(db) is None
     db.close()
 
 
@@ -662,14 +677,14 @@ def test_the_postings_cache_counts_each_byte_once_and_starts_over_past_its_bound
     texts = ("导出备份", "导出文件保留多久", "说明 确认", "备份")
     with Index.open(path) as index:
         expected = {text: impact_top(index, text, "or", 20) for text in texts}
-        cache = impact._cache[index]
+        cache = index.postings
         blobs = sum(len(block.rowids) + len(block.weights) for block in cache.blocks.values())
         scores = sum(found.scores.nbytes for found in cache.lists.values() if found is not None)
         assert cache.bytes == blobs + scores > 0
     monkeypatch.setattr(impact, "CACHE_BYTES", 1)
     with Index.open(path) as index:
         first = impact_top(index, texts[0], "or", 20)
-        held = impact._cache[index]
+        held = index.postings
         for text in texts:
             assert impact_top(index, text, "or", 20) == expected[text]
-        assert first == expected[texts[0]] and impact._cache[index] is not held  # started over
+        assert first == expected[texts[0]] and index.postings is not held  # started over

@@ -41,7 +41,6 @@ import math
 import sqlite3
 import threading
 import warnings
-import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, NoReturn
@@ -424,10 +423,10 @@ def query_keys(compiled: CompiledQuery) -> tuple[str, ...]:
 
 def has_impacts(index: Index) -> bool:
     """Whether the index holds impact postings (built with ``engine=impact``)."""
-    return _layout(index.db) is not None
+    return postings_table(index.db) is not None
 
 
-def _layout(db: sqlite3.Connection) -> str | None:
+def postings_table(db: sqlite3.Connection) -> str | None:
     """The table holding the postings: ``impact_blocks``, an older build's ``impacts``, or None."""
     names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     return next((table for table in TABLES if table in names), None)
@@ -435,7 +434,7 @@ def _layout(db: sqlite3.Connection) -> str | None:
 
 def postings_bytes(db: sqlite3.Connection) -> int:
     """Bytes of stored postings (row ids and impacts)."""
-    table = _layout(db)
+    table = postings_table(db)
     if table is None:
         return 0
     found = db.execute(f"SELECT coalesce(sum(length(rowids) + length(weights)), 0) FROM {table}").fetchone()
@@ -447,7 +446,7 @@ def stored_postings(db: sqlite3.Connection) -> Iterator[tuple[str, bytes, bytes,
     and reports: the exact bytes a build wrote)."""
     import numpy as np
 
-    table = _layout(db)
+    table = postings_table(db)
     if table == LEGACY_TABLE:
         for key, rowids, weights in db.execute(f"SELECT term, rowids, weights FROM {table} ORDER BY term"):
             yield key, rowids, weights, float(np.frombuffer(weights, dtype="<f8").max())
@@ -513,7 +512,8 @@ class _Block(NamedTuple):
 
 @dataclass
 class _Cache:
-    generation: str | None
+    """What searches have read of one build's postings, held on its Index (which drops it for another build)."""
+
     layout: str | None
     lists: dict[str, Postings | None] = field(default_factory=dict)
     #: Blocks read so far by their first term, and those first terms sorted: a term between a block's first
@@ -526,8 +526,6 @@ class _Cache:
     bytes: int = 0
 
 
-_cache: weakref.WeakKeyDictionary[Index, _Cache] = weakref.WeakKeyDictionary()
-
 _BLOCK = (
     "SELECT first, terms, bounds, rowids, weights, peaks FROM impact_blocks WHERE first <= ?"
     " ORDER BY first DESC LIMIT 1"
@@ -535,9 +533,9 @@ _BLOCK = (
 
 
 def _postings_of(index: Index, term: str) -> Postings | None:
-    cache = _cache.get(index)
-    if cache is None or cache.generation != index.generation or cache.bytes > CACHE_BYTES:
-        cache = _cache[index] = _Cache(index.generation, _layout(index.db))
+    cache = index.postings
+    if not isinstance(cache, _Cache) or cache.bytes > CACHE_BYTES:
+        cache = index.postings = _Cache(postings_table(index.db))
     if term in cache.lists:
         return cache.lists[term]
     stored = _read(index, cache, term)

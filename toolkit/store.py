@@ -228,6 +228,8 @@ class Index:
         self.statements: dict[Any, str] = {}
         #: Chunk keys by id that keys-only searches have read from this build (the search module's cache).
         self.keys: dict[int, str] = {}
+        #: Impact postings read from this build (the impact module's cache; None until a search reads some).
+        self.postings: Any = None
 
     @classmethod
     def open(cls, path: str | Path, *, tokenizer: str | None = None, check_same_thread: bool = True) -> Index:

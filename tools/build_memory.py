@@ -10,6 +10,7 @@ import sqlite3
 import sys
 import time
 
+from rag_eval import impact
 from rag_eval.writer import build
 
 t = time.perf_counter()
@@ -17,7 +18,7 @@ report = build(sys.argv[1], sys.argv[2], builder=sys.argv[3], tokenizer=sys.argv
 peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 db = sqlite3.connect(sys.argv[2])
 engine = db.execute("SELECT value FROM meta WHERE key = 'engine'").fetchone()[0]
-impacts = db.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('impacts', 'impact_blocks')").fetchone()[0]
+impacts = impact.postings_table(db) is not None
 db.close()
 print(
     json.dumps(
