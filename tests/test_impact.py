@@ -622,6 +622,19 @@ def test_tampered_impacts_are_one_error(tmp_path: Path, docs: Path, damage: str)
         search(index, "导出", engine="impact")
 
 
+def test_a_hybrids_damaged_postings_name_the_term_and_field(tmp_path: Path, docs: Path) -> None:
+    from rag_eval.errors import IndexFileError
+
+    path = tmp_path / "docs.sqlite"
+    build(docs, path, builder="sections", tokenizer="unigram+bigram", engine="impact")
+    db = sqlite3.connect(path)
+    db.execute("UPDATE impact_blocks SET terms = 'not json'")
+    db.commit()
+    db.close()
+    with Index.open(path) as index, pytest.raises(IndexFileError, match="postings of term '导' of field 0 are"):
+        search(index, "导出", engine="impact")
+
+
 def test_a_tampered_recorded_engine_is_one_error(tmp_path: Path, docs: Path) -> None:
     from rag_eval.errors import IndexFileError
 

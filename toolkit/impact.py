@@ -617,8 +617,10 @@ def _block_of(index: Index, cache: _Cache, term: str) -> _Block | None:
 
 
 def _damaged(index: Index, term: str) -> NoReturn:
+    word, separator, field = term.partition("\x1f")  # a hybrid's key (field_key): its term and field
+    where = f"term {word!r} of field {field[1:]}" if separator else f"term {term!r}"
     raise IndexFileError(
-        f"{index.path}: damaged index: the impact postings of term {term!r} are malformed",
+        f"{index.path}: damaged index: the impact postings of {where} are malformed",
         hint="rebuild it with: rag-eval index build --engine impact",
     )
 
