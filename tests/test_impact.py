@@ -608,16 +608,22 @@ TAMPERED: dict[str, Any] = {
 }
 
 
+def tampered(folder: Path, docs: Path, tokenizer: str, change: Any) -> Path:
+    """An index of ``docs`` built with impact postings, then changed by ``change(db)`` behind rag-eval's back."""
+    path = folder / "docs.sqlite"
+    build(docs, path, builder="sections", tokenizer=tokenizer, engine="impact")
+    db = sqlite3.connect(path)
+    change(db)
+    db.commit()
+    db.close()
+    return path
+
+
 @pytest.mark.parametrize("damage", sorted(TAMPERED))
 def test_tampered_impacts_are_one_error(tmp_path: Path, docs: Path, damage: str) -> None:
     from rag_eval.errors import IndexFileError
 
-    path = tmp_path / "docs.sqlite"
-    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
-    db = sqlite3.connect(path)
-    TAMPERED[damage](db)
-    db.commit()
-    db.close()
+    path = tampered(tmp_path, docs, "bigram", TAMPERED[damage])
     with Index.open(path) as index, pytest.raises(IndexFileError, match="impact postings of term '导出'"):
         search(index, "导出", engine="impact")
 
@@ -625,12 +631,7 @@ def test_tampered_impacts_are_one_error(tmp_path: Path, docs: Path, damage: str)
 def test_a_hybrids_damaged_postings_name_the_term_and_field(tmp_path: Path, docs: Path) -> None:
     from rag_eval.errors import IndexFileError
 
-    path = tmp_path / "docs.sqlite"
-    build(docs, path, builder="sections", tokenizer="unigram+bigram", engine="impact")
-    db = sqlite3.connect(path)
-    db.execute("UPDATE impact_blocks SET terms = 'not json'")
-    db.commit()
-    db.close()
+    path = tampered(tmp_path, docs, "unigram+bigram", lambda db: db.execute("UPDATE impact_blocks SET terms = 'x'"))
     with Index.open(path) as index, pytest.raises(IndexFileError, match="postings of term '导' of field 0 are"):
         search(index, "导出", engine="impact")
 
@@ -638,12 +639,9 @@ def test_a_hybrids_damaged_postings_name_the_term_and_field(tmp_path: Path, docs
 def test_a_tampered_recorded_engine_is_one_error(tmp_path: Path, docs: Path) -> None:
     from rag_eval.errors import IndexFileError
 
-    path = tmp_path / "docs.sqlite"
-    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
-    db = sqlite3.connect(path)
-    db.execute("UPDATE meta SET value = 'warp' WHERE key = 'engine'")
-    db.commit()
-    db.close()
+    path = tampered(
+        tmp_path, docs, "bigram", lambda db: db.execute("UPDATE meta SET value = 'warp' WHERE key = 'engine'")
+    )
     with Index.open(path) as index, pytest.raises(IndexFileError, match="engine is 'warp'"):
         search(index, "导出")
 
