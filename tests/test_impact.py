@@ -462,6 +462,55 @@ def test_pruned_equals_unpruned_and_fts5(
         assert pruned > 0  # the pruned path was taken, not only the fallback
 
 
+@pytest.mark.parametrize("spec", ["jieba", "unigram"])
+def test_pruning_by_default_where_one_list_leads(
+    built: dict[tuple[str, str], Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    spec: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # By default a query is pruned when its longest list holds most of its postings (a frequent term's); the
+    # size floor is for 135k rows, so it is lowered to the handbook's. Both paths must be taken, and agree.
+    tokenizer_for(spec)
+    monkeypatch.setattr(impact, "PRUNE_MIN_POSTINGS", 0)
+    taken = {"maxscore": 0, "everything": 0}
+
+    def counted(name: str) -> Any:
+        real = getattr(impact._Scorer, name)
+
+        def method(self: Any, k: int) -> Any:
+            taken[name] += 1
+            return real(self, k)
+
+        return method
+
+    for name in taken:
+        monkeypatch.setattr(impact._Scorer, name, counted(name))
+    with shipped_index(built, tmp_path_factory.getbasetemp(), "handbook", spec) as index, index.reading():
+        for text in queries("handbook")[:80] + ["的是什么", "导出的文件是什么的"]:
+            compiled = compile_query(index.tokenizer, text, "or")
+            if compiled.expression is None or impact.fallback_reason(index, compiled) is not None:
+                continue
+            for limit in (1, 10, 100):
+                chosen = impact.ranked(index, compiled, limit)
+                assert chosen == impact.ranked(index, compiled, limit, prune=False)  # bit for bit
+                assert_same(fts5_top(index, text, "or", limit), chosen)
+    assert taken["maxscore"] > 0 and taken["everything"] > 0
+
+
+def test_pruning_pays_only_for_a_leading_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    def lists(*lengths: int) -> dict[str, impact.Postings]:
+        return {str(n): impact.Postings(np.arange(1, n + 1), np.ones(n), 1.0) for n in lengths}
+
+    monkeypatch.setattr(impact, "PRUNE_MIN_POSTINGS", 1000)
+    assert impact._pays(lists(6000, 2000, 2000))  # 60%
+    assert not impact._pays(lists(5900, 2100, 2000))
+    assert not impact._pays(lists(600, 200, 100))  # too few postings to pay for bounds
+    assert not impact._pays(lists(6000))  # one list: nothing to skip
+
+
 @pytest.mark.parametrize("spec", ["bigram", "unigram"])
 def test_pruned_with_filters_grows_until_the_limit(
     built: dict[tuple[str, str], Path], tmp_path_factory: pytest.TempPathFactory, spec: str
@@ -474,12 +523,12 @@ def test_pruned_with_filters_grows_until_the_limit(
             for chosen in [{"category": categories[-1]}, {"path_prefix": prefixes[0]}, {"as_of": "2026-10-07"}]:
                 for limit in (1, 4, 30):
                     expected = fts5_top(index, text, "or", limit, **chosen)
-                    for prune in (True, False):
-                        impact.PRUNE = prune
+                    for prune in (True, False, None):
+                        impact.PRUNE, default = prune, impact.PRUNE
                         try:
                             assert_same(expected, impact_top(index, text, "or", limit, **chosen))
                         finally:
-                            impact.PRUNE = False
+                            impact.PRUNE = default
 
 
 FREQUENT = st.text(st.sampled_from(list("的的的是是导出文件天")), max_size=8)

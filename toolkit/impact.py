@@ -25,16 +25,18 @@ The postings are stored in blocks of up to :data:`BLOCK_TERMS` consecutive terms
 with numpy from one grouped pass over FTS5's instances; an index built before blocks (``impacts``, a row per
 term) is still read.
 
-Rank-safe pruning (``ranked(..., prune=True)``): each term's largest impact is stored with its postings, so
-``idf * peak`` bounds what the term adds to any row; MaxScore skips the rows only low-bound terms could bring,
-and ``and`` queries intersect by binary search. The result is the unpruned one bit for bit (exact scores are
-always summed in query order). Off by default: up to 135k rows scoring every row with numpy measured faster
-(reports/latency.md, "Scale").
+Rank-safe pruning: each term's largest impact is stored with its postings, so ``idf * peak`` bounds what the
+term adds to any row; MaxScore never reads the lists of terms whose bounds together stay below the ``k``-th best
+score, and ``and`` queries intersect by binary search. The result is the unpruned one bit for bit (exact scores
+are always summed in query order). By default an ``or`` query is pruned when one long list (a frequent term's)
+holds most of its postings, where it measured faster (:data:`PRUNE`); otherwise every row is scored with numpy.
 """
 
 from __future__ import annotations
 
 import bisect
+import collections
+import functools
 import itertools
 import json
 import math
@@ -524,6 +526,8 @@ class _Cache:
     legacy: str = ""
     #: Bytes held: blocks' blobs, scores, an older build's rows.
     bytes: int = 0
+    #: Per term, the rows it adds most to (:func:`_best_rows`), asked for by pruning.
+    best: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 _BLOCK = (
@@ -660,9 +664,21 @@ def idf(rows: int, matching: int) -> float:
     return value if value > 0.0 else CLAMPED_IDF
 
 
-#: Whether :func:`ranked` prunes by default: not, as on up to 135k rows scoring every row measured faster
-#: (reports/latency.md, "Scale").
-PRUNE = False
+#: Whether :func:`ranked` prunes by default; None: an ``or`` query whose longest list holds at least
+#: :data:`PRUNE_SHARE` of its postings, and at least :data:`PRUNE_MIN_POSTINGS` in all, is pruned (MaxScore
+#: skips such a list, a frequent term's, at the cost of bounds and binary searches: measured at 10x on
+#: cmrc2018_dev_trial_sent, it paid for pkuseg and jieba queries led by one long list and never for unigram's
+#: flatter ones; reports/latency.md, "Pruning").
+PRUNE: bool | None = None
+PRUNE_SHARE = 0.6
+PRUNE_MIN_POSTINGS = 20_000
+
+
+def _pays(present: dict[str, Postings]) -> bool:
+    """Whether MaxScore is expected to beat scoring every row (see :data:`PRUNE`)."""
+    lengths = [len(found.ids) for found in present.values()]
+    total = sum(lengths)
+    return len(lengths) > 1 and total >= PRUNE_MIN_POSTINGS and max(lengths) >= PRUNE_SHARE * total
 
 
 def ranked(
@@ -670,15 +686,19 @@ def ranked(
 ) -> list[tuple[int, float]]:
     """The top ``limit`` (chunk id, bm25 score) of ``compiled`` (see :func:`fallback_reason`), in FTS5's
     order: score ascending, ties by id; ``accept`` filters (called on candidates in rank order).
-    ``prune`` (default :data:`PRUNE`) skips rows that provably cannot make the top (MaxScore for ``or``,
-    intersection by lookups for ``and``; see :class:`_Scorer`); the result is the same either way, bit for bit."""
+    ``prune`` (default :data:`PRUNE`: where it pays) skips rows that provably cannot make the top (MaxScore for
+    ``or``, intersection by lookups for ``and``; see :class:`_Scorer`); the result is the same either way, bit
+    for bit."""
     keys = query_keys(compiled)
     postings = {key: _postings_of(index, key) for key in dict.fromkeys(keys)}
     present = {key: found for key, found in postings.items() if found is not None}
     if not present or (compiled.mode == "and" and len(present) < len(postings)):
         return []
-    scorer = _Scorer(keys, present, conjunctive=compiled.mode == "and")
-    if not (PRUNE if prune is None else prune):
+    scorer = _Scorer(keys, present, conjunctive=compiled.mode == "and", best=functools.partial(_cached_best, index))
+    chosen = PRUNE if prune is None else prune
+    if chosen is None:
+        chosen = compiled.mode != "and" and _pays(present)
+    if not chosen:
         top_of = scorer.everything
     elif compiled.mode == "and":
         top_of = scorer.intersection
@@ -702,17 +722,22 @@ def ranked(
 #: Relative slack on score bounds: far above the rounding of a sum of a few dozen terms, far below any gap
 #: that decides a ranking.
 _SLACK = 1e-9
-#: Below this many postings in all, scoring every row is cheaper than bounding (measured, reports/latency.md).
-PRUNE_MIN_POSTINGS = 0
-#: MaxScore's first threshold comes from the most valuable terms' rows, up to this share of the postings.
-SEED_SHARE = 0.125
 #: Below this many postings in all, scoring every row ranks every matching row without a cut (the cut's
 #: pool costs more than it saves; at 10x unigram the cut took engine p95 from 1.78 to 1.08 ms).
 CUT_MIN_POSTINGS = 20_000
-#: Rows of the most valuable lists, up to this many postings, from which MaxScore's threshold is taken.
+#: The cut before ranking is taken from the rows of the rarest lists, up to this many postings.
 POOL_POSTINGS = 2000
-#: Essential lists left beyond this many postings (and beyond those summed so far) are summed in steps.
-REFINE_POSTINGS = 50_000
+#: Rows per term among which MaxScore takes its threshold: the rows the term adds most to.
+BEST_ROWS = 256
+#: MaxScore raises its threshold (a sort of the best rows so far) before summing a list of at least this many
+#: postings, a quarter of those summed, and an eighth of the rows: a shorter list costs less to sum than the
+#: bound (tried at 10x: 1,000 to 8,000 postings and shares from a quarter to none measured alike, within noise).
+CHECK_POSTINGS = 4000
+CHECK_SHARE = 4
+CHECK_FRACTION = 8
+#: MaxScore takes its candidates by sorting the summed lists' rows while fewer than the rows / this, else by
+#: testing every row of the dense sums (4, 16 and 64 measured alike at 10x, within noise).
+DISTINCT_COST = 16
 #: A binary search per candidate costs about this many postings scattered (numpy, measured 10 to 15).
 LOOKUP_COST = 10
 
@@ -726,9 +751,17 @@ class _Scorer:
     row's score is bit-identical whichever method found it; bounds use any order, with ``_SLACK``.
     """
 
-    def __init__(self, terms: tuple[str, ...], present: dict[str, Postings], *, conjunctive: bool) -> None:
+    def __init__(
+        self,
+        terms: tuple[str, ...],
+        present: dict[str, Postings],
+        *,
+        conjunctive: bool,
+        best: Callable[[str, Postings], np.ndarray] | None = None,
+    ) -> None:
         self.terms = [term for term in terms if term in present]
         self.present = present
+        self.best = best or _best_rows_of
         self.conjunctive = conjunctive
         self.size = 1 + max(int(found.ids[-1]) for found in present.values())
         self._all: tuple[np.ndarray, np.ndarray] | None = None
@@ -833,99 +866,73 @@ class _Scorer:
         """``or`` with MaxScore's bounds: rows only in lists whose largest contributions together stay below
         the ``k``-th best score cannot make the top.
 
-        1. Lists are summed into a dense array, most valuable term first (``idf * peak``: rare terms, short
-           lists), ``SEED_SHARE`` of the postings at first. ``theta``, at most the true ``k``-th best score,
-           is the ``k``-th best exact score of the rows in the most valuable lists (best by their sum so far).
-        2. The least valuable terms left whose maxima sum below ``theta`` are non-essential: a row in none of
-           the other (essential) lists scores below ``theta``. Essential lists are summed (in steps, with
-           ``theta`` raised in between, while many are left); non-essential ones never are.
-        3. Candidates are the rows whose sum plus the non-essential maxima can reach ``theta``; the
-           non-essential terms, most valuable first, add their contributions (binary search when the rows
+        1. Lists are summed into a dense array most valuable term first (``idf * peak`` times the term's
+           repeats: rare terms, short lists). After each, ``theta`` (at most the true ``k``-th best score) is
+           the ``k``-th best sum so far among the rows the summed terms add most to (:func:`_best_rows_of`,
+           kept per term): a sum of some of a row's contributions is at most its score.
+        2. Summing stops when the terms left, whose maxima together stay below ``theta``, are non-essential: a
+           row in none of the summed lists scores below ``theta``, and their lists are never scanned.
+        3. Candidates are the summed lists' rows whose sum plus the non-essential maxima can reach ``theta``;
+           the non-essential terms, most valuable first, add their contributions (binary search when the rows
            left are few against the list, else a dense array), and rows whose bound falls below are dropped.
         4. The rows whose (unordered) sum can still be among the ``k`` best are scored exactly and ranked.
         """
         import numpy as np
 
         present = self.present
-        total = sum(len(found.ids) for found in present.values())
-        if len(present) < 2 or total < PRUNE_MIN_POSTINGS:
+        if len(present) < 2:
             return self.everything(k)
-        factor = {term: float(self.terms.count(term)) for term in present}
+        repeats = collections.Counter(self.terms)
+        factor = {term: float(repeats[term]) for term in present}
         most = {term: factor[term] * found.most for term, found in present.items()}
-        pending = sorted(present, key=most.__getitem__, reverse=True)
-        ranked_terms = list(pending)
-        partial = _zeros("partial", self.size)
-        spent = 0
-        budget = SEED_SHARE * total
-        theta = 0.0
-        first = True
-        while True:
-            scattered = 0
-            while pending and (not scattered or spent + len(present[pending[0]].ids) <= budget):
-                term = pending.pop(0)
-                scattered += 1
+        order = sorted(present, key=most.__getitem__, reverse=True)
+        left = list(itertools.accumulate([most[term] for term in reversed(order)], initial=0.0))[::-1]
+        partial = _clean("partial", self.size)
+        summed: list[np.ndarray] = []
+        try:
+            theta = 0.0
+            spent = 0
+            best: list[np.ndarray] = []
+            while len(summed) < len(order) and left[len(summed)] * (1 + _SLACK) >= theta:
+                term = order[len(summed)]
+                summed.append(present[term].ids)  # before it is added to: cleared whatever happens
                 self._scatter(partial, term, factor[term])
-                spent += len(present[term].ids)
-            found = self._threshold(partial, ranked_terms, k)
-            if found is None:
-                return self.everything(k)
-            theta = max(theta, found)
-            optional = _cheapest(pending, most, theta)
-            if first and not optional:
-                return self.everything(k)
-            first = False
-            essential = [term for term in pending if term not in optional]
-            left = sum(len(present[term].ids) for term in essential)
-            if left <= max(spent, REFINE_POSTINGS):
-                for term in essential:
-                    self._scatter(partial, term, factor[term])
-                pending = [term for term in pending if term in optional]
-                break
-            budget = 2 * spent
-        rest = sum(most[term] for term in pending)
-        cut = theta * (1 - _SLACK) - rest
-        candidates = _nonzero(partial, cut)
-        upper = partial[candidates]
-        for position, term in enumerate(pending):
-            if position:
-                rest = sum(most[other] for other in pending[position:])
-                keep = (upper + rest) * (1 + _SLACK) >= theta
-                candidates, upper = candidates[keep], upper[keep]
-            ids, values, _ = present[term]
-            if len(candidates) * LOOKUP_COST < len(ids):
-                positions, hit = _lookup(ids, candidates)
-                upper[hit] += factor[term] * values[positions[hit]]
+                spent += len(summed[-1])
+                best.append(self.best(term, present[term]))
+                following = len(present[order[len(summed)]].ids) if len(summed) < len(order) else 0
+                # ``theta`` is worth raising only before a list longer than those summed (short lists cost
+                # less to sum than the bound), and when no list is left, for the candidates' cut.
+                if following >= max(CHECK_POSTINGS, spent // CHECK_SHARE, self.size // CHECK_FRACTION) or not following:
+                    theta = max(theta, _kth(partial, _distinct(best), k))
+            first = len(summed)
+            cut = theta * (1 - _SLACK) - left[first]
+            if spent * DISTINCT_COST < self.size:
+                candidates = _distinct(summed)
+                candidates = candidates[partial[candidates] >= cut]
             else:
-                dense = _zeros("dense", self.size)
-                dense[ids] = values
-                upper += factor[term] * dense[candidates]
+                candidates = _nonzero(partial, cut)
+            # The non-essential terms add to the candidates only (binary search), or, when the candidates are
+            # many against a list, the list is summed like the others: either way into ``partial``.
+            for position, term in enumerate(order[first:], first):
+                if position > first:
+                    keep = (partial[candidates] + left[position]) * (1 + _SLACK) >= theta
+                    candidates = candidates[keep]
+                ids, values, _ = present[term]
+                if len(candidates) * LOOKUP_COST < len(ids):
+                    positions, hit = _lookup(ids, candidates)
+                    partial[candidates[hit]] += factor[term] * values[positions[hit]]  # candidates are distinct
+                else:
+                    summed.append(ids)
+                    self._scatter(partial, term, factor[term])
+            upper = partial[candidates]
+        finally:
+            _clear("partial", partial, summed)
         if len(candidates) > k:
             # ``upper`` is now each row's score summed in another order: within rounding of the exact one.
             kth = float(np.partition(upper, len(upper) - k)[len(upper) - k])
             candidates = candidates[upper * (1 + _SLACK) >= max(theta, kth * (1 - _SLACK))]
         top = _top(candidates, -self.exact(candidates), k)
         return top, len(top) < k
-
-    def _threshold(self, partial: np.ndarray, ranked_terms: list[str], k: int) -> float | None:
-        """A lower bound of the ``k``-th best score: the ``k``-th best exact score among the rows of the most
-        valuable lists, taken best by ``partial``; None when they are fewer than ``k`` rows."""
-        import numpy as np
-
-        lists = []
-        taken = 0
-        for term in ranked_terms:
-            lists.append(self.present[term].ids)
-            taken += len(lists[-1])
-            if taken >= POOL_POSTINGS:
-                break
-        pool = lists[0]
-        if len(lists) > 1:
-            pool = np.sort(np.concatenate(lists))  # np.unique's hashing is slower at this size
-            pool = pool[np.concatenate(([True], pool[1:] != pool[:-1]))]
-        if len(pool) < k:
-            return None
-        best = pool[np.argpartition(partial[pool], len(pool) - k)[len(pool) - k :]]
-        return float(self.exact(np.sort(best)).min())
 
     def _scatter(self, partial: np.ndarray, term: str, factor: float) -> None:
         import numpy as np
@@ -954,6 +961,48 @@ def _zeros(name: str, size: int) -> np.ndarray:
     view = _buffer(name, size)
     view.fill(0.0)
     return view
+
+
+def _clean(name: str, size: int) -> np.ndarray:
+    """A reusable array of ``size`` zeros, kept zero between uses by :func:`_clear` (filling a megabyte per
+    query cost about as much as summing a rare term's list)."""
+    import numpy as np
+
+    buffers = _local.__dict__.setdefault("clean", {})
+    found = buffers.get(name)
+    if found is None or len(found) < size:
+        found = buffers[name] = np.zeros(size)
+    view: np.ndarray = found[:size]
+    return view
+
+
+def _clear(name: str, view: np.ndarray, lists: list[np.ndarray]) -> None:
+    """Zero what :func:`_clean`'s ``view`` received from ``lists`` (all of it when they are long)."""
+    if sum(len(ids) for ids in lists) * 4 > len(view):
+        view.fill(0.0)
+    else:
+        for ids in lists:
+            view[ids] = 0.0
+
+
+def _distinct(lists: list[np.ndarray]) -> np.ndarray:
+    """The rows of ``lists`` (each ascending), ascending, each once."""
+    import numpy as np
+
+    if len(lists) == 1:
+        return lists[0]
+    rows = np.sort(np.concatenate(lists))  # np.unique's hashing is slower at this size
+    return rows[np.concatenate(([True], rows[1:] != rows[:-1]))]
+
+
+def _kth(values: np.ndarray, rows: np.ndarray, k: int) -> float:
+    """The ``k``-th largest of ``values`` at ``rows`` (0 when fewer)."""
+    import numpy as np
+
+    if len(rows) < k:
+        return 0.0
+    taken = values[rows]
+    return float(np.partition(taken, len(taken) - k)[len(taken) - k])
 
 
 def _nonzero(scores: np.ndarray, cut: float) -> np.ndarray:
@@ -1003,6 +1052,28 @@ def _top(candidates: np.ndarray, values: np.ndarray, k: int) -> list[tuple[int, 
         candidates, values = candidates[kept], values[kept]
     order = np.argsort(values, kind="stable")[:k]
     return list(zip(candidates[order].tolist(), values[order].tolist(), strict=True))
+
+
+def _best_rows_of(term: str, found: Postings) -> np.ndarray:
+    """The (at most :data:`BEST_ROWS`) rows ``term`` adds most to, ascending."""
+    import numpy as np
+
+    if len(found.ids) <= BEST_ROWS:
+        return found.ids
+    top = np.argpartition(found.scores, len(found.scores) - BEST_ROWS)[len(found.scores) - BEST_ROWS :]
+    return np.sort(found.ids[top])
+
+
+def _cached_best(index: Index, term: str, found: Postings) -> np.ndarray:
+    """:func:`_best_rows_of`, kept with the index's postings cache."""
+    cache = index.postings
+    if not isinstance(cache, _Cache):
+        return _best_rows_of(term, found)
+    rows = cache.best.get(term)
+    if rows is None:
+        rows = cache.best[term] = _best_rows_of(term, found)
+        cache.bytes += rows.nbytes if rows is not found.ids else 0
+    return rows
 
 
 def ids_json(ids: list[int]) -> str:
