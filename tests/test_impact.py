@@ -470,7 +470,7 @@ def test_pruning_by_default_where_one_list_leads(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # By default a query is pruned when its longest list holds most of its postings (a frequent term's); the
-    # size floor is for 135k rows, so it is lowered to the handbook's. Both paths must be taken, and agree.
+    # list's length floor is for 135k rows, so it is lowered to the handbook's. Both paths must be taken, and agree.
     tokenizer_for(spec)
     monkeypatch.setattr(impact, "PRUNE_MIN_POSTINGS", 0)
     taken = {"maxscore": 0, "everything": 0}
@@ -507,7 +507,8 @@ def test_pruning_pays_only_for_a_leading_list(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(impact, "PRUNE_MIN_POSTINGS", 1000)
     assert impact._pays(lists(6000, 2000, 2000))  # 60%
     assert not impact._pays(lists(5900, 2100, 2000))
-    assert not impact._pays(lists(600, 200, 100))  # too few postings to pay for bounds
+    assert impact._pays(lists(1000, 300, 200))
+    assert not impact._pays(lists(999, 300, 200))  # too short a list to pay for the bounds
     assert not impact._pays(lists(6000))  # one list: nothing to skip
 
 

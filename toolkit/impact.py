@@ -665,20 +665,21 @@ def idf(rows: int, matching: int) -> float:
 
 
 #: Whether :func:`ranked` prunes by default; None: an ``or`` query whose longest list holds at least
-#: :data:`PRUNE_SHARE` of its postings, and at least :data:`PRUNE_MIN_POSTINGS` in all, is pruned (MaxScore
-#: skips such a list, a frequent term's, at the cost of bounds and binary searches: measured at 10x on
-#: cmrc2018_dev_trial_sent, it paid for pkuseg and jieba queries led by one long list and never for unigram's
-#: flatter ones; reports/latency.md, "Pruning").
+#: :data:`PRUNE_SHARE` of its postings and at least :data:`PRUNE_MIN_POSTINGS` is pruned. MaxScore skips such a
+#: list (a frequent term's) at a cost per query (bounds, binary searches, exact scores) that only a long list
+#: repays: at 10x cmrc2018_dev_trial_sent (135k rows) it paid for jieba and pkuseg questions led by 的's
+#: 71k-posting list and never for unigram's flatter ones; on drcd_dev replicated 30x (30k rows) no list was
+#: long enough for it to pay (reports/latency.md, "Pruning where it pays").
 PRUNE: bool | None = None
 PRUNE_SHARE = 0.6
-PRUNE_MIN_POSTINGS = 20_000
+PRUNE_MIN_POSTINGS = 40_000
 
 
 def _pays(present: dict[str, Postings]) -> bool:
     """Whether MaxScore is expected to beat scoring every row (see :data:`PRUNE`)."""
     lengths = [len(found.ids) for found in present.values()]
-    total = sum(lengths)
-    return len(lengths) > 1 and total >= PRUNE_MIN_POSTINGS and max(lengths) >= PRUNE_SHARE * total
+    longest = max(lengths)
+    return len(lengths) > 1 and longest >= PRUNE_MIN_POSTINGS and longest >= PRUNE_SHARE * sum(lengths)
 
 
 def ranked(
