@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import bisect
 import collections
-import functools
 import itertools
 import json
 import math
@@ -526,8 +525,16 @@ class _Cache:
     legacy: str = ""
     #: Bytes held: blocks' blobs, scores, an older build's rows.
     bytes: int = 0
-    #: Per term, the rows it adds most to (:func:`_best_rows`), asked for by pruning.
+    #: Per term, the rows it adds most to (:func:`_best_rows_of`), asked for by pruning.
     best: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def best_rows(self, term: str, found: Postings) -> np.ndarray:
+        """:func:`_best_rows_of` ``term``'s postings ``found``, computed once and counted in :attr:`bytes`."""
+        rows = self.best.get(term)
+        if rows is None:
+            rows = self.best[term] = _best_rows_of(found)
+            self.bytes += rows.nbytes if rows is not found.ids else 0
+        return rows
 
 
 _BLOCK = (
@@ -695,7 +702,8 @@ def ranked(
     present = {key: found for key, found in postings.items() if found is not None}
     if not present or (compiled.mode == "and" and len(present) < len(postings)):
         return []
-    scorer = _Scorer(keys, present, conjunctive=compiled.mode == "and", best=functools.partial(_cached_best, index))
+    # Reading the postings above left the index holding the cache that has them (see _postings_of).
+    scorer = _Scorer(keys, present, conjunctive=compiled.mode == "and", best=index.postings.best_rows)
     chosen = PRUNE if prune is None else prune
     if chosen is None:
         chosen = compiled.mode != "and" and _pays(present)
@@ -762,7 +770,7 @@ class _Scorer:
     ) -> None:
         self.terms = [term for term in terms if term in present]
         self.present = present
-        self.best = best or _best_rows_of
+        self.best = best or (lambda _term, found: _best_rows_of(found))
         self.conjunctive = conjunctive
         self.size = 1 + max(int(found.ids[-1]) for found in present.values())
         self._all: tuple[np.ndarray, np.ndarray] | None = None
@@ -805,7 +813,6 @@ class _Scorer:
         """The ``k``-th best exact score among the rows of the rarest lists (so at most the ``k``-th best of
         all), when those rows are few against all the postings; else 0. Ranking only rows at or above it
         keeps every row of the top and every row tied with its last."""
-        import numpy as np
 
         total = sum(len(found.ids) for found in self.present.values())
         if total < CUT_MIN_POSTINGS:
@@ -819,11 +826,7 @@ class _Scorer:
                 break
         if taken * 4 > total:
             return 0.0
-        pool = np.sort(np.concatenate(lists))
-        pool = pool[np.concatenate(([True], pool[1:] != pool[:-1]))]
-        if len(pool) < k:
-            return 0.0
-        return float(np.partition(scores[pool], len(pool) - k)[len(pool) - k])
+        return _kth(scores, _distinct(lists), k)
 
     def exact(self, candidates: np.ndarray) -> np.ndarray:
         """The scores (positive) of ``candidates`` (ascending), term by term in query order; rows scored by
@@ -927,7 +930,7 @@ class _Scorer:
                     self._scatter(partial, term, factor[term])
             upper = partial[candidates]
         finally:
-            _clear("partial", partial, summed)
+            _clear(partial, summed)
         if len(candidates) > k:
             # ``upper`` is now each row's score summed in another order: within rounding of the exact one.
             kth = float(np.partition(upper, len(upper) - k)[len(upper) - k])
@@ -945,15 +948,16 @@ class _Scorer:
 _local = threading.local()
 
 
-def _buffer(name: str, size: int, dtype: str = "f8") -> np.ndarray:
+def _buffer(name: str, size: int, dtype: str = "f8", *, zeroed: bool = False) -> np.ndarray:
     """A reusable array of ``size`` (contents left from its last use), one per name and thread: a fresh
-    megabyte array per query costs page faults, which at 135k rows took longer than the additions."""
+    megabyte array per query costs page faults, which at 135k rows took longer than the additions.
+    ``zeroed``: a new array starts as zeros (see :func:`_clean`)."""
     import numpy as np
 
     buffers = _local.__dict__.setdefault("buffers", {})
     found = buffers.get(name)
     if found is None or len(found) < size:
-        found = buffers[name] = np.empty(size, dtype=dtype)
+        found = buffers[name] = (np.zeros if zeroed else np.empty)(size, dtype=dtype)
     view: np.ndarray = found[:size]
     return view
 
@@ -966,18 +970,11 @@ def _zeros(name: str, size: int) -> np.ndarray:
 
 def _clean(name: str, size: int) -> np.ndarray:
     """A reusable array of ``size`` zeros, kept zero between uses by :func:`_clear` (filling a megabyte per
-    query cost about as much as summing a rare term's list)."""
-    import numpy as np
-
-    buffers = _local.__dict__.setdefault("clean", {})
-    found = buffers.get(name)
-    if found is None or len(found) < size:
-        found = buffers[name] = np.zeros(size)
-    view: np.ndarray = found[:size]
-    return view
+    query cost about as much as summing a rare term's list); its own name space, apart from other buffers'."""
+    return _buffer(f"clean:{name}", size, zeroed=True)
 
 
-def _clear(name: str, view: np.ndarray, lists: list[np.ndarray]) -> None:
+def _clear(view: np.ndarray, lists: list[np.ndarray]) -> None:
     """Zero what :func:`_clean`'s ``view`` received from ``lists`` (all of it when they are long)."""
     if sum(len(ids) for ids in lists) * 4 > len(view):
         view.fill(0.0)
@@ -1019,18 +1016,6 @@ def _nonzero(scores: np.ndarray, cut: float) -> np.ndarray:
     return np.flatnonzero(mask)
 
 
-def _cheapest(terms: list[str], most: dict[str, float], theta: float) -> list[str]:
-    """The least valuable of ``terms`` whose largest contributions together stay below ``theta``."""
-    chosen: list[str] = []
-    reach = 0.0
-    for term in sorted(terms, key=most.__getitem__):
-        if (reach + most[term]) * (1 + _SLACK) >= theta:
-            break
-        reach += most[term]
-        chosen.append(term)
-    return chosen
-
-
 def _lookup(ids: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where each candidate is in ``ids`` (ascending), and which candidates are there at all."""
     import numpy as np
@@ -1055,26 +1040,14 @@ def _top(candidates: np.ndarray, values: np.ndarray, k: int) -> list[tuple[int, 
     return list(zip(candidates[order].tolist(), values[order].tolist(), strict=True))
 
 
-def _best_rows_of(term: str, found: Postings) -> np.ndarray:
-    """The (at most :data:`BEST_ROWS`) rows ``term`` adds most to, ascending."""
+def _best_rows_of(found: Postings) -> np.ndarray:
+    """The (at most :data:`BEST_ROWS`) rows a term adds most to, ascending."""
     import numpy as np
 
     if len(found.ids) <= BEST_ROWS:
         return found.ids
     top = np.argpartition(found.scores, len(found.scores) - BEST_ROWS)[len(found.scores) - BEST_ROWS :]
     return np.sort(found.ids[top])
-
-
-def _cached_best(index: Index, term: str, found: Postings) -> np.ndarray:
-    """:func:`_best_rows_of`, kept with the index's postings cache."""
-    cache = index.postings
-    if not isinstance(cache, _Cache):
-        return _best_rows_of(term, found)
-    rows = cache.best.get(term)
-    if rows is None:
-        rows = cache.best[term] = _best_rows_of(term, found)
-        cache.bytes += rows.nbytes if rows is not found.ids else 0
-    return rows
 
 
 def ids_json(ids: list[int]) -> str:

@@ -71,7 +71,8 @@ def measure(dataset: str, strategy: str, repeat: int, tuned: int) -> dict[str, A
                     times.append(time.perf_counter() - started)
                 best[name].append(min(times))
             identical += results["unpruned"] == results["default"] == results["forced"]
-            present = {key: p for key in query_keys_of(query) if (p := impact._postings_of(index, key)) is not None}
+            keys = dict.fromkeys(impact.query_keys(query))
+            present = {key: p for key in keys if (p := impact._postings_of(index, key)) is not None}
             pruned += bool(present) and impact._pays(present)
     return {
         "rows": index.chunks,
@@ -85,10 +86,6 @@ def measure(dataset: str, strategy: str, repeat: int, tuned: int) -> dict[str, A
         if 0 < tuned < len(compiled)
         else None,
     }
-
-
-def query_keys_of(query: Any) -> list[str]:
-    return list(dict.fromkeys(impact.query_keys(query)))
 
 
 def main() -> None:
