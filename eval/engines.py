@@ -26,8 +26,13 @@ from ..store import Index
 from ..tokenizers import Tokenizer
 from ..tokenizers.base import library_version
 
-#: The engine a system names nothing else: today's behaviour, FTS5's bm25 statement.
-DEFAULT_ENGINE = "fts5"
+#: The engine of a system that names none: the exact impact engine, chosen by measurement (FTS5's hits, order
+#: and scores, bit for bit, at a fraction of its latency: reports/engines.md, reports/latency.md), the engine
+#: ``search`` uses on an index built by default; a query it cannot answer from postings is FTS5's.
+DEFAULT_ENGINE = "impact"
+#: FTS5's own bm25 statement: the reference every exact engine reproduces, and the build of an index that
+#: recorded no engine (built before engines were recorded).
+REFERENCE_ENGINE = "fts5"
 
 
 class Searcher:
@@ -41,6 +46,9 @@ class Searcher:
     def stats(self) -> dict[str, Any]:
         """What this engine measured or holds (build time, in-memory bytes, fallbacks), for the report row."""
         return {}
+
+    def warmed(self) -> None:
+        """The warm-up queries are done: what the engine counts per query starts from here."""
 
 
 class Engine(Configurable):
@@ -132,6 +140,9 @@ class _ImpactSearcher(_Fts5Searcher):
 
     fallbacks = 0
 
+    def warmed(self) -> None:
+        self.fallbacks = 0
+
     def __call__(self, text: str) -> SearchResult:
         result = self.run(text)
         if impact.fallback_reason(self.index, result.query) is not None:
@@ -156,12 +167,13 @@ class Fts5Engine(Engine):
 
 
 class ImpactEngine(Engine):
-    """The exact impact engine: FTS5's bm25 from stored per-term postings (same hits, order and scores)."""
+    """The exact impact engine: FTS5's bm25 from stored per-term postings (same hits, order and scores). A query
+    the postings cannot answer exactly (a phrase, a hybrid's ``and``) is answered by FTS5's statement and
+    counted (``fts5_fallbacks``), as ``search`` does on an index built by default."""
 
     name = "impact"
-    summary = "exact impact postings (FTS5's scores and order, faster on frequent terms)"
+    summary = "exact impact postings (FTS5's scores and order, faster on frequent terms; the default)"
     build_engine = "impact"
-    modes = ("or", "and")
 
     def searcher(
         self, index: Index, *, mode: str, depth: int, as_of: str | None, processing: QueryProcessing | None

@@ -354,11 +354,11 @@ def engine_data_bytes(row: dict[str, Any]) -> int | None:
 def _engines(report: dict[str, Any], rows: list[dict[str, Any]], label: dict[str, str]) -> dict[str, Any] | None:
     """The engines section: which engine ranked each row, exact engines' agreement, and what bm25s measured."""
     ranked = [row for row in rows if isinstance(row.get("engine"), dict)]
-    if not any(row["engine"].get("name") != "fts5" for row in ranked):
-        return None  # every row is FTS5's statement, as before engines were compared: nothing to say
+    if len({row["engine"].get("name") for row in ranked}) < 2 and all(row["engine"].get("exact") for row in ranked):
+        return None  # one exact engine ranked every row (FTS5's ranking): nothing to compare
     agreement = [
         {
-            "system": label.get(item["names"][0], item["names"][0]),
+            "system": label.get(item["system"]) or label.get(item["names"][0], item["names"][0]),
             "engines": " and ".join(item["engines"]),
             "queries": item["queries_with_hits"],
             "differing": item["queries_differing"],

@@ -24,7 +24,7 @@ from ..store import SCHEMA_VERSION, Index, read_meta
 from ..textio import open_regular, read_json
 from ..tokenizers import Tokenizer, get_tokenizer
 from ..writer import BuildReport, build, corpus_checksum
-from .engines import DEFAULT_ENGINE, get_engine
+from .engines import DEFAULT_ENGINE, REFERENCE_ENGINE, get_engine
 from .metrics import RankedDoc
 from .records import Dataset
 
@@ -46,13 +46,14 @@ class System:
     mode: str
     #: Query processing (``stopwords=zh,max_df=0.3``, see rag_eval.processing); empty for none.
     query: str = ""
-    #: Engine spec (``fts5``, ``impact``, ``bm25s:method=robertson``; see :mod:`.engines`); empty for fts5.
+    #: Engine spec (``fts5``, ``impact``, ``bm25s:method=robertson``; see :mod:`.engines`); empty for the default.
     engine: str = DEFAULT_ENGINE
 
     @property
     def name(self) -> str:
         """A readable, unique label, e.g. ``jieba:mode=precise | sections | or`` (``| QUERY`` when processed,
-        ``| engine=SPEC`` for an engine other than fts5, so fts5 systems keep the names baselines know)."""
+        ``| engine=SPEC`` for an engine other than the default; an exact engine's quality is the same, so the
+        names baselines know keep their figures)."""
         return (
             f"{self.tokenizer} | {self.builder} | {self.mode}"
             + (f" | {self.query}" if self.query else "")
@@ -115,7 +116,7 @@ def source_checksum(source: Path, builder: Builder) -> tuple[str, str]:
     return corpus_checksum(files), hashlib.sha256(layout.encode()).hexdigest()
 
 
-def index_path(source: Path, builder: Builder, tokenizer_spec: str, engine: str = DEFAULT_ENGINE) -> tuple[Path, str]:
+def index_path(source: Path, builder: Builder, tokenizer_spec: str, engine: str = REFERENCE_ENGINE) -> tuple[Path, str]:
     """The cached index for a source, builder, tokenizer and build engine, and the source's ``corpus_sha256``.
 
     The key is content-addressed over everything that decides the index: the bytes of every source file
@@ -133,7 +134,7 @@ def index_path(source: Path, builder: Builder, tokenizer_spec: str, engine: str 
         "builder": builder.system,
         "tokenizer": tokenizer_spec,
     }
-    if engine != DEFAULT_ENGINE:  # plain builds keep the keys they had before engines were keyed
+    if engine != REFERENCE_ENGINE:  # plain builds keep the keys they had before engines were keyed
         identity["engine"] = engine
     key = hashlib.sha256(json.dumps(identity, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
     return cache_dir() / "indexes" / corpus[:16] / f"{key}.sqlite", corpus
@@ -152,7 +153,7 @@ def _recorded_meta(path: Path) -> dict[str, str]:
         db.close()
 
 
-def _cached_report(path: Path, expected: dict[str, str], engine: str = DEFAULT_ENGINE) -> dict[str, Any] | None:
+def _cached_report(path: Path, expected: dict[str, str], engine: str = REFERENCE_ENGINE) -> dict[str, Any] | None:
     """The build report of a cached index whose recorded meta matches ``expected`` and whose recorded build
     engine is ``engine`` (indexes built before engines were recorded are plain fts5 builds), else None."""
     report_path = path.with_suffix(".build.json")
@@ -161,7 +162,7 @@ def _cached_report(path: Path, expected: dict[str, str], engine: str = DEFAULT_E
     meta = _recorded_meta(path)
     if any(meta.get(key) != value for key, value in expected.items()):
         return None
-    if (meta.get("engine") or DEFAULT_ENGINE) != engine:
+    if (meta.get("engine") or REFERENCE_ENGINE) != engine:
         return None
     try:
         report = read_json(report_path, IndexFileError, max_bytes=MAX_BUILD_REPORT_BYTES)
@@ -183,7 +184,7 @@ def cached_build(
     tokenizer: Tokenizer,
     *,
     progress: Progress | None = None,
-    engine: str = DEFAULT_ENGINE,
+    engine: str = REFERENCE_ENGINE,
 ) -> tuple[Path, dict[str, Any]]:
     """The index of ``source`` for this builder, tokenizer and build engine (``impact`` writes impact
     postings): reused from the cache when its recorded tokenizer spec, builder spec, corpus checksum and
@@ -247,6 +248,7 @@ def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress
         prepared = resident_bytes()
         for query in queries[:WARMUP]:
             run(query.text)
+        run.warmed()
         for number, query in enumerate(queries, start=1):
             result = run(query.text)
             tokenize_times.append(result.tokenize_seconds)

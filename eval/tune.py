@@ -65,7 +65,8 @@ class Candidate:
 
     @property
     def single(self) -> bool:
-        """A plain tokenizer without processing, ranked by fts5: the baselines the recommendation is tested against."""
+        """A plain tokenizer without processing, ranked by the default engine: the baselines the recommendation
+        is tested against."""
         return (
             self.system is not None
             and not self.system.query
@@ -144,7 +145,7 @@ def candidates(space: dict[str, Any]) -> list[Candidate]:
         if tokenizer.availability() is None:
             tokenizers.append(spec)
     processing = [QueryProcessing.parse(p).written if p else "" for p in space.get("processing", [""])] or [""]
-    # Each system under each engine that ranks it (an engine for one field skips hybrids); fts5 by default.
+    # Each system under each engine that ranks it (an engine for one field skips hybrids); the default engine if none.
     engines = [written_engine(spec) for spec in space.get("engines", [])] or [DEFAULT_ENGINE]
     found: list[Candidate] = []
 

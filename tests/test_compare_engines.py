@@ -41,8 +41,8 @@ def handbook_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_fts5_and_impact_give_identical_runs_and_per_query_metrics(handbook_report: dict) -> None:
     rows = {row["engine"]["name"]: row for row in handbook_report["systems"]}
     assert set(rows) == {"fts5", "impact", "bm25s"}
-    assert rows["fts5"]["name"] == "unigram | sections | or"  # fts5 keeps the name baselines know
-    assert rows["impact"]["name"] == "unigram | sections | or | engine=impact"
+    assert rows["impact"]["name"] == "unigram | sections | or"  # the default engine: the name baselines know
+    assert rows["fts5"]["name"] == "unigram | sections | or | engine=fts5"
     per_query = handbook_report["per_query"]
     assert per_query[rows["fts5"]["name"]] == per_query[rows["impact"]["name"]]
     assert len(per_query[rows["fts5"]["name"]]) == handbook_report["judged_queries"] > 0
@@ -70,6 +70,21 @@ def test_a_hybrid_runs_identically_under_fts5_and_impact(tmp_path: Path) -> None
     assert agreement["queries_with_hits"] > 0
     row = next(row for row in written["systems"] if row["engine"]["name"] == "impact")
     assert row["engine"]["fts5_fallbacks"] == 0 and row["engine"]["postings_bytes"] > 0
+
+
+def test_the_default_engine_ranks_every_mode_and_counts_what_fts5_answered(tmp_path: Path) -> None:
+    """A system naming no engine is ranked by impact; phrase queries, which postings cannot answer, are FTS5's
+    (counted), with the run FTS5's statement gives."""
+    handbook = load_dataset("handbook")
+    data = subset(handbook, list(handbook.queries)[:30], "first30")
+    systems = [System("bigram", "", "phrase"), System("bigram", "", "phrase", engine="fts5")]
+    report, runs = compare(data, systems, metrics=["nDCG@10"])
+    default, reference = report["systems"]
+    assert default["name"] == "bigram | sections | phrase" and default["engine"]["name"] == "impact"
+    assert default["engine"]["fts5_fallbacks"] == 30 and reference["name"].endswith("| engine=fts5")
+    (agreement,) = report["engines"]
+    assert agreement["queries_differing"] == 0 and agreement["same_metrics"] is True
+    assert agreement["queries_with_hits"] > 0
 
 
 def test_bm25s_row_has_quality_speed_memory_and_index_size(handbook_report: dict) -> None:
@@ -139,16 +154,17 @@ def test_an_index_without_impacts_is_never_reused_for_impact() -> None:
 
 def test_engine_specs_in_systems_files_and_tune_spaces(tmp_path: Path) -> None:
     file = tmp_path / "systems.toml"
-    file.write_text('[[system]]\ntokenizer = "bigram"\nengine = "impact"\n[[system]]\ntokenizer = "jieba"\n')
+    file.write_text('[[system]]\ntokenizer = "bigram"\nengine = "fts5"\n[[system]]\ntokenizer = "jieba"\n')
     systems, _ = load_systems_toml(file)
-    assert [s.engine for s in systems] == ["impact", "fts5"]
+    assert [s.engine for s in systems] == ["fts5", "impact"]  # naming none: the default
     assert written_engine("bm25s: method = robertson") == "bm25s:method=robertson"
     assert engine_names() == ["bm25s", "fts5", "impact"]
-    pool = candidates({"tokenizers": ["bigram"], "hybrid_sizes": [2], "engines": ["fts5", "bm25s"]})
+    pool = candidates({"tokenizers": ["bigram"], "hybrid_sizes": [2], "engines": ["impact", "bm25s"]})
     assert [c.name for c in pool] == ["bigram", "bigram | engine=bm25s"]  # no hybrid: bm25s ranks one field
     assert [c.single for c in pool] == [True, False]
-    toml = recommendation_toml(Candidate("x", System("bigram", "", "", engine="impact")), "why")
-    assert 'engine = "impact"' in toml
+    toml = recommendation_toml(Candidate("x", System("bigram", "", "", engine="fts5")), "why")
+    assert 'engine = "fts5"' in toml
+    assert "engine" not in recommendation_toml(Candidate("x", System("bigram", "", "")), "why")  # the default
     space = tmp_path / "space.toml"
     space.write_text('tokenizers = ["bigram"]\nengines = ["fts5", "okapi"]\n')
     with pytest.raises(RagEvalError, match="engines: unknown engine 'okapi'; choose from: bm25s, fts5, impact"):
@@ -165,7 +181,6 @@ def test_engine_specs_in_systems_files_and_tune_spaces(tmp_path: Path) -> None:
         (["-t", "bigram", "--engine", "bm25s:method=okapi"], "bad value 'okapi' for bm25s option 'method'"),
         (["-t", "bigram+unigram", "--engine", "bm25s"], "engine 'bm25s' ranks one-field systems"),
         (["-t", "bigram", "--engine", "bm25s", "--mode", "and"], "engine 'bm25s' answers or queries, not 'and'"),
-        (["-t", "bigram", "--engine", "impact", "--mode", "phrase"], "answers or and and queries, not 'phrase'"),
         (["-t", "bigram", "-b", "sections:title_weight=2", "--engine", "bm25s"], "weights its columns 2, 1"),
     ],
 )
@@ -189,8 +204,8 @@ def test_a_missing_bm25s_is_an_error_with_the_install_command(monkeypatch: pytes
 
 
 def test_index_build_from_a_systems_file_takes_its_engine(tmp_path: Path) -> None:
-    """A file naming the impact engine builds impact postings; compare's default (fts5, what tune's files
-    carry when they name none) leaves the build's own default (auto: impact); --engine overrides both."""
+    """A file naming the impact engine (compare's default) builds impact postings; one naming fts5 leaves the
+    build's own default (auto: impact); --engine overrides both."""
     from rag_eval.eval.shipped import corpus_dir
 
     runner = CliRunner()
