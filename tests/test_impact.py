@@ -623,6 +623,13 @@ def replace_postings(db: sqlite3.Connection, term: str, rowids: bytes, weights: 
     )
 
 
+def relist(db: sqlite3.Connection, change: Any) -> None:
+    """Rewrite the terms of 导出's block (its first term kept: the block is still found) with ``change(terms)``."""
+    first, listed = block_of(db, "导出")[:2]
+    assert len(listed) >= 3 and listed[0] != "导出"
+    db.execute("UPDATE impact_blocks SET terms = ? WHERE first = ?", (json.dumps(change(listed)), first))
+
+
 def eight(value: int) -> bytes:
     return value.to_bytes(8, "little")
 
@@ -652,6 +659,9 @@ TAMPERED: dict[str, Any] = {
     "terms not a JSON list": lambda db: db.execute(
         "UPDATE impact_blocks SET terms = '{\"导出\": 1' WHERE first = ?", (block_of(db, "导出")[0],)
     ),
+    "terms not all strings": lambda db: relist(db, lambda terms: [terms[0], 7, *terms[2:]]),
+    "terms out of order": lambda db: relist(db, lambda terms: [terms[0], *reversed(terms[1:])]),
+    "a term listed twice": lambda db: relist(db, lambda terms: [terms[0], terms[0], *terms[2:]]),
     "a peak below the largest impact": lambda db: db.execute(
         "UPDATE impact_blocks SET peaks = zeroblob(length(peaks)) WHERE first = ?", (block_of(db, "导出")[0],)
     ),

@@ -607,7 +607,8 @@ def _block_of(index: Index, cache: _Cache, term: str) -> _Block | None:
         listed = json.loads(terms)
     except (TypeError, ValueError):
         listed = None
-    if not isinstance(listed, list) or not listed or not all(isinstance(key, str) for key in listed):
+    # Checked with C-level set and sort rather than a Python step per term: a cold query reads a block per term.
+    if not isinstance(listed, list) or not listed or set(map(type, listed)) != {str}:
         _damaged(index, term)
     blobs = (bounds, rowids, weights, peaks)
     if listed[0] != first or not all(isinstance(blob, bytes) for blob in blobs):
@@ -617,7 +618,7 @@ def _block_of(index: Index, cache: _Cache, term: str) -> _Block | None:
     offsets = np.frombuffer(bounds, dtype="<i8")
     if offsets[0] != 0 or 8 * int(offsets[-1]) != len(rowids) or bool(np.any(offsets[1:] <= offsets[:-1])):
         _damaged(index, term)
-    if any(earlier >= later for earlier, later in itertools.pairwise(listed)):
+    if listed != sorted(set(listed)):  # strictly ascending
         _damaged(index, term)
     block = _Block(listed, offsets, rowids, weights, np.frombuffer(peaks, dtype="<f8"))
     if first not in cache.blocks:

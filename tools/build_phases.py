@@ -1,0 +1,96 @@
+"""Where a build's write phase goes: one `passages` build per round, with each step of the write timed.
+
+    RAG_EVAL_WORKERS=2 .venv/bin/python tools/build_phases.py CORPUS STRATEGY ROUNDS > OUT.jsonl
+
+Each line: the build report's tokenize and write seconds, and within the write the chunk-row inserts, FTS5's
+rebuild and optimize, the impact postings (their instance pass alone as ``postings_counted``), the commit
+(SQLite writes the WAL and checkpoints it) and the final checkpoint. The index goes to a temporary folder
+that is removed. Timing wraps the library's functions and the connection's statements; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rag_eval import impact, writer
+from rag_eval.store import connect
+
+STEPS = {
+    "INSERT INTO chunks": "chunk_rows",
+    "INSERT INTO search(search) VALUES ('rebuild')": "fts5_rebuild",
+    "INSERT INTO search(search) VALUES ('optimize')": "fts5_optimize",
+    "COMMIT": "commit",
+}
+spent: dict[str, float] = {}
+
+
+def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[name] = spent.get(name, 0.0) + time.perf_counter() - started
+
+    return wrapper
+
+
+class Timed(sqlite3.Connection):
+    def _time(self, sql: str, run: Callable[[], Any]) -> Any:
+        started = time.perf_counter()
+        try:
+            return run()
+        finally:
+            for prefix, name in STEPS.items():
+                if sql.startswith(prefix):
+                    spent[name] = spent.get(name, 0.0) + time.perf_counter() - started
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+        return self._time(sql, lambda: super(Timed, self).execute(sql, *args))
+
+    def executemany(self, sql: str, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+        return self._time(sql, lambda: super(Timed, self).executemany(sql, *args))
+
+
+def main() -> None:
+    corpus, strategy, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    writer.write_impacts = timed("postings", writer.write_impacts)  # type: ignore[assignment]
+    impact._write_counted = timed("postings_counted", impact._write_counted)  # type: ignore[assignment]
+    writer._checkpoint = timed("checkpoint", writer._checkpoint)  # type: ignore[assignment]
+    for number in range(1, rounds + 1):
+        spent.clear()
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "phases.sqlite"
+            db = connect(path, factory=Timed)
+            load = os.getloadavg()[0]
+            try:
+                report = writer.build(corpus, path, builder="passages", tokenizer=strategy, db=db)
+            finally:
+                db.close()
+        line = {
+            "round": number,
+            "corpus": Path(corpus).name,
+            "strategy": strategy,
+            "workers": os.environ.get("RAG_EVAL_WORKERS", "auto"),
+            "load": load,
+            "plan": report.extra["tokenize_plan"],
+            "tokenize": round(report.tokenize_seconds, 3),
+            "write": round(report.write_seconds, 3),
+            "build_over_tokenize": round(1 + report.write_seconds / report.tokenize_seconds, 3),
+            **{name: round(seconds, 3) for name, seconds in sorted(spent.items())},
+        }
+        steps = ("chunk_rows", "fts5_rebuild", "fts5_optimize", "postings", "commit")
+        line["write_other"] = round(line["write"] - sum(line.get(name, 0.0) for name in steps), 3)
+        print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()
