@@ -1,11 +1,12 @@
 """Where a build's write phase goes: one `passages` build per round, with each step of the write timed.
 
-    RAG_EVAL_WORKERS=2 .venv/bin/python tools/build_phases.py CORPUS STRATEGY ROUNDS > OUT.jsonl
+    RAG_EVAL_WORKERS=2 .venv/bin/python tools/build_phases.py CORPUS STRATEGY ROUNDS [ENGINE] > OUT.jsonl
 
 Each line: the build report's tokenize and write seconds, and within the write the chunk-row inserts, FTS5's
 rebuild and optimize, the impact postings (their instance pass alone as ``postings_counted``), the commit
-(SQLite writes the WAL and checkpoints it) and the final checkpoint. The index goes to a temporary folder
-that is removed. Timing wraps the library's functions and the connection's statements; nothing else changes.
+(SQLite writes the WAL and checkpoints it) and the final checkpoint. ENGINE is the build's ``--engine``
+(default ``auto``: with impact postings). The index goes to a temporary folder that is removed. Timing
+wraps the library's functions and the connection's statements; nothing else changes.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class Timed(sqlite3.Connection):
 
 def main() -> None:
     corpus, strategy, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    engine = sys.argv[4] if len(sys.argv) > 4 else "auto"
     writer.write_impacts = timed("postings", writer.write_impacts)  # type: ignore[assignment]
     impact._write_counted = timed("postings_counted", impact._write_counted)  # type: ignore[assignment]
     writer._checkpoint = timed("checkpoint", writer._checkpoint)  # type: ignore[assignment]
@@ -72,13 +74,14 @@ def main() -> None:
             db = connect(path, factory=Timed)
             load = os.getloadavg()[0]
             try:
-                report = writer.build(corpus, path, builder="passages", tokenizer=strategy, db=db)
+                report = writer.build(corpus, path, builder="passages", tokenizer=strategy, db=db, engine=engine)
             finally:
                 db.close()
         line = {
             "round": number,
             "corpus": Path(corpus).name,
             "strategy": strategy,
+            "engine": engine,
             "workers": os.environ.get("RAG_EVAL_WORKERS", "auto"),
             "load": load,
             "plan": report.extra["tokenize_plan"],
