@@ -256,10 +256,16 @@ def test_a_document_id_with_whitespace_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists()
 
 
-def test_the_impact_engine_gives_the_same_run(tmp_path: Path) -> None:
+def test_the_impact_engine_gives_the_same_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rag_eval import impact as impact_module
+
     index = tmp_path / "impact.sqlite"
     build(corpus_dir("handbook"), index, builder="sections", tokenizer="bigram", engine="impact")
+    preloaded: list[bool] = []
+    real = impact_module.preload
+    monkeypatch.setattr(impact_module, "preload", lambda opened: preloaded.append(real(opened)) or preloaded[-1])
     batch_search(index, HANDBOOK_QUERIES, tmp_path / "fts5.run", engine="fts5")
+    assert preloaded == []  # FTS5's statement reads no postings
     result = CliRunner().invoke(
         cli,
         ["search", str(index), "--queries", str(HANDBOOK_QUERIES), "--run", str(tmp_path / "impact.run")]
@@ -268,3 +274,4 @@ def test_the_impact_engine_gives_the_same_run(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     impact = (tmp_path / "impact.run").read_text(encoding="utf-8")
     assert impact == (tmp_path / "fts5.run").read_text(encoding="utf-8") and impact.count("\n") > 324
+    assert preloaded == [True]  # the whole batch answered warm

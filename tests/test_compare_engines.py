@@ -4,12 +4,14 @@ engine specs in -t/--engine, systems files and tune spaces, and one error line f
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from rag_eval import impact as impact_module
 from rag_eval.builders import get_builder
 from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError
@@ -50,6 +52,7 @@ def test_fts5_and_impact_give_identical_runs_and_per_query_metrics(handbook_repo
     assert agreement["engines"] == ["fts5", "impact"] and agreement["queries_differing"] == 0
     assert agreement["same_metrics"] is True and agreement["queries_with_hits"] > 0
     assert rows["impact"]["engine"]["fts5_fallbacks"] == 0 and rows["impact"]["engine"]["postings_bytes"] > 0
+    assert rows["impact"]["engine"]["postings_preloaded"] is True  # timed warm: read whole while prepared
     # the impact build is its own index (with postings), larger than the plain one
     assert rows["impact"]["build"]["index_bytes"] > rows["fts5"]["build"]["index_bytes"]
     runs = Path(handbook_report["_folder"]) / "runs"
@@ -150,6 +153,30 @@ def test_an_index_without_impacts_is_never_reused_for_impact() -> None:
     expected = {"tokenizer_spec": tokenizer.spec, "builder": builder.system, "corpus_sha256": corpus}
     assert _cached_report(path, expected) is not None
     assert _cached_report(path, expected, "impact") is None  # a plain build found under an impact key
+
+
+def test_a_cached_build_with_postings_of_an_older_layout_is_rebuilt() -> None:
+    """They rank the same, but compare times them: an impact build from before the blocks is not reused."""
+    dataset = load_dataset("evidence-mini")
+    source, builder_name = corpus_source(dataset)
+    builder, tokenizer = get_builder(builder_name), get_tokenizer("bigram")
+    path, _report = cached_build(source, builder, tokenizer, engine="impact")
+    expected = {"tokenizer_spec": tokenizer.spec, "builder": builder.system, "corpus_sha256": _report_corpus(path)}
+    assert _cached_report(path, expected, "impact") is not None
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE impact_blocks RENAME TO impacts")  # where an earlier version kept its postings
+    db.commit()
+    db.close()
+    assert _cached_report(path, expected, "impact") is None
+    rebuilt, report = cached_build(source, builder, tokenizer, engine="impact")
+    assert rebuilt == path and report["cached"] is False
+    with Index.open(path) as index:
+        assert impact_module.postings_table(index.db) == impact_module.BLOCKS_TABLE
+
+
+def _report_corpus(path: Path) -> str:
+    with Index.open(path) as index:
+        return index.meta["corpus_sha256"]
 
 
 def test_engine_specs_in_systems_files_and_tune_spaces(tmp_path: Path) -> None:

@@ -759,3 +759,46 @@ def test_the_postings_cache_counts_each_byte_once_and_starts_over_past_its_bound
         for text in texts:
             assert impact_top(index, text, "or", 20) == expected[text]
         assert first == expected[texts[0]] and index.postings is not held  # started over
+
+
+@pytest.mark.parametrize("spec", ["bigram", "trigram", "unigram+bigram"])
+def test_preloaded_postings_rank_the_same_without_reading_a_block(tmp_path: Path, docs: Path, spec: str) -> None:
+    """Read whole, the postings answer every query (terms held, terms between blocks, terms beyond the last)
+    with the rankings a cold index gives, and no query reads a block."""
+    path = tmp_path / "docs.sqlite"
+    build(docs, path, builder="sections", tokenizer=spec, engine="impact")
+    texts = ["导出备份", "导出文件保留多久", "说明 确认", "备份", "一二三四五六七", "zzzz 鬱鬱", "的"]
+    with Index.open(path) as cold:
+        expected = {text: impact_top(cold, text, "or", 100) for text in texts}
+    with Index.open(path) as index:
+        assert impact.preload(index) and index.postings.complete
+        held = len(index.postings.blocks)
+        assert held == index.db.execute("SELECT count(*) FROM impact_blocks").fetchone()[0] > 1
+        statements: list[str] = []
+        index.db.set_trace_callback(statements.append)
+        for text in texts:
+            assert impact_top(index, text, "or", 100) == expected[text]
+        index.db.set_trace_callback(None)
+        assert not [sql for sql in statements if "impact_blocks" in sql], statements
+        assert impact.preload(index) and len(index.postings.blocks) == held  # once
+
+
+def test_postings_over_the_budget_or_in_an_older_table_are_read_as_queried(tmp_path: Path, docs: Path) -> None:
+    path = tmp_path / "docs.sqlite"
+    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
+    with Index.open(path) as index:
+        assert not impact.preload(index, budget=impact.postings_bytes(index.db) - 1)
+        assert not index.postings.blocks and not index.postings.complete
+        assert impact_top(index, "导出备份", "or", 10)
+    with Index.open(path) as index:
+        index.postings = impact._Cache(impact.LEGACY_TABLE)  # as an older build's cache
+        assert not impact.preload(index) and not index.postings.blocks
+
+
+@pytest.mark.parametrize("damage", ["terms not a JSON list", "terms out of order", "bounds past the postings"])
+def test_a_damaged_block_is_one_error_when_read_whole(tmp_path: Path, docs: Path, damage: str) -> None:
+    from rag_eval.errors import IndexFileError
+
+    path = tampered(tmp_path, docs, "bigram", TAMPERED[damage])
+    with Index.open(path) as index, pytest.raises(IndexFileError, match="damaged index: the impact postings"):
+        impact.preload(index)

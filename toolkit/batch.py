@@ -24,7 +24,7 @@ from .eval.trec import read_topics
 from .outputs import OutputError, check_file_target, checked_target, write_text_atomic
 from .processing import QueryProcessing
 from .records import Progress
-from .search import search
+from .search import search, warm
 from .store import Index
 from .textio import control_character, display_name, open_regular, text_argument
 
@@ -186,6 +186,7 @@ def batch_search(
     started = time.perf_counter()
     with Index.open(index_path) as index:
         index.tokenizer.load()
+        warm(index, engine)
         loaded = time.perf_counter()
         ranking = rank_queries(
             index,

@@ -204,6 +204,15 @@ def _search_once(
     return SearchResult(compiled, hits, tokenized - started, done - tokenized, info)
 
 
+def warm(index: Index, engine: str | None = None) -> bool:
+    """Ready ``index`` for many queries ranked by ``engine`` (default: the index's): the impact engine's
+    postings are read whole when they are small enough (:func:`rag_eval.impact.preload`), so that no query
+    reads its terms' blocks for the first time. True when they were (or already are) all in memory."""
+    if (engine or index.meta.get("engine") or "fts5") != "impact":
+        return False
+    return impact.preload(index)
+
+
 def _engine(index: Index, compiled: CompiledQuery, engine: str) -> tuple[str, str | None]:
     """The engine that answers, and why FTS5 answers when the impact engine was asked for."""
     if engine != "impact":
