@@ -364,6 +364,21 @@ def test_index_set_reads_verifies_and_guards(evidence_index: tuple[Path, Path], 
         unrooted.close()
 
 
+def test_served_indexes_start_warm(handbook: Path, evidence_index: tuple[Path, Path]) -> None:
+    """The impact postings of a small index are read whole at start; an fts5-only index has none to read."""
+    plain = evidence_index[0].with_name("plain.sqlite")
+    build(DATASETS / "evidence-mini" / "corpus", plain, builder="lines", tokenizer="bigram", engine="fts5")
+    served = IndexSet([handbook, plain])
+    try:
+        with served._open("handbook") as index:
+            assert index.meta["engine"] == "impact" and index.postings.complete
+        with served._open("plain") as index:
+            assert index.meta["engine"] == "fts5" and index.postings is None
+        assert served.search("导出", index="handbook")["hits"]
+    finally:
+        served.close()
+
+
 def test_schemas_follow_the_served_indexes(handbook: Path, evidence_index: tuple[Path, Path]) -> None:
     served = IndexSet([handbook])
     try:

@@ -23,6 +23,7 @@ from .errors import CorpusError, IndexFileError, QueryError, RagEvalError, ReadE
 from .evidence import evidence
 from .keys import split_target
 from .read import count_entries, list_entries, read_chunk, read_entry, verify_chunk
+from .search import warm
 from .store import Index
 
 #: Whole files a ``read`` returns are at most this large (an agent's context is the limit, not the disk).
@@ -83,8 +84,10 @@ class IndexSet:
         try:
             for slot in self._slots.values():
                 with self._open(slot.name) as index:
-                    # The first call should not wait for a dictionary or the normalisation tables to load.
+                    # The first call should not wait for a dictionary or the normalisation tables to load,
+                    # nor the first questions for their terms' postings (read whole when small).
                     index.tokenizer.tokenize("预热 warm-up")
+                    warm(index)
         except BaseException:
             self.close()
             raise
