@@ -230,3 +230,42 @@ def test_run_scores_stay_strictly_ordered_as_32_bit_floats() -> None:
     check()
     ranked = strict_run("q", [("s00", -21.200778), ("s12", -21.200778), ("s08", -19.03)])
     assert np.float32(ranked[0].score) > np.float32(ranked[1].score)
+
+
+def test_timed_questions_run_with_the_harness_records_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collector's full passes over the run's own records must not land inside a timed question: every
+    timed call sees them frozen (a fresh freeze every FREEZE_EVERY questions), and the freeze is undone after
+    the run, also when it fails."""
+    import gc
+
+    from rag_eval.eval import engines, runner
+
+    monkeypatch.setattr(runner, "FREEZE_EVERY", 3)
+    dataset = load_dataset("evidence-mini")
+    frozen: list[int] = []
+    real = engines._Fts5Searcher.__call__
+
+    def timed(self: engines._Fts5Searcher, text: str):  # type: ignore[no-untyped-def]
+        frozen.append(gc.get_freeze_count())
+        return real(self, text)
+
+    monkeypatch.setattr(engines._Fts5Searcher, "__call__", timed)
+    run = runner.run_system(dataset, System("bigram", "", "", engine="fts5"))
+    timed_counts = frozen[runner.WARMUP :]
+    assert len(timed_counts) == len(dataset.queries) == len(run.search_seconds) > 6
+    assert frozen[: runner.WARMUP] == [0] * runner.WARMUP and all(count > 0 for count in timed_counts)
+    refrozen = sum(later > earlier for earlier, later in zip(timed_counts, timed_counts[1:], strict=False))
+    assert refrozen >= len(timed_counts) // 3 - 1  # the records written since were frozen too
+    assert gc.get_freeze_count() == 0
+
+    def failing(self: engines._Fts5Searcher, text: str):  # type: ignore[no-untyped-def]
+        if len(frozen) > runner.WARMUP + 4:
+            raise RuntimeError("a question failed")
+        frozen.append(gc.get_freeze_count())
+        return real(self, text)
+
+    frozen.clear()
+    monkeypatch.setattr(engines._Fts5Searcher, "__call__", failing)
+    with pytest.raises(RuntimeError, match="a question failed"):
+        runner.run_system(dataset, System("bigram", "", "", engine="fts5"))
+    assert gc.get_freeze_count() == 0
