@@ -795,10 +795,18 @@ def test_postings_over_the_budget_or_in_an_older_table_are_read_as_queried(tmp_p
         assert not impact.preload(index) and not index.postings.blocks
 
 
-@pytest.mark.parametrize("damage", ["terms not a JSON list", "terms out of order", "bounds past the postings"])
+READ_WHOLE_DAMAGE = {
+    **{name: TAMPERED[name] for name in ("terms not a JSON list", "terms out of order", "bounds past the postings")},
+    "a first term that is a number": lambda db: db.execute(
+        "UPDATE impact_blocks SET first = 7 WHERE first = (SELECT min(first) FROM impact_blocks)"
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(READ_WHOLE_DAMAGE))
 def test_a_damaged_block_is_one_error_when_read_whole(tmp_path: Path, docs: Path, damage: str) -> None:
     from rag_eval.errors import IndexFileError
 
-    path = tampered(tmp_path, docs, "bigram", TAMPERED[damage])
+    path = tampered(tmp_path, docs, "bigram", READ_WHOLE_DAMAGE[damage])
     with Index.open(path) as index, pytest.raises(IndexFileError, match="damaged index: the impact postings"):
         impact.preload(index)

@@ -74,9 +74,9 @@ _SCHEMA = (
 )
 #: The table older builds wrote, one row per term (``peak`` from 2026-12-01 on); still read.
 LEGACY_TABLE = "impacts"
-#: The tables impact postings live in (a build drops both before writing).
 #: The table this version writes postings to.
 BLOCKS_TABLE = "impact_blocks"
+#: The tables impact postings live in (a build drops both before writing).
 TABLES = (BLOCKS_TABLE, LEGACY_TABLE)
 #: A block holds at most this many terms, and starts anew after a term that brings it this many postings.
 BLOCK_TERMS = 64
@@ -573,7 +573,7 @@ def preload(index: Index, budget: int = PRELOAD_BYTES) -> bool:
     if cache.layout != BLOCKS_TABLE or postings_bytes(index.db) > budget:
         return False
     for row in index.db.execute(_ALL_BLOCKS):
-        _decoded(index, cache, row, row[0])
+        _decoded(index, cache, row, str(row[0]))  # a damaged block is named by its first term, whatever it holds
     cache.complete = True
     return True
 
