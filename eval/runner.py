@@ -264,7 +264,6 @@ def run_system(dataset: Dataset, system: System, *, depth: int = DEPTH, progress
         for query in queries[:WARMUP]:
             run(query.text)
         run.warmed()
-        gc.collect()
         try:
             for number, query in enumerate(queries, start=1):
                 if number % FREEZE_EVERY == 1:
