@@ -138,7 +138,7 @@ def _search_once(
     """One attempt; None when the index turned out to be rebuilt with other settings (retry)."""
     defaults = index.defaults
     processing = processing if processing is not None else index.processing
-    engine = engine or index.meta.get("engine") or "fts5"
+    engine = _asked_engine(index, engine)
     if engine not in impact.ENGINES:
         raise IndexFileError(f"{index.path}: damaged index meta: engine is {engine!r}", hint="rebuild it")
     # A single statement reads one snapshot by itself and returns the build generation with its rows;
@@ -208,9 +208,15 @@ def warm(index: Index, engine: str | None = None) -> bool:
     """Ready ``index`` for many queries ranked by ``engine`` (default: the index's): the impact engine's
     postings are read whole when they are small enough (:func:`rag_eval.impact.preload`), so that no query
     reads its terms' blocks for the first time. True when they were (or already are) all in memory."""
-    if (engine or index.meta.get("engine") or "fts5") != "impact":
+    if _asked_engine(index, engine) != "impact":
         return False
     return impact.preload(index)
+
+
+def _asked_engine(index: Index, engine: str | None) -> str:
+    """The engine a search of ``index`` asks for: ``engine``, else the one the index recorded, else fts5 (an
+    index built before engines were recorded)."""
+    return engine or index.meta.get("engine") or "fts5"
 
 
 def _engine(index: Index, compiled: CompiledQuery, engine: str) -> tuple[str, str | None]:
