@@ -236,18 +236,17 @@ def test_a_term_fts5_splits_falls_back() -> None:
     assert not impact._single_token(tokenizer_for("unicode61"), "a-b")
 
 
-def test_hybrids_rank_exactly_as_fts5_and_and_queries_fall_back(tmp_path: Path, docs: Path) -> None:
+def test_hybrids_rank_exactly_as_fts5_in_both_modes(tmp_path: Path, docs: Path) -> None:
     """A hybrid's postings are per (field, term): its column filters make FTS5 count a field's own instances
-    for tf and its own rows for IDF, with |D| over every column. ``and`` (any one field holding all its
-    terms) is answered by FTS5; so is a hybrid built before its fields had postings."""
+    for tf and its own rows for IDF, with |D| over every column. ``and`` is any one field holding all its
+    terms; a hybrid built before its fields had postings is answered by FTS5."""
     path = tmp_path / "hybrid.sqlite"
     build(docs, path, builder="sections", tokenizer="unigram^2+bigram+jieba^0.3", engine="impact")
     with Index.open(path) as index:
-        for text in ("导出文件", "导出 的 文件保留多久", "备份备份备份", "wi-fi 设置"):
-            assert_same(fts5_top(index, text, "or", 100), impact_top(index, text, "or", 100))
-        result = search(index, "导出文件", mode="and", engine="impact", explain=True, snippets=False)
-        assert result.explain["engine"] == "fts5" and "hybrid" in result.explain["engine_fallback"]
-        assert result.hits
+        for text in ("导出文件", "导出 的 文件保留多久", "备份备份备份", "wi-fi 设置", "导出什么"):
+            for mode in ("or", "and"):
+                for limit in (100, 2):
+                    assert_same(fts5_top(index, text, mode, limit), impact_top(index, text, mode, limit))
     db = sqlite3.connect(path)
     db.execute("DROP TABLE impact_blocks")
     db.commit()
@@ -256,6 +255,30 @@ def test_hybrids_rank_exactly_as_fts5_and_and_queries_fall_back(tmp_path: Path, 
         result = search(index, "导出文件", engine="impact", explain=True, snippets=False)
         assert result.explain["engine"] == "fts5" and "rebuild" in result.explain["engine_fallback"]
         assert result.hits
+
+
+def test_a_hybrids_and_counts_only_the_fields_a_row_matches(tmp_path: Path) -> None:
+    """FTS5 forgets the positions of a field's conjunction that failed in a row, even where the row holds
+    some of that field's terms: those terms add nothing to its score."""
+    root = write_sections(
+        tmp_path / "docs",
+        [("甲", "导出文件的设置"), ("乙", "导出文"), ("丙", "导出说明里的文和件"), ("丁", "没有关系")],
+    )
+    path = tmp_path / "hybrid.sqlite"
+    build(root, path, builder="sections", tokenizer="jieba+unigram^0.5", engine="impact")
+    with Index.open(path) as index:
+        compiled = compile_query(index.tokenizer, "导出文件", "and")
+        assert impact.fallback_reason(index, compiled) is None and len(compiled.matching) == 2
+        expected = fts5_top(index, "导出文件", "and", 10)
+        got = impact_top(index, "导出文件", "and", 10)
+        assert_same(expected, got)
+        assert {chunk for chunk, _ in got} == {1, 3}  # 乙 holds 导出 and 文 but neither field's every term;
+        # 丙 holds jieba's 导出 (not 文件) and every character: only the characters count
+        with index.reading():
+            # A sum over every key the row holds (both fields) is another score for 丙.
+            everything = dict(impact.ranked(index, compile_query(index.tokenizer, "导出文件", "or"), 10))
+        score = dict(got)[3]
+        assert abs(everything[3] - score) > 1e-6 * abs(score)
 
 
 def test_an_index_without_impacts_is_an_error(tmp_path: Path, docs: Path) -> None:
@@ -382,7 +405,7 @@ CORPUS = st.lists(st.tuples(WORDS.filter(lambda s: s.strip() != ""), WORDS), min
 @given(
     corpus=CORPUS,
     texts=st.lists(WORDS, min_size=1, max_size=4),
-    spec=st.sampled_from(["unigram", "bigram", "unicode61", "trigram"]),
+    spec=st.sampled_from(["unigram", "bigram", "unicode61", "trigram", "unigram+bigram^0.5", "unicode61^2+unigram"]),
     weight=st.sampled_from(["1", "0.3", "2.5"]),
 )
 def test_random_corpora_rank_exactly_as_fts5(

@@ -17,9 +17,10 @@ Terms come from ``fts5vocab``'s instance table, so they are exactly the tokens F
 Python strategies alike. A hybrid's query gives each field's terms a column filter (``{fts_title_1
 fts_body_1} : (...)``), under which FTS5 counts only that field's instances for ``tf`` and only the rows
 holding the term there for ``n``, while ``|D|`` stays over every column: so a hybrid's postings are per
-(field, term) (:func:`field_key`) and its ``or`` queries are exact too. Queries the engine cannot answer
-exactly (phrases, a quoted term FTS5 would split into several tokens, a hybrid's ``and``: rows where any one
-field holds all its terms) are answered by the FTS5 statement; ``--explain`` says which.
+(field, term) (:func:`field_key`) and its queries are exact too; its ``and`` matches a row when any one field
+holds all its terms there, and FTS5 then counts only the terms of the fields that match the row
+(:meth:`_Scorer.any_group`). Queries the engine cannot answer exactly (phrases, a quoted term FTS5 would
+split into several tokens) are answered by the FTS5 statement; ``--explain`` says which.
 
 The postings are stored in blocks of up to :data:`BLOCK_TERMS` consecutive terms (``impact_blocks``), written
 with numpy from one grouped pass over FTS5's instances; an index built before blocks (``impacts``, a row per
@@ -418,10 +419,15 @@ def field_key(number: int, term: str) -> str:
 
 def query_keys(compiled: CompiledQuery) -> tuple[str, ...]:
     """The postings keys of a query's terms in expression order (FTS5 sums its phrases in that order): a
-    one-field query's terms, or every field's terms under their field's key."""
+    one-field query's terms, or the terms of every field in the expression under their field's key."""
+    return tuple(key for group in _key_groups(compiled) for key in group)
+
+
+def _key_groups(compiled: CompiledQuery) -> list[tuple[str, ...]]:
+    """The postings keys of each field in the expression (one group for a one-field query)."""
     if not compiled.fields:
-        return compiled.terms
-    return tuple(field_key(number, term) for number, terms in enumerate(compiled.fields) for term in terms)
+        return [compiled.terms]
+    return [tuple(field_key(number, term) for term in compiled.fields[number]) for number in compiled.matching]
 
 
 def has_impacts(index: Index) -> bool:
@@ -468,9 +474,6 @@ def fallback_reason(index: Index, compiled: CompiledQuery) -> str | None:
     """Why the impact engine cannot answer ``compiled`` exactly (FTS5 answers then), or None when it can."""
     if compiled.mode not in ("or", "and") or compiled.phrase_filter is not None:
         return f"{compiled.mode} queries are answered by FTS5"
-    if compiled.fields and compiled.mode != "or":
-        # Rows where any one field holds all its terms: a union of intersections, which the scorer lacks.
-        return f"a hybrid's {compiled.mode} queries are answered by FTS5"
     for term in compiled.terms:
         if not _single_token(index.tokenizer, term):
             return f"FTS5 reads the quoted term {term!r} as a phrase of several tokens"
@@ -739,14 +742,19 @@ def ranked(
     keys = query_keys(compiled)
     postings = {key: _postings_of(index, key) for key in dict.fromkeys(keys)}
     present = {key: found for key, found in postings.items() if found is not None}
-    if not present or (compiled.mode == "and" and len(present) < len(postings)):
+    groups = _key_groups(compiled)
+    hybrid_and = compiled.mode == "and" and len(groups) > 1
+    if not present or (compiled.mode == "and" and not hybrid_and and len(present) < len(postings)):
         return []
     # Reading the postings above left the index holding the cache that has them (see _postings_of).
     scorer = _Scorer(keys, present, conjunctive=compiled.mode == "and", best=index.postings.best_rows)
     chosen = PRUNE if prune is None else prune
     if chosen is None:
         chosen = compiled.mode != "and" and _pays(present)
-    if not chosen:
+    if hybrid_and:
+        scorer.groups = [group for group in groups if all(key in present for key in group)]
+        top_of = scorer.any_group
+    elif not chosen:
         top_of = scorer.everything
     elif compiled.mode == "and":
         top_of = scorer.intersection
@@ -815,6 +823,8 @@ class _Scorer:
         self._all: tuple[np.ndarray, np.ndarray] | None = None
         self._scores: np.ndarray | None = None
         self._known: tuple[np.ndarray, np.ndarray] | None = None
+        #: A hybrid's ``and``: each field's keys, for the fields whose every term some row holds.
+        self.groups: list[tuple[str, ...]] = []
 
     def everything(self, k: int) -> Ranking:
         """Every matching row scored (numpy scatter per term), then ranked above a cut where one is known."""
@@ -904,6 +914,38 @@ class _Scorer:
                 candidates = candidates[_lookup(found.ids, candidates)[1]]
             self._all = candidates, -self.exact(candidates)
         return self.everything(k)
+
+    def any_group(self, k: int) -> Ranking:
+        """A hybrid's ``and``: the rows where some field holds all its terms (a union of intersections). FTS5
+        counts a field's terms only in the rows that field matches (it clears the positions of a conjunction
+        that failed), so a row's score sums, in expression order, the terms of the fields it matches."""
+        import numpy as np
+
+        if self._all is None:
+            matched = []
+            for group in self.groups:
+                lists = sorted((self.present[key].ids for key in dict.fromkeys(group)), key=len)
+                rows = lists[0]
+                for ids in lists[1:]:
+                    rows = rows[_lookup(ids, rows)[1]]
+                matched.append(rows)
+            nonempty = [rows for rows in matched if len(rows)]
+            candidates = _distinct(nonempty) if nonempty else np.zeros(0, dtype=np.int64)
+            scores = np.zeros(len(candidates))
+            for group, rows in zip(self.groups, matched, strict=True):
+                if not len(rows):
+                    continue
+                inside = _lookup(rows, candidates)[1]
+                within = candidates[inside]
+                sums = scores[inside]
+                for key in group:  # repeats included, as FTS5 sums every phrase
+                    ids, values, _ = self.present[key]
+                    sums += values[ids.searchsorted(within)]  # every row of ``within`` holds every key
+                scores[inside] = sums
+            self._all = candidates, np.negative(scores)
+        candidates, values = self._all
+        top = _top(candidates, values, k)
+        return top, len(top) == len(candidates)
 
     def maxscore(self, k: int) -> Ranking:
         """``or`` with MaxScore's bounds: rows only in lists whose largest contributions together stay below

@@ -32,6 +32,9 @@ class CompiledQuery:
     dropped: tuple[str, ...] = ()
     #: A hybrid's terms per field, in field order (empty for a one-field strategy, whose terms are ``terms``).
     fields: tuple[tuple[str, ...], ...] = ()
+    #: The numbers of a hybrid's fields in ``expression``, in order: a field without terms is left out, and so
+    #: in ``and`` mode is a field that dropped a word (it cannot match).
+    matching: tuple[int, ...] = ()
     #: Query processing: the words removed before tokenizing, the terms pruned, every term's document frequency.
     removed: tuple[str, ...] = ()
     pruned: tuple[str, ...] = ()
@@ -123,10 +126,12 @@ def compile_query(
     # Several fields: each field's terms match only that field's columns; a chunk matches when any field
     # matches (in `and` mode, all of that field's terms).
     parts = []
+    matching = []
     for number, query in enumerate(queries):
         if query.terms and (mode == "or" or not query.dropped):
             columns = " ".join(field_columns(number))
             parts.append(f"{{{columns}}} : ({_join(query.terms, join_mode)})")
+            matching.append(number)
     return CompiledQuery(
         text,
         mode,
@@ -137,6 +142,7 @@ def compile_query(
         phrase_filter,
         tuple(dict.fromkeys(word for query in queries for word in query.dropped)),
         tuple(query.terms for query in queries),
+        tuple(matching),
         removed=removed,
         pruned=pruned,
         frequencies=counted,

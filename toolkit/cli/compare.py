@@ -103,7 +103,7 @@ if TYPE_CHECKING:
     type=TEXT,
     help="The engine that ranks the -t (or default) systems; repeat to run each under several, side by side: "
     "impact (the default: exact impact postings, FTS5's ranking and scores at a fraction of its latency; phrase "
-    "queries and a hybrid's and queries are answered by FTS5), fts5 (FTS5's bm25 statement, the reference), bm25s "
+    "queries are answered by FTS5), fts5 (FTS5's bm25 statement, the reference), bm25s "
     "(the bm25s library over the same tokens; bm25s:method=lucene|robertson|atire|bm25l|bm25+,k1=1.2,b=0.75). "
     "A --systems file sets engine = ... per system.",
 )
