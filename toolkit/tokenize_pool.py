@@ -100,12 +100,11 @@ def plan_pool(
 
 
 def _tokenize_one(tokenizer: Tokenizer, title: str, text: str, keep_offsets: bool) -> Tokenized:
+    title_terms = " ".join(tokenizer.terms(title)) if title else ""
+    if not keep_offsets:
+        return title_terms, " ".join(tokenizer.terms(text)), None
     tokens = tokenizer.tokenize(text)
-    return (
-        " ".join(tokenizer.terms(title)) if title else "",
-        " ".join(t.text for t in tokens),
-        encode_offsets(tokens) if keep_offsets else None,
-    )
+    return title_terms, " ".join(t.text for t in tokens), encode_offsets(tokens)
 
 
 def _die_with(parent: int) -> None:
