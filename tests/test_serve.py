@@ -379,6 +379,30 @@ def test_served_indexes_start_warm(handbook: Path, evidence_index: tuple[Path, P
         served.close()
 
 
+def test_a_served_index_rebuilt_in_place_is_warm_again(evidence_index: tuple[Path, Path]) -> None:
+    """A sync rewrites the file in place: the next call notices the new build and reads its postings whole,
+    once; the calls after it read none."""
+    path, corpus = evidence_index
+    served = IndexSet([path])
+    try:
+        with served._open(None) as index:
+            first = index.generation
+            assert index.postings.complete
+        source = corpus / "office-plants.txt"
+        source.write_text(source.read_text(encoding="utf-8") + "绿萝九十天换盆一次\n", encoding="utf-8")
+        build(corpus, path, builder="lines", tokenizer="bigram")
+        hits = served.search("九十天换盆")["hits"]
+        assert hits and hits[0]["path"] == "office-plants.txt"
+        with served._open(None) as index:
+            assert index.generation != first and index.postings.complete
+            cache = index.postings
+        served.search("导出")
+        with served._open(None) as index:
+            assert index.postings is cache  # not read again
+    finally:
+        served.close()
+
+
 def test_schemas_follow_the_served_indexes(handbook: Path, evidence_index: tuple[Path, Path]) -> None:
     served = IndexSet([handbook])
     try:

@@ -52,11 +52,13 @@ class _Slot:
     lock: threading.Lock = field(default_factory=threading.Lock)
     index: Index | None = None
     identity: tuple[int, int] | None = None
+    #: The build whose postings were last read whole (:func:`rag_eval.search.warm`).
+    warmed: str | None = None
 
     def drop(self) -> None:
         if self.index is not None:
             self.index.close()
-        self.index, self.identity = None, None
+        self.index, self.identity, self.warmed = None, None, None
 
 
 class IndexSet:
@@ -83,11 +85,9 @@ class IndexSet:
             self._slots[name] = _Slot(name, path)
         try:
             for slot in self._slots.values():
-                with self._open(slot.name) as index:
-                    # The first call should not wait for a dictionary or the normalisation tables to load,
-                    # nor the first questions for their terms' postings (read whole when small).
+                with self._open(slot.name) as index:  # reads the postings whole when small (_warm)
+                    # The first call should not wait for a dictionary or the normalisation tables to load.
                     index.tokenizer.tokenize("预热 warm-up")
-                    warm(index)
         except BaseException:
             self.close()
             raise
@@ -129,10 +129,20 @@ class IndexSet:
                 slot.drop()
                 slot.index, slot.identity = Index.open(slot.path, check_same_thread=False), identity
             try:
+                self._warm(slot, slot.index)
                 yield slot.index
             except IndexFileError:
                 slot.drop()
                 raise
+
+    @staticmethod
+    def _warm(slot: _Slot, index: Index) -> None:
+        """Read a build's postings whole once (when small): at start, and again after the file was rebuilt in
+        place (a sync), so that its questions are answered warm like the first build's."""
+        with index.reading():  # notices a rebuild: the meta, and with it the generation, is read again
+            if index.generation is None or index.generation != slot.warmed:
+                warm(index)
+                slot.warmed = index.generation
 
     def search(
         self,
