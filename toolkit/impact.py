@@ -830,12 +830,8 @@ class _Scorer:
         """Every matching row scored (numpy scatter per term), then ranked above a cut where one is known."""
         import numpy as np
 
-        if self._scores is None:
-            scores = self._scores = _zeros("scores", self.size)
-            for term in self.terms:  # FTS5 sums phrase by phrase in expression order
-                ids, values, _ = self.present[term]
-                np.add.at(scores, ids, values)  # ids are unique: scores[ids] += values, several times faster
-        scores = self._scores
+        if self._all is None or not self.conjunctive:
+            scores = self._dense()
         if not self.conjunctive:
             cut = self._cut(scores, k)
             if cut > 0:
@@ -857,6 +853,17 @@ class _Scorer:
         candidates, values = self._all
         top = _top(candidates, values, k)
         return top, len(top) == len(candidates)
+
+    def _dense(self) -> np.ndarray:
+        """Every row's score (0 where no term is), summed once per query."""
+        import numpy as np
+
+        if self._scores is None:
+            scores = self._scores = _zeros("scores", self.size)
+            for term in self.terms:  # FTS5 sums phrase by phrase in expression order
+                ids, values, _ = self.present[term]
+                np.add.at(scores, ids, values)  # ids are unique: scores[ids] += values, several times faster
+        return self._scores
 
     def _cut(self, scores: np.ndarray, k: int) -> float:
         """The ``k``-th best exact score among the rows of the rarest lists (so at most the ``k``-th best of
