@@ -4,7 +4,9 @@ terms, in the same order, whether normalising kept every offset or not."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import regex
@@ -12,7 +14,10 @@ from conftest import tokenizer_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rag_eval.offsets import decode, encode, encode_spans
+from rag_eval.store import Index
 from rag_eval.tokenizers import PythonTokenizer, Token, tokenizer_class
+from rag_eval.writer import build
 
 SPECS = ["bigram", "unigram", "jieba", "pkuseg:model=mini", "bigram:t2s=true", "rjieba"]
 # Han, kana, Latin with case and full width, digits, punctuation, whitespace, and characters whose normal form
@@ -35,7 +40,11 @@ def _loaded(spec: str) -> PythonTokenizer:
 @given(text=TEXTS)
 def test_terms_equal_the_texts_of_tokenize(spec: str, text: str) -> None:
     tokenizer = _loaded(spec)
-    assert tokenizer.terms(text) == [token.text for token in tokenizer.tokenize(text)]
+    tokens = tokenizer.tokenize(text)
+    assert tokenizer.terms(text) == [token.text for token in tokens]
+    terms, spans = tokenizer.terms_and_spans(text)
+    assert terms == [token.text for token in tokens] and spans == [(token.start, token.end) for token in tokens]
+    assert encode_spans(spans) == encode(tokens)
 
 
 @pytest.mark.parametrize("spec", ["bigram", "jieba"])
@@ -73,8 +82,29 @@ class _OwnTokens(PythonTokenizer):
 @given(text=TEXTS)
 def test_unordered_and_unclean_spans_are_sorted_and_filtered_alike(text: str) -> None:
     tokenizer = _Unordered()
-    assert tokenizer.terms(text) == [token.text for token in tokenizer.tokenize(text)]
+    tokens = tokenizer.tokenize(text)
+    assert tokenizer.terms(text) == [token.text for token in tokens]
+    assert tokenizer.terms_and_spans(text)[1] == [(token.start, token.end) for token in tokens]
 
 
 def test_a_subclass_with_its_own_tokens_keeps_them() -> None:
     assert _OwnTokens().terms("ab cd") == ["AB", "CD"]
+    assert _OwnTokens().terms_and_spans("ab cd") == (["AB", "CD"], [(0, 2), (0, 2)])
+
+
+def test_a_lines_build_stores_the_offsets_tokenize_gives(tmp_path: Path) -> None:
+    """What snippets read back: the stored offsets decode to tokenize's tokens, line by line."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    lines = ["导出文件保留三十天，Wi-Fi 设置。", "ﬁle 导出㍻ 文件", "Ｈｅｌｌｏ  世界 ，iPhone15 与 C++"]
+    (root / "a.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    manifest = [{"doc_id": "a", "revision": "r1", "status": "current", "expires": None, "path": "a.txt"}]
+    (root / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    path = tmp_path / "index.sqlite"
+    build(root, path, builder="lines", tokenizer="bigram")
+    tokenizer = _loaded("bigram")
+    with Index.open(path) as index:
+        rows = index.db.execute("SELECT text, fts_body, offsets FROM chunks ORDER BY id").fetchall()
+    assert [row[0] for row in rows] == lines
+    for text, body, offsets in rows:
+        assert decode(offsets, body.split()) == tokenizer.tokenize(text)

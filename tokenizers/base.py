@@ -181,6 +181,12 @@ class Tokenizer(Configurable):
         """Just the token texts, in order."""
         return [token.text for token in self.tokenize(text)]
 
+    def terms_and_spans(self, text: str) -> tuple[list[str], list[tuple[int, int]]]:
+        """The token texts and their ``(start, end)`` offsets into ``text``, in order (what a build that keeps
+        offsets stores): :meth:`tokenize`'s tokens, taken apart."""
+        tokens = self.tokenize(text)
+        return [token.text for token in tokens], [(token.start, token.end) for token in tokens]
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.system}>"
 
@@ -233,21 +239,26 @@ class PythonTokenizer(Tokenizer):
                     yield start + part.start(), start + part.end()
 
     def terms(self, text: str) -> list[str]:
-        """Just the token texts, in order: when normalising kept every offset, straight from the spans, with
-        no :class:`Token` made (a build's tokenization needs only these; Token objects cost about a
-        microsecond each, as much as bigram's segmentation)."""
+        """Just the token texts, in order (see :meth:`terms_and_spans`)."""
+        return self.terms_and_spans(text)[0]
+
+    def terms_and_spans(self, text: str) -> tuple[list[str], list[tuple[int, int]]]:
+        """The token texts and their offsets, in order: when normalising kept every offset, straight from the
+        spans, with no :class:`Token` made (a build needs only these, and making the Tokens took as long as
+        bigram's segmentation: reports/builds.md §9)."""
         if type(self)._tokenize is not PythonTokenizer._tokenize:  # a subclass with its own tokens
-            return super().terms(text)
+            return super().terms_and_spans(text)
         check_text(text)
         self.load()
         normalised = normalise_with_offsets(text, t2s=bool(self.options.get("t2s")))
         if not normalised.identity:
-            return [token.text for token in self._tokens(normalised)]
+            tokens = self._tokens(normalised)
+            return [token.text for token in tokens], [(token.start, token.end) for token in tokens]
         norm = normalised.text
         spans = self._clean(norm)
-        if not self.ordered_spans:
-            spans = sorted(spans)  # (start, end): the order of tokens
-        return [norm[start:end] for start, end in spans]
+        # (start, end) is the order of tokens
+        ordered = spans if self.ordered_spans and isinstance(spans, list) else sorted(spans)
+        return [norm[start:end] for start, end in ordered], ordered
 
     def _clean(self, norm: str) -> Iterable[tuple[int, int]]:
         spans = self._spans(norm)

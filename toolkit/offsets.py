@@ -16,15 +16,20 @@ from .tokenizers import Token
 
 def encode(tokens: list[Token]) -> bytes:
     """Varint pairs (start - previous start, end - start) for tokens ordered by (start, end)."""
+    return encode_spans([(token.start, token.end) for token in tokens])
+
+
+def encode_spans(spans: list[tuple[int, int]]) -> bytes:
+    """:func:`encode` of tokens with these ``(start, end)`` offsets."""
     out = bytearray()
     previous = 0
-    for token in tokens:
-        for value in (token.start - previous, token.end - token.start):
+    for start, end in spans:
+        for value in (start - previous, end - start):
             while value >= 0x80:
                 out.append((value & 0x7F) | 0x80)
                 value >>= 7
             out.append(value)
-        previous = token.start
+        previous = start
     return bytes(out)
 
 

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .locks import release_inherited_locks
-from .offsets import encode as encode_offsets
+from .offsets import encode_spans
 from .tokenizers import Tokenizer, get_tokenizer
 
 #: With ``$RAG_EVAL_WORKERS`` set, a pool of that many workers tokenizes calls of at least this many
@@ -103,8 +103,8 @@ def _tokenize_one(tokenizer: Tokenizer, title: str, text: str, keep_offsets: boo
     title_terms = " ".join(tokenizer.terms(title)) if title else ""
     if not keep_offsets:
         return title_terms, " ".join(tokenizer.terms(text)), None
-    tokens = tokenizer.tokenize(text)
-    return title_terms, " ".join(t.text for t in tokens), encode_offsets(tokens)
+    terms, spans = tokenizer.terms_and_spans(text)
+    return title_terms, " ".join(terms), encode_spans(spans)
 
 
 def _die_with(parent: int) -> None:
