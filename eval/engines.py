@@ -180,7 +180,7 @@ class Fts5Engine(Engine):
 
 class ImpactEngine(Engine):
     """The exact impact engine: FTS5's bm25 from stored per-term postings (same hits, order and scores). A query
-    the postings cannot answer exactly (a phrase, a hybrid's ``and``) is answered by FTS5's statement and
+    the postings cannot answer exactly (a phrase) is answered by FTS5's statement and
     counted (``fts5_fallbacks``), as ``search`` does on an index built by default."""
 
     name = "impact"

@@ -184,8 +184,7 @@ class Tokenizer(Configurable):
     def terms_and_spans(self, text: str) -> tuple[list[str], list[tuple[int, int]]]:
         """The token texts and their ``(start, end)`` offsets into ``text``, in order (what a build that keeps
         offsets stores): :meth:`tokenize`'s tokens, taken apart."""
-        tokens = self.tokenize(text)
-        return [token.text for token in tokens], [(token.start, token.end) for token in tokens]
+        return _taken_apart(self.tokenize(text))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.system}>"
@@ -252,8 +251,7 @@ class PythonTokenizer(Tokenizer):
         self.load()
         normalised = normalise_with_offsets(text, t2s=bool(self.options.get("t2s")))
         if not normalised.identity:
-            tokens = self._tokens(normalised)
-            return [token.text for token in tokens], [(token.start, token.end) for token in tokens]
+            return _taken_apart(self._tokens(normalised))
         norm = normalised.text
         spans = self._clean(norm)
         # (start, end) is the order of tokens
@@ -287,6 +285,11 @@ class PythonTokenizer(Tokenizer):
         if not self.ordered_spans or not normalised.identity:
             tokens.sort(key=_token_order)
         return tokens
+
+
+def _taken_apart(tokens: list[Token]) -> tuple[list[str], list[tuple[int, int]]]:
+    """Tokens' texts and their ``(start, end)`` offsets (:meth:`Tokenizer.terms_and_spans`)."""
+    return [token.text for token in tokens], [(token.start, token.end) for token in tokens]
 
 
 def _token_order(token: Token) -> tuple[int, int]:

@@ -739,10 +739,10 @@ def ranked(
     ``prune`` (default :data:`PRUNE`: where it pays) skips rows that provably cannot make the top (MaxScore for
     ``or``, intersection by lookups for ``and``; see :class:`_Scorer`); the result is the same either way, bit
     for bit."""
-    keys = query_keys(compiled)
+    groups = _key_groups(compiled)
+    keys = tuple(key for group in groups for key in group)  # query_keys(compiled)
     postings = {key: _postings_of(index, key) for key in dict.fromkeys(keys)}
     present = {key: found for key, found in postings.items() if found is not None}
-    groups = _key_groups(compiled)
     hybrid_and = compiled.mode == "and" and len(groups) > 1
     if not present or (compiled.mode == "and" and not hybrid_and and len(present) < len(postings)):
         return []
@@ -915,10 +915,7 @@ class _Scorer:
     def intersection(self, k: int) -> Ranking:
         """``and``: the shortest list's rows looked up in the others, then scored; no row is scanned twice."""
         if self._all is None:
-            by_length = sorted(self.present.values(), key=lambda found: len(found.ids))
-            candidates = by_length[0].ids
-            for found in by_length[1:]:
-                candidates = candidates[_lookup(found.ids, candidates)[1]]
+            candidates = _intersected([found.ids for found in self.present.values()])
             self._all = candidates, -self.exact(candidates)
         return self.everything(k)
 
@@ -929,13 +926,7 @@ class _Scorer:
         import numpy as np
 
         if self._all is None:
-            matched = []
-            for group in self.groups:
-                lists = sorted((self.present[key].ids for key in dict.fromkeys(group)), key=len)
-                rows = lists[0]
-                for ids in lists[1:]:
-                    rows = rows[_lookup(ids, rows)[1]]
-                matched.append(rows)
+            matched = [_intersected([self.present[key].ids for key in dict.fromkeys(group)]) for group in self.groups]
             nonempty = [rows for rows in matched if len(rows)]
             candidates = _distinct(nonempty) if nonempty else np.zeros(0, dtype=np.int64)
             scores = np.zeros(len(candidates))
@@ -1102,6 +1093,15 @@ def _nonzero(scores: np.ndarray, cut: float) -> np.ndarray:
     else:
         np.greater(scores, 0.0, out=mask)
     return np.flatnonzero(mask)
+
+
+def _intersected(lists: list[np.ndarray]) -> np.ndarray:
+    """The rows in every one of ``lists`` (each ascending): the shortest list's rows looked up in the others."""
+    lists = sorted(lists, key=len)
+    rows = lists[0]
+    for ids in lists[1:]:
+        rows = rows[_lookup(ids, rows)[1]]
+    return rows
 
 
 def _lookup(ids: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
