@@ -774,7 +774,10 @@ def test_the_postings_cache_counts_each_byte_once_and_starts_over_past_its_bound
         cache = index.postings
         blobs = sum(len(block.rowids) + len(block.weights) for block in cache.blocks.values())
         scores = sum(found.scores.nbytes for found in cache.lists.values() if found is not None)
-        assert cache.bytes == blobs + scores > 0
+        assert cache.bytes == blobs + scores + impact.ENTRY_BYTES * len(cache.lists) > 0
+        impact.preload(index)  # blocks already held are read again: still counted once
+        blobs = sum(len(block.rowids) + len(block.weights) for block in cache.blocks.values())
+        assert cache.bytes == blobs + scores + impact.ENTRY_BYTES * len(cache.lists)
     monkeypatch.setattr(impact, "CACHE_BYTES", 1)
     with Index.open(path) as index:
         first = impact_top(index, texts[0], "or", 20)
@@ -782,6 +785,22 @@ def test_the_postings_cache_counts_each_byte_once_and_starts_over_past_its_bound
         for text in texts:
             assert impact_top(index, text, "or", 20) == expected[text]
         assert first == expected[texts[0]] and index.postings is not held  # started over
+
+
+def test_terms_no_row_holds_fill_the_postings_cache_too(
+    tmp_path: Path, docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each term asked for is cached, held or not, so a long stream of queries for absent words (a served
+    index's agent making up identifiers) starts the cache over at its bound instead of growing it."""
+    path = tmp_path / "docs.sqlite"
+    build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
+    monkeypatch.setattr(impact, "CACHE_BYTES", 8_000)
+    with Index.open(path) as index:
+        largest = 0
+        for number in range(200):
+            assert impact_top(index, f"qzx{number:04d}", "or", 10) == []
+            largest = max(largest, len(index.postings.lists))
+        assert 0 < largest <= 8_000 // impact.ENTRY_BYTES + 1 < 200
 
 
 @pytest.mark.parametrize("spec", ["bigram", "trigram", "unigram+bigram"])

@@ -528,7 +528,7 @@ class _Cache:
     firsts: list[str] = field(default_factory=list)
     #: The statement reading an older build's row per term (its columns depend on the build).
     legacy: str = ""
-    #: Bytes held: blocks' blobs, scores, an older build's rows.
+    #: Bytes held: blocks' blobs, scores, an older build's rows, and :data:`ENTRY_BYTES` per term asked for.
     bytes: int = 0
     #: Per term, the rows it adds most to (:func:`_best_rows_of`), asked for by pruning.
     best: dict[str, np.ndarray] = field(default_factory=dict)
@@ -556,6 +556,11 @@ _ALL_BLOCKS = "SELECT first, terms, bounds, rowids, weights, peaks FROM impact_b
 #: each reading, for the first time, a block per term (a cold trigram question on the handbook read about
 #: seven). The handbook's take 0.2-1.8 MB per strategy, cmrc2018_dev_trial_sent's 1.1-8.8 MB (replicated 10x, 11-88 MB).
 PRELOAD_BYTES = 32_000_000
+
+
+#: What a cached term costs beyond its arrays (its dict entry, the Postings and array objects), counted so that
+#: a stream of terms no row holds, each cached as absent, fills the cache too instead of growing it unbounded.
+ENTRY_BYTES = 200
 
 
 def _cache_of(index: Index) -> _Cache:
@@ -592,6 +597,7 @@ def _postings_of(index: Index, term: str) -> Postings | None:
         weight = idf(index.chunks, len(ids))
         found = Postings(ids, weight * weights, weight * peak)
     cache.lists[term] = found
+    cache.bytes += ENTRY_BYTES
     if found is not None:
         # The scores are a new array; the row ids (and stored impacts) are views of the block, counted with it,
         # or of an older build's row, counted here.
@@ -664,6 +670,8 @@ def _decoded(index: Index, cache: _Cache, row: tuple[Any, ...], term: str) -> _B
     block = _Block(listed, offsets, rowids, weights, np.frombuffer(peaks, dtype="<f8"))
     if first not in cache.blocks:
         bisect.insort(cache.firsts, first)
+    else:  # read again (preload after queries): counted once
+        cache.bytes -= len(cache.blocks[first].rowids) + len(cache.blocks[first].weights)
     cache.blocks[first] = block
     cache.bytes += len(rowids) + len(weights)
     return block
