@@ -34,7 +34,7 @@ from .metrics import DEFAULT_METRICS, RankedDoc, check_qrels, evaluate, judged_q
 from .records import NO_ANSWER, SYNTHETIC_KIND, Dataset, Qrel
 from .report import check_output, write_outputs
 from .runner import System, SystemRun, check_builder, latency_summary, run_system
-from .sources import check_judgments, source_dataset
+from .sources import check_judgments, check_trec_ids, source_dataset
 from .stats import PERMUTATIONS, SEED, holm, randomization_test, win_tie_loss
 from .trec import read_any_qrels, read_run
 
@@ -220,6 +220,7 @@ def compare(
     metrics = list(dict.fromkeys(metrics or DEFAULT_METRICS))
     for name in metrics:
         parse_metric(name)
+    check_trec_ids(dataset)
     if not systems and not outside:
         raise RagEvalError("no systems to compare", hint="name tokenizers with -t SPEC, or install one")
     default_builder = dataset.meta.get("builder") or "passages"
@@ -598,6 +599,14 @@ def run_compare(
     both exact engines side by side; a systems file names its own."""
     tolerance = check_tolerance(tolerance)
     folder = check_output(output)
+    if queries is not None and Path(dataset).is_dir():
+        root = Path(dataset).resolve()
+        if folder.resolve() == root or root in folder.resolve().parents:
+            raise RagEvalError(
+                f"{folder}: the report folder cannot go inside the knowledge base {dataset}: its report.md "
+                "would be read as part of the corpus the next time",
+                hint="write it beside the knowledge base, e.g. -o out/report",
+            )
     baseline_path = check_baseline_target(write_baseline) if write_baseline is not None else None
     if baseline_path is not None and (baseline_path == folder or folder in baseline_path.parents):
         raise RagEvalError(

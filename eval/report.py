@@ -49,27 +49,38 @@ def write_outputs(report: dict[str, Any], runs: dict[str, list[RankedDoc]], outp
     """Write everything into a staging folder and move it into place at the end, so an interruption
     (Ctrl-C) never leaves a half-written report. An existing ``output`` is replaced only when it is a
     report rag-eval wrote (see :func:`report_owned`); anything else is an OutputError and is left as it was."""
+    file_names = run_file_names(list(runs))
+    # Recorded so that a later compare into this folder replaces these run files and no other (a user's own
+    # run put beside them is refused, not deleted).
+    recorded = {**report, "run_files": sorted(f"{file_name}.run" for file_name in file_names.values())}
     with publish_folder(output, owned=report_owned, what=REPORT_WHAT) as staging:
         (staging / "runs").mkdir()
-        for name, file_name in run_file_names(list(runs)).items():
+        for name, file_name in file_names.items():
             write_trec_run(runs[name], staging / "runs" / f"{file_name}.run", file_name)
-        (staging / "report.json").write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+        (staging / "report.json").write_text(json.dumps(recorded, ensure_ascii=False, indent=2), encoding="utf-8")
         (staging / "report.md").write_text(render_markdown(report), encoding="utf-8")
         (staging / "report.html").write_text(render_html(report), encoding="utf-8")
         (staging / "per_query.tsv").write_text(render_per_query(report), encoding="utf-8")
     return checked_target(output, what=REPORT_WHAT)
 
 
-def _compare_wrote(relative: Path) -> bool:
-    parts = relative.parts
-    if len(parts) == 1:
-        return parts[0] in REPORT_FILES or parts[0] == "runs"
-    return len(parts) == 2 and parts[0] == "runs" and parts[1].endswith(".run")
+def _written_runs(report: dict[str, Any]) -> set[str] | None:
+    """The run files a report folder's report.json says compare wrote in ``runs/``: its ``run_files``, or, in a
+    report written before they were recorded, one per system (named as :func:`run_file_names` names them);
+    None when report.json lists neither."""
+    listed = report.get("run_files")
+    if isinstance(listed, list) and all(isinstance(name, str) for name in listed):
+        return set(listed)
+    systems = report.get("systems")
+    if isinstance(systems, list) and all(isinstance(s, dict) and isinstance(s.get("name"), str) for s in systems):
+        return {f"{name}.run" for name in run_file_names([s["name"] for s in systems]).values()}
+    return None
 
 
 def report_owned(path: Path) -> str | None:
     """None when folder ``path`` may be replaced: empty, or a report of ``rag-eval compare`` (its report.json
-    has rag-eval's compare schema and the folder holds nothing compare does not write); else why not."""
+    has rag-eval's compare schema and the folder holds nothing compare does not write: its report files and
+    the run files report.json names); else why not."""
     if not any(path.iterdir()):
         return None
     try:
@@ -78,7 +89,15 @@ def report_owned(path: Path) -> str | None:
         return f"it is not a rag-eval report ({exc})"
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith(REPORT_SCHEMA_PREFIX):
         return "its report.json is not a rag-eval compare report"
-    return only_names(path, _compare_wrote)
+    runs = _written_runs(data) or set()
+
+    def wrote(relative: Path) -> bool:
+        parts = relative.parts
+        if len(parts) == 1:
+            return parts[0] in REPORT_FILES or parts[0] == "runs"
+        return len(parts) == 2 and parts[0] == "runs" and parts[1] in runs
+
+    return only_names(path, wrote)
 
 
 def check_output(output: str | Path) -> Path:

@@ -4,6 +4,7 @@ questions a user asks of it (a plain text file or queries.jsonl), and judgments 
 from __future__ import annotations
 
 import hashlib
+import re
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,24 @@ def source_dataset(
     return Dataset(label, corpus, queries, judged, meta)
 
 
+#: What a TREC run or qrels column cannot hold: whitespace (the column separator) and control characters.
+_NOT_TREC = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
+def check_trec_ids(dataset: Dataset) -> None:
+    """Refuse a dataset whose question or passage ids cannot be written to a TREC run or qrels file (empty, or
+    holding whitespace or a control character): its runs would be unreadable by ``evaluate``, trec_eval and
+    ``compare --run``. A Markdown file name with a space is the usual cause."""
+    for what, ids in (("question", dataset.queries), ("passage", dataset.corpus)):
+        for value in ids:
+            if not value or _NOT_TREC.search(value):
+                raise DatasetError(
+                    f"{dataset.id}: {what} id {value!r} cannot be written to a TREC run or qrels file "
+                    "(empty, or holds whitespace or a control character)",
+                    hint="rename files whose names hold spaces (e.g. 'a b.md' to 'a-b.md'), or give ids without spaces",
+                )
+
+
 def check_judgments(
     qrels: dict[str, dict[str, int]], corpus: dict[str, Passage], queries: dict[str, Query], path: str | Path
 ) -> dict[str, dict[str, int]]:
@@ -138,14 +157,15 @@ def check_judgments(
     unknown_queries = sorted(set(qrels) - set(queries))
     if unknown_queries:
         raise DatasetError(
-            f"{name}: {len(unknown_queries)} judged query ids are not questions of this questions file, "
-            f"e.g. {unknown_queries[0]!r}",
+            f"{name}: {len(unknown_queries)} judged query {'id is' if len(unknown_queries) == 1 else 'ids are'} "
+            f"not among the {len(queries)} questions compared, e.g. {unknown_queries[0]!r}",
             hint="judgments belong to the questions (and corpus) they were made for",
         )
     unknown_docs = sorted({doc for docs in qrels.values() for doc in docs} - set(corpus))
     if unknown_docs:
         raise DatasetError(
-            f"{name}: {len(unknown_docs)} judged passages are not units of this source, e.g. {unknown_docs[0]!r}",
+            f"{name}: {len(unknown_docs)} judged {'passage is' if len(unknown_docs) == 1 else 'passages are'} not "
+            f"units of this source, e.g. {unknown_docs[0]!r}",
             hint="judgments belong to the corpus and builder they were made with",
         )
     return qrels

@@ -22,10 +22,10 @@ from typing import Any
 
 from .. import __version__
 from ..errors import DatasetError
-from ..outputs import new_folder
+from ..outputs import check_new_target, new_folder
 from .beir import write_beir
 from .records import SYNTHETIC_KIND, Dataset, Passage, Query
-from .sources import source_units
+from .sources import check_trec_ids, source_units
 from .wordfind import MAX_LEN, MIN_COHESION, MIN_COUNT, MIN_ENTROPY, MIN_LEN, Lexicon, build_lexicon, han_runs
 
 #: Version of the generator: a change that alters any output for the same arguments bumps it.
@@ -34,6 +34,7 @@ GENERATOR = "rag-eval synth 1"
 KIND_PREFIX = f"{SYNTHETIC_KIND}:"
 #: Largest -n accepted.
 MAX_QUERIES = 100_000
+SYNTH_WHAT = "synthetic query folder"
 #: Terms per ``terms`` query: drawn uniformly from this range.
 MIN_TERMS, MAX_TERMS = 2, 4
 #: Question templates (simplified script; converted to traditional for a traditional-script corpus).
@@ -332,7 +333,9 @@ def synthesize(
     the source's units, queries.jsonl with ``synthetic:<kind>``, qrels/test.tsv, synthetic.json)."""
     if not 1 <= n <= MAX_QUERIES:
         raise DatasetError(f"-n must be from 1 to {MAX_QUERIES}, got {n}")
+    check_new_target(target, what=SYNTH_WHAT)  # before the corpus is read and the queries made
     _root, chosen, corpus = source_units(source, builder)
+    check_trec_ids(Dataset(str(source), corpus, {}, {}))
     queries, facts = generate(corpus, n, kinds=kinds, seed=seed, max_chars=chosen.query_defaults().max_query_chars)
     counts = dict(Counter(query.kind for query in queries))
     dataset = Dataset(
@@ -341,7 +344,7 @@ def synthesize(
         {q.id: Query(q.id, q.text, KIND_PREFIX + q.kind) for q in queries},
         {q.id: {q.unit: 1} for q in queries},
     )
-    with new_folder(target, what="synthetic query folder") as staging:
+    with new_folder(target, what=SYNTH_WHAT) as staging:
         write_beir(dataset, staging)
         record = {
             "generator": GENERATOR,

@@ -177,7 +177,7 @@ def test_judgments_from_another_pool_are_refused(questions: Path, tmp_path: Path
     other.write_text(f"{question_id('另一个问题')} 0 data/export-data.md#常见问题 1\n", encoding="utf-8")
     wrong_doc = tmp_path / "wrong-doc.qrels"
     wrong_doc.write_text(f"{question_id(QUESTIONS[0])} 0 nowhere.md#x 1\n", encoding="utf-8")
-    for path, message in ((other, "not questions of this questions file"), (wrong_doc, "not units of this source")):
+    for path, message in ((other, "not among the"), (wrong_doc, "not units of this source")):
         args = ["compare", "handbook", "--queries", str(questions), "--qrels", str(path), "-t", "bigram"]
         result = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "out")])
         assert result.exit_code == 1 and result.output.startswith("error: ") and message in result.output

@@ -75,8 +75,11 @@ def load_meta(
     meta = read_meta(db)
     where = path or "database"
     if not meta:
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         raise IndexFileError(
-            f"{where}: not a rag-eval index (no meta table)", hint="build one with: rag-eval index build"
+            f"{where}: not a rag-eval index (no meta table"
+            + ("; an empty database: a first build into it may have been stopped)" if not tables else ")"),
+            hint="build it with: rag-eval index build SOURCE -o " + (path or "INDEX"),
         )
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     lost = sorted(REQUIRED_TABLES - tables)

@@ -27,6 +27,13 @@ class OutputError(RagEvalError):
 Ownership = Callable[[Path], "str | None"]
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def checked_target(target: str | Path, *, what: str) -> Path:
     """``target`` as an absolute path with a name, never the working folder or one of its parents."""
     raw = str(target)
@@ -37,8 +44,14 @@ def checked_target(target: str | Path, *, what: str) -> Path:
     if path == cwd or path in cwd.parents or not path.name:
         raise OutputError(
             f"{raw}: the {what} cannot be the current folder or one of its parents",
-            hint="name a new folder, e.g. -o out/report",
+            hint="name a new file or folder, e.g. out/report",
         )
+    # Refused now rather than after the work: a parent that is a file (or a link to one) cannot hold it.
+    parent = path.parent
+    while not (parent.exists() or parent.is_symlink()) and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputError(f"{raw}: cannot create it: {parent} is not a folder")
     return path
 
 
@@ -62,6 +75,7 @@ def publish_folder(target: str | Path, *, owned: Ownership, what: str) -> Iterat
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
     try:
+        staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private; the folder gets what mkdir would give
         yield staging
         _check_folder(path, owned, what)  # again: the block may have run for minutes
         if path.exists() or path.is_symlink():
@@ -88,10 +102,26 @@ def _check_folder(path: Path, owned: Ownership, what: str) -> None:
         raise _refuse(path, reason, what)
 
 
+def check_new_target(target: str | Path, *, what: str) -> Path:
+    """``target`` checked as :func:`new_folder` will check it: a path that does not exist yet."""
+    path = checked_target(target, what=what)
+    if path.exists() or path.is_symlink():
+        raise OutputError(
+            f"{path}: it already exists; rag-eval writes a {what} only to a new path",
+            hint="choose a new path, or move the existing one away",
+        )
+    return path
+
+
 @contextmanager
 def new_folder(target: str | Path, *, what: str) -> Iterator[Path]:
-    """Like :func:`publish_folder` for a folder that must not exist yet (export, convert)."""
-    with publish_folder(target, owned=lambda _path: "it already exists", what=what) as staging:
+    """Like :func:`publish_folder` for a folder that must not exist yet (export, convert, synth)."""
+    check_new_target(target, what=what)
+
+    def taken(_path: Path) -> str:
+        return "it appeared while it was being written"
+
+    with publish_folder(target, owned=taken, what=what) as staging:
         yield staging
 
 
@@ -117,6 +147,7 @@ def write_text_atomic(target: str | Path, text: str, *, owned: Ownership | None,
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     try:
+        os.fchmod(handle, 0o666 & ~_umask())  # mkstemp makes it private; the file gets what open() would give
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
             out.write(text)
             out.flush()

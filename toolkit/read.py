@@ -54,6 +54,9 @@ def read_entry(
                     for r in index.db.execute("SELECT anchor FROM chunks WHERE path = ? ORDER BY id LIMIT 8", (path,))
                 ]
         if row is None:
+            chunk = read_chunk(index, target)  # a lines or passages index's key (``doc@r1:...#L3``, ``a#b``)
+            if chunk is not None:
+                return chunk.provenance()
             hint = (
                 f"anchors in {path}: {', '.join(known)}" if known else "list sections with: rag-eval index list INDEX"
             )
@@ -61,6 +64,9 @@ def read_entry(
                 hint += f"; to read the whole file {target}, add a trailing '#'"
             raise ReadError(f"no section {target!r} in this index", hint=hint)
         return dict(row)
+    chunk = read_chunk(index, target)  # a passage id is a key without '#'
+    if chunk is not None:
+        return chunk.provenance()
     base = Path(root) if root is not None else index.source_root
     candidate = safe_path(base, path)
     label = display_name(path)

@@ -177,7 +177,7 @@ def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None
 @click.argument("index_path", metavar="INDEX", type=click.Path())
 @click.option(
     "--root",
-    type=click.Path(path_type=Path),
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Corpus folder to check against (default: the one recorded at build time).",
 )
 @click.option(
@@ -322,6 +322,8 @@ def search_cmd(
         return
     if query is None:
         raise click.UsageError("Missing argument 'QUERY'.")
+    if not query.strip():  # as the MCP server's search says it; an empty query is a mistake, not "no hits"
+        raise click.UsageError("QUERY is empty: give the words to search for")
     from ..evidence import evidence
     from ..search import search
     from ..store import Index
@@ -370,7 +372,7 @@ def search_cmd(
 @click.argument("target", metavar="PATH[#ANCHOR]", type=TEXT)
 @click.option(
     "--root",
-    type=click.Path(path_type=Path),
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Corpus folder for whole-file reads (default: the one recorded at build time).",
 )
 @click.option(

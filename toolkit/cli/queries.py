@@ -64,7 +64,7 @@ def synth_cmd(source: str, count: int, output: Path, kinds: str | None, seed: in
     total = sum(summary.counts.values())
     click.echo(
         f"wrote {summary.target}: {total} synthetic queries over {summary.units} units ({summary.builder}), "
-        f"{summary.words} corpus words"
+        f"{summary.words} Chinese words found in it (terms queries also draw on Latin words)"
     )
     for name, number in summary.counts.items():
         click.echo(f"  {name:<12} {number}")

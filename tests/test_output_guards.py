@@ -1,0 +1,198 @@
+"""Outputs that would destroy or corrupt a user's data are refused before any work: a report folder holding a
+run file compare did not write, a report inside the knowledge base it reports on, ids a TREC file cannot hold,
+an output under a file."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rag_eval.cli import cli
+from rag_eval.eval.shipped import corpus_dir
+
+QUESTIONS = "如何导出团队的数据\n审计日志保留多久\n"
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    """A copy of the shipped handbook's Markdown files."""
+    folder = tmp_path / "kb"
+    shutil.copytree(corpus_dir("handbook"), folder)
+    return folder
+
+
+@pytest.fixture
+def questions(tmp_path: Path) -> Path:
+    path = tmp_path / "questions.txt"
+    path.write_text(QUESTIONS, encoding="utf-8")
+    return path
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output
+
+
+def one_error(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "Traceback" not in output, output
+    return lines[0]
+
+
+def test_a_run_file_the_report_did_not_write_is_refused_not_deleted(kb: Path, questions: Path, tmp_path: Path) -> None:
+    report = tmp_path / "report"
+    code, output = run("compare", str(kb), "--queries", str(questions), "-t", "bigram", "-o", str(report))
+    assert code == 0, output
+    written = sorted(path.name for path in (report / "runs").iterdir())
+    assert json.loads((report / "report.json").read_text(encoding="utf-8"))["run_files"] == written
+    # compare replaces its own report, run files included
+    code, output = run("compare", str(kb), "--queries", str(questions), "-t", "bigram", "-o", str(report))
+    assert code == 0, output
+    mine = report / "runs" / "other-engine.run"
+    shutil.copy(report / "runs" / written[0], mine)
+    before = {path.name: path.read_bytes() for path in (report / "runs").iterdir()}
+    args = ["compare", str(kb), "--queries", str(questions), "-t", "bigram", "-o", str(report)]
+    for extra in ([], ["--run", f"other={mine}"]):
+        code, output = run(*args, *extra)
+        assert code != 0 and "runs/other-engine.run, which rag-eval did not write" in one_error(output)
+        assert {path.name: path.read_bytes() for path in (report / "runs").iterdir()} == before
+
+
+def test_a_report_written_before_run_files_were_recorded_is_still_replaced(
+    kb: Path, questions: Path, tmp_path: Path
+) -> None:
+    report = tmp_path / "report"
+    args = ["compare", str(kb), "--queries", str(questions), "-t", "bigram", "-t", "unigram", "-o", str(report)]
+    assert run(*args)[0] == 0
+    data = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    del data["run_files"]  # as an older rag-eval wrote it: its systems name its run files
+    (report / "report.json").write_text(json.dumps(data), encoding="utf-8")
+    code, output = run(*args)
+    assert code == 0, output
+    (report / "runs" / "x.run").write_text("", encoding="utf-8")
+    data = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    del data["run_files"]
+    (report / "report.json").write_text(json.dumps(data), encoding="utf-8")
+    code, output = run(*args)
+    assert code != 0 and "runs/x.run" in one_error(output)
+
+
+@pytest.mark.parametrize("inside", ["report", "sub/report", "."])
+def test_a_report_inside_the_knowledge_base_is_refused(kb: Path, questions: Path, inside: str) -> None:
+    target = kb / inside if inside != "." else kb
+    before = sorted(str(path.relative_to(kb)) for path in kb.rglob("*"))
+    code, output = run("compare", str(kb), "--queries", str(questions), "-t", "bigram", "-o", str(target))
+    assert code != 0
+    line = one_error(output)
+    assert "inside the knowledge base" in line or "refusing to replace it" in line
+    assert sorted(str(path.relative_to(kb)) for path in kb.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    ("name", "what"), [("a b.md", "passage"), ("全角\u3000空格.md", "passage"), ("ok.md", "question")]
+)
+def test_ids_a_trec_file_cannot_hold_are_refused(tmp_path: Path, name: str, what: str) -> None:
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / name).write_text("# 导出 文件\n\n导出文件保留三十天。\n", encoding="utf-8")
+    if what == "question":
+        questions = tmp_path / "q.jsonl"
+        questions.write_text(json.dumps({"_id": "q 1", "text": "导出"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    else:
+        questions = tmp_path / "q.txt"
+        questions.write_text("导出\n", encoding="utf-8")
+    code, output = run("compare", str(folder), "--queries", str(questions), "-t", "bigram", "-o", str(tmp_path / "o"))
+    assert code != 0 and f"{what} id" in one_error(output) and "TREC" in one_error(output)
+    assert not (tmp_path / "o").exists()
+    if what == "passage":
+        code, output = run("queries", "synth", str(folder), "-n", "1", "-o", str(tmp_path / "synth"))
+        assert code != 0 and "passage id" in one_error(output)
+        assert not (tmp_path / "synth").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["queries", "synth", "handbook", "-n", "5", "-o", "{file}/out"],
+        ["compare", "handbook", "-t", "bigram", "-o", "{file}/out"],
+        ["datasets", "export", "handbook", "{file}/deeper/out"],
+    ],
+)
+def test_an_output_under_a_file_is_refused_up_front(tmp_path: Path, command: list[str]) -> None:
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("mine\n", encoding="utf-8")
+    code, output = run(*(part.replace("{file}", str(blocker)) for part in command))
+    assert code != 0 and "is not a folder" in one_error(output)
+    assert blocker.read_text(encoding="utf-8") == "mine\n"
+
+
+def test_synth_into_an_existing_folder_says_it_writes_only_new_ones(tmp_path: Path) -> None:
+    existing = tmp_path / "synth"
+    existing.mkdir()
+    (existing / "keep.txt").write_text("mine\n", encoding="utf-8")
+    code, output = run("queries", "synth", "handbook", "-n", "5", "-o", str(existing))
+    assert code != 0 and "only to a new path" in one_error(output)
+    assert (existing / "keep.txt").read_text(encoding="utf-8") == "mine\n"
+
+
+def test_written_files_and_folders_get_the_umasks_modes(tmp_path: Path) -> None:
+    from rag_eval.outputs import publish_folder, write_text_atomic
+
+    previous = os.umask(0o022)
+    try:
+        written = write_text_atomic(tmp_path / "x.run", "q Q0 d 1 1.0 t\n", owned=None, what="run file")
+        with publish_folder(tmp_path / "report", owned=lambda _path: None, what="report folder") as staging:
+            (staging / "a.txt").write_text("a", encoding="utf-8")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(written.stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "report").stat().st_mode) == 0o755
+
+
+def test_read_takes_every_builders_keys_and_refuses_a_root_that_is_not_a_folder(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [
+        {"_id": "doc2", "title": "导出", "text": "导出文件保留三十天。"},
+        {"_id": "a#b", "title": "", "text": "审计日志"},
+    ]
+    corpus.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    index = tmp_path / "p.sqlite"
+    assert run("index", "build", str(corpus), "-b", "passages", "-o", str(index))[0] == 0
+    assert run("read", str(index), "doc2") == (0, "导出文件保留三十天。\n")
+    code, output = run("read", str(index), "a#b", "--json")
+    assert code == 0 and json.loads(output)["key"] == "a#b"
+    code, output = run("read", str(index), "doc3")
+    assert code != 0 and one_error(output)
+    for command in (["read", str(index), "doc2"], ["index", "verify", str(index)]):
+        for root in (tmp_path / "nowhere", corpus):
+            code, output = run(*command, "--root", str(root))
+            assert code != 0 and "--root" in one_error(output)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\u3000"])
+def test_an_empty_query_is_an_error_not_no_hits(tmp_path: Path, query: str) -> None:
+    index = tmp_path / "h.sqlite"
+    handbook = str(corpus_dir("handbook"))
+    code, output = run("index", "build", handbook, "-b", "sections", "-t", "bigram", "-o", str(index))
+    assert code == 0, output
+    code, output = run("search", str(index), query)
+    assert code != 0 and "empty" in one_error(output)
+
+
+def test_an_empty_database_left_by_a_stopped_first_build_says_so(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "fresh.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 1")  # a database file with no table, as a killed first build leaves it
+    db.commit()
+    db.close()
+    code, output = run("index", "info", str(path))
+    assert code != 0 and "a first build into it may have been stopped" in one_error(output)
+    assert f"index build SOURCE -o {path}" in output
