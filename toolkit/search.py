@@ -513,6 +513,11 @@ def _explain(index: Index, compiled: CompiledQuery) -> dict[str, Any]:
         "phrase_filter": compiled.phrase_filter,
         "column_weights": dict(zip(_columns(index), column_weights(index), strict=True)),
     }
+    if index.tokenizer.native:
+        # FTS5's own tokenizer cuts the query as typed (unicode61 folds case, not full-width forms): the
+        # normalised text is not what it read.
+        info["normalised"] = None
+        info["native"] = "FTS5's own tokenizer reads the query as typed; rag-eval's normalisation is not applied"
     if not compiled.fields:
         info["hits_per_term"] = {term: hits(quote(term)) for term in compiled.terms}
         return info
