@@ -30,7 +30,7 @@ from .formats import load_dataset
 from .fusion import Fusion, fuse_runs, fused_row, fused_systems, fusion_from_table, parse_fusion
 from .gate import DEFAULT_TOLERANCE, GateResult, check, check_baseline_target, check_tolerance, load_baseline
 from .gate import write_baseline as save_baseline
-from .metrics import DEFAULT_METRICS, RankedDoc, check_qrels, evaluate, judged_queries, parse_metric
+from .metrics import DEFAULT_METRICS, RankedDoc, check_qrels, evaluate, judged_queries, metric_names, parse_metric
 from .records import NO_ANSWER, SYNTHETIC_KIND, Dataset, Qrel
 from .report import check_output, write_outputs
 from .runner import System, SystemRun, check_builder, latency_summary, run_system
@@ -217,9 +217,7 @@ def compare(
     system (``fusions``) is a row like any other, made from its members' runs after they have run.
     """
     started_in = environment()  # the commit and time the run started from, not where the tree is at its end
-    metrics = list(dict.fromkeys(metrics or DEFAULT_METRICS))
-    for name in metrics:
-        parse_metric(name)
+    metrics = metric_names(metrics or DEFAULT_METRICS)  # canonical spellings, each once
     check_trec_ids(dataset)
     if not systems and not outside:
         raise RagEvalError("no systems to compare", hint="name tokenizers with -t SPEC, or install one")

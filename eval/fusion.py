@@ -94,7 +94,10 @@ class Fusion:
         if type(self.k) is not int or not 0 <= self.k <= MAX_K:
             raise FusionError(f"rrf's k must be a whole number from 0 to {MAX_K}, not {self.k!r}")
         if len(self.members) < 2:
-            raise FusionError(f"a fusion needs at least two members (systems or runs), not {len(self.members)}")
+            raise FusionError(
+                f"a fusion needs at least two members (systems or runs), not {len(self.members)}",
+                hint=_separator_hint(self.method, self.members),
+            )
         if any(not isinstance(m, str) or not m.strip() for m in self.members):
             raise FusionError("a fusion's members are named by non-empty text")
         if len(set(self.members)) != len(self.members):
@@ -141,7 +144,7 @@ def parse_fusion(text: str) -> Fusion:
         except RagEvalError as exc:
             raise FusionError(f"invalid fusion {text!r}: {exc}") from None
     members, weights = [], []
-    for part in _MEMBER_SEPARATOR.split(members_text):
+    for part in _MEMBER_SEPARATOR.split(members_text) if members_text.strip() else []:  # "rrf()" has no member
         weighted = _WEIGHT.fullmatch(part)
         weights.append(float(weighted.group(1)) if weighted else 1.0)
         members.append((weighted.group(2) if weighted else part).strip())
@@ -180,7 +183,17 @@ def _declared(method: str, members: Sequence[str], weights: Sequence[Any] | None
     except TypeError:  # a wrongly typed option value reaches the dataclass as it is
         raise FusionError(f"{where}: invalid options {options!r}") from None
     except FusionError as exc:
-        raise FusionError(f"{where}: {exc}") from None
+        raise FusionError(f"{where}: {exc}", hint=exc.hint) from None
+
+
+def _separator_hint(method: str, members: Sequence[str]) -> str | None:
+    """For one member with a bare comma in it (``rrf(bigram,jieba)``): how members are separated."""
+    if len(members) != 1 or not isinstance(members[0], str) or "," not in members[0]:
+        return None
+    hint = "separate members with a comma and a space (a bare comma separates a tokenizer's options)"
+    if ":" in members[0]:
+        return hint
+    return f"{hint}, e.g. {method}({', '.join(part.strip() for part in members[0].split(','))})"
 
 
 def normalised(scores: Sequence[float], how: str) -> list[float]:

@@ -26,6 +26,7 @@ class GateResult:
     stale: list[dict[str, Any]] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
     compared: int = 0
+    baseline_systems: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         """One human line per finding."""
@@ -42,6 +43,24 @@ class GateResult:
             out.append(f"baseline stale {item['system']}: {details} (not compared; update the baseline)")
         out += self.unmatched
         return out
+
+    def failure(self, against: str | Path, tolerance: float) -> GateError | None:
+        """Why a gate that must pass (``--fail-on-regression``) fails: a regression, or no system compared
+        (a gate that compared nothing has checked nothing); None when it passes."""
+        if self.regressions:
+            return GateError(
+                f"{len(self.regressions)} metric regressions against {against} (tolerance {tolerance}); "
+                "see the REGRESSION lines above"
+            )
+        if self.compared:
+            return None
+        stale = f" ({len(self.stale)} with a changed identity, listed above as stale)" if self.stale else ""
+        return GateError(
+            f"the gate compared no system: no system of this run matches one of {against}{stale}; the baseline "
+            f"has: {', '.join(self.baseline_systems) or 'no systems'}",
+            hint="compare the baseline's systems (same tokenizer, builder, mode and engine), or write a new "
+            "baseline with --write-baseline FILE",
+        )
 
 
 #: Largest baseline or report file read, in bytes (a report with per-query values of a large set is tens of MB).
@@ -140,7 +159,7 @@ def check(report: dict[str, Any], baseline: dict[str, Any], *, tolerance: float 
     """
     tolerance = check_tolerance(tolerance)
     check_baseline(baseline)
-    result = GateResult()
+    result = GateResult(baseline_systems=[row["name"] for row in baseline["systems"]])
     old_systems = {row["name"]: row for row in baseline["systems"]}
     dataset_changed = report["dataset"]["checksum"] != baseline.get("dataset", {}).get("checksum")
     for row in report["systems"]:

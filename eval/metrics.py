@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import math
-import warnings
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -59,90 +60,187 @@ def _ir_measures() -> Any:
 
 
 def parse_metric(name: str) -> Any:
-    """An ir-measures measure from a name such as ``nDCG@10``, ``R@100``, ``MRR@10`` or ``MAP@100``.
+    """An ir-measures measure from a name such as ``nDCG@10``, ``R@100``, ``MRR@10`` or ``P(rel=2)@5``.
 
-    Every parameter is checked here, before any value reaches pytrec_eval: a measure trec_eval does
-    not compute, an unknown or mistyped parameter, a cutoff outside 1..MAX_CUTOFF or a ``rel``
-    outside 1..MAX_RELEVANCE is a MetricError.
+    Names are read with rag-eval's own grammar, ``NAME[(key=value, ...)][@CUTOFF]``, before anything reaches
+    ir-measures or pytrec_eval: measure names and keys are case-insensitive (``ndcg@10`` is ``nDCG@10``), a
+    cutoff is a whole number from 1 to MAX_CUTOFF and ``rel`` one from 1 to MAX_RELEVANCE, without sign or
+    leading zeros. Anything else, or a measure trec_eval does not compute, is a MetricError naming the spec.
     """
+    return _parse(name)[1]
+
+
+def canonical_metric(name: str) -> str:
+    """The canonical spelling of a metric name: ``ndcg@10`` -> ``nDCG@10``, ``map@100`` -> ``MAP@100``,
+    ``P(rel=1)@5`` -> ``P@5`` (parameters at their default are left out)."""
+    return _parse(name)[0]
+
+
+def metric_names(names: Iterable[str]) -> list[str]:
+    """Each name's canonical spelling, once, in the order first given: two spellings of one measure are one
+    (``MAP@100`` and ``AP@100``: the first given names it)."""
+    chosen: dict[str, str] = {}
+    for name in names:
+        canonical, measure = _parse(name)
+        chosen.setdefault(str(measure), canonical)
+    return list(chosen.values())
+
+
+#: ``NAME``, ``NAME@AT``, ``NAME(key=value, ...)`` or ``NAME(key=value, ...)@AT``, with nothing around it.
+_SPEC = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<params>[^()]*)\))?(?:@(?P<at>[^@()\s]*))?")
+#: One ``key=value`` of a parameter list; a value is a ``{...}`` mapping or runs to the next comma.
+_PARAM = re.compile(r"\s*(?P<key>[A-Za-z_]+)\s*=\s*(?P<value>\{[^{}]*\}|[^,{}=]*?)\s*(?:,|$)")
+_WHOLE = re.compile(r"0|[1-9][0-9]*")
+_DECIMAL = re.compile(r"(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
+_FORM = "NAME, NAME@CUTOFF or NAME(key=value, ...)@CUTOFF, e.g. nDCG@10, R@100, P(rel=2)@5"
+
+
+def _parse(name: str) -> tuple[str, Any]:
+    """The canonical name and the ir-measures measure of a metric spec, every value checked."""
     if not isinstance(name, str) or not name.strip():
         raise MetricError(f"invalid metric name {name!r}; examples: {', '.join(DEFAULT_METRICS)}")
     if len(name) > MAX_NAME_CHARS:
         raise MetricError(f"metric name of {len(name)} characters is over the limit of {MAX_NAME_CHARS}")
-    ir_measures = _ir_measures()
-    head, at, tail = name.partition("@")
-    canonical = ALIASES.get(head, head) + at + tail
-    try:
-        with warnings.catch_warnings():
-            # ir-measures reads the name with ast; newer Pythons deprecate the node types it uses.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            measure = ir_measures.parse_measure(canonical)
-    except (ValueError, NameError, SyntaxError, TypeError, AttributeError, RecursionError, MemoryError) as exc:
-        raise MetricError(f"unknown metric {name!r} ({exc}); examples: {', '.join(DEFAULT_METRICS)}") from None
-    _check_params(name, measure)
+    match = _SPEC.fullmatch(name)
+    if match is None:
+        raise MetricError(f"unknown metric {name!r}: expected {_FORM}")
+    spelled, measure_type = _measure_type(name, match["name"])
+    supported = measure_type.SUPPORTED_PARAMS
+    texts: dict[str, str] = {}
+    if match["params"] is not None:
+        params, position = match["params"], 0
+        while position < len(params) or not texts:
+            item = _PARAM.match(params, position)
+            if item is None or item.end() == position:
+                raise MetricError(f"metric {name!r}: parameters are key=value separated by commas; expected {_FORM}")
+            key = item["key"].lower()
+            if key in texts:
+                raise MetricError(f"metric {name!r}: parameter {key!r} is given twice")
+            texts[key] = item["value"]
+            position = item.end()
+        if params.rstrip().endswith(","):
+            raise MetricError(f"metric {name!r}: a comma ends the parameters; expected {_FORM}")
+    at_key = getattr(measure_type, "AT_PARAM", "cutoff")
+    if match["at"] is not None:
+        if at_key in texts:
+            raise MetricError(f"metric {name!r}: {at_key} is given twice (in parentheses and after @)")
+        texts[at_key] = match["at"]
+    values = {key: _param_value(name, measure_type, key, text) for key, text in texts.items()}
+    for key, info in supported.items():
+        if info.required and key not in values:
+            raise MetricError(
+                f"metric {name!r}: {measure_type.NAME} needs {key} (e.g. {measure_type.NAME}@10)"
+                if key == at_key
+                else f"metric {name!r}: {measure_type.NAME} needs the parameter {key}"
+            )
+    # Parameters at their default are left out, so ``P(rel=1)@5`` and ``P@5`` are one measure with one name.
+    values = {key: value for key, value in values.items() if not _same(value, supported[key].default)}
+    inner = ",".join(f"{key}={_written(values[key])}" for key in supported if key in values and key != at_key)
+    canonical = spelled + (f"({inner})" if inner else "")
+    if at_key in values:
+        canonical += f"@{_written(values[at_key])}"
+    measure = measure_type(**values)
     if not _computable(measure):
-        supported = ", ".join(sorted({m.NAME for m in ir_measures.pytrec_eval.SUPPORTED_MEASURES}))
+        computable = ", ".join(_computable_names())
         raise MetricError(
             f"metric {name!r}: trec_eval does not compute {measure.NAME} with these parameters; "
-            f"rag-eval reports trec_eval's definitions only (measures: {supported})"
+            f"rag-eval reports trec_eval's definitions only (measures: {computable})"
         )
-    return measure
+    return canonical, measure
 
 
-def _check_params(name: str, measure: Any) -> None:
-    supported = measure.SUPPORTED_PARAMS
-    for key, value in measure.params.items():
-        if key not in supported:
+def _computable_names() -> list[str]:
+    return sorted({m.NAME for m in _ir_measures().pytrec_eval.SUPPORTED_MEASURES})
+
+
+def _measure_type(name: str, head: str) -> tuple[str, Any]:
+    """The ir-measures measure named ``head``, case-insensitively, rag-eval's aliases included, and the name's
+    own spelling (``map`` -> ``MAP``: reports and baselines keep the names they were written with)."""
+    registry = _ir_measures().measures.registry
+    spellings = [(key, key) for key in registry] + list(ALIASES.items())
+    matches = [(key, target) for key, target in spellings if key.lower() == head.lower()]
+    # The measure's own name when it is one of the matches (nDCG, not NDCG); else an alias as rag-eval spells it
+    # (MAP, MRR: the names reports and baselines were written with).
+    found = next((m for m in matches if m[0] == registry[m[1]].NAME), matches[0] if matches else None)
+    if found is None:
+        known = _computable_names()
+        close = difflib.get_close_matches(head.lower(), [k.lower() for k in known], n=1, cutoff=0.7)
+        guess = next((f"did you mean {k}? " for k in known if close and k.lower() == close[0]), "")
+        raise MetricError(f"unknown metric {name!r}: no measure {head!r}; {guess}measures: {', '.join(known)}")
+    return found[0], registry[found[1]]
+
+
+def _param_value(name: str, measure_type: Any, key: str, text: str) -> Any:
+    """One parameter's value from its text, checked against what trec_eval takes."""
+    supported = measure_type.SUPPORTED_PARAMS
+    if key not in supported:
+        raise MetricError(
+            f"metric {name!r}: {measure_type.NAME} has no parameter {key!r} "
+            f"(parameters: {', '.join(sorted(supported)) or 'none'})"
+        )
+    if key == "cutoff":
+        return _whole(name, "cutoff", text, 1, MAX_CUTOFF)
+    if key == "rel":  # trec_eval's -l: the lowest grade counted relevant; grade 0 is "not relevant"
+        return _whole(name, "rel", text, 1, MAX_RELEVANCE)
+    if key == "gains":
+        return _gains(name, text)
+    if key == "recall":
+        value = float(text) if _DECIMAL.fullmatch(text) else math.nan
+        if not 0 <= value <= 1 or round(value, 2) != value:
             raise MetricError(
-                f"metric {name!r}: {measure.NAME} has no parameter {key!r} "
-                f"(parameters: {', '.join(sorted(supported)) or 'none'})"
+                f"metric {name!r}: recall must be a number from 0 to 1 with at most two decimals, not {text!r}"
             )
-        if key == "cutoff":
-            _check_int(name, "cutoff", value, 1, MAX_CUTOFF)
-        elif key == "rel":
-            _check_int(name, "rel", value, 1, MAX_RELEVANCE)
-        elif key == "gains":
-            _check_gains(name, value)
-        elif key == "recall":
-            if not _is_number(value) or not 0 <= value <= 1 or round(value, 2) != value:
-                raise MetricError(
-                    f"metric {name!r}: recall must be a number from 0 to 1 with at most two decimals, not {value!r}"
-                )
-        elif key == "beta":
-            if not _is_number(value) or not 0 < value <= MAX_BETA:
-                raise MetricError(
-                    f"metric {name!r}: beta must be a number above 0 and at most {MAX_BETA:g}, not {value!r}"
-                )
-        elif supported[key].dtype is bool or supported[key].dtype is str:
-            if type(value) is not supported[key].dtype:
-                raise MetricError(f"metric {name!r}: {key} must be a {supported[key].dtype.__name__}, not {value!r}")
-        choices = getattr(supported[key], "choices", None)
-        if isinstance(choices, (list, tuple)) and value not in choices:
-            raise MetricError(f"metric {name!r}: {key} must be one of {', '.join(map(str, choices))}, not {value!r}")
-    for key, info in supported.items():
-        if info.required and key not in measure.params:
-            raise MetricError(
-                f"metric {name!r}: {measure.NAME} needs {key} (e.g. {measure.NAME}@10)"
-                if key == getattr(measure, "AT_PARAM", "cutoff")
-                else f"metric {name!r}: {measure.NAME} needs the parameter {key}"
-            )
+        return value
+    if key == "beta":
+        value = float(text) if _DECIMAL.fullmatch(text) else math.nan
+        if not 0 < value <= MAX_BETA:
+            raise MetricError(f"metric {name!r}: beta must be a number above 0 and at most {MAX_BETA:g}, not {text!r}")
+        return value
+    info = supported[key]
+    if info.dtype is bool:
+        if text.lower() not in ("true", "false"):
+            raise MetricError(f"metric {name!r}: {key} must be a bool (True or False), not {text!r}")
+        return text.lower() == "true"
+    choices = getattr(info, "choices", None)
+    if info.dtype is str and isinstance(choices, (list, tuple)):
+        value = text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
+        if value not in choices:
+            raise MetricError(f"metric {name!r}: {key} must be one of {', '.join(map(str, choices))}, not {text!r}")
+        return value
+    raise MetricError(f"metric {name!r}: rag-eval does not take the parameter {key!r}")  # pragma: no cover
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def _whole(name: str, key: str, text: str, low: int, high: int) -> int:
+    if not _WHOLE.fullmatch(text) or len(text) > len(str(high)) or not low <= int(text) <= high:
+        raise MetricError(
+            f"metric {name!r}: {key} must be a whole number from {low} to {high} without sign or leading zeros, "
+            f"not {text!r}"
+        )
+    return int(text)
 
 
-def _check_int(name: str, key: str, value: Any, low: int, high: int) -> None:
-    if type(value) is not int or not low <= value <= high:
-        raise MetricError(f"metric {name!r}: {key} must be a whole number from {low} to {high}, not {value!r}")
-
-
-def _check_gains(name: str, gains: Any) -> None:
-    if not isinstance(gains, dict) or not gains:
+def _gains(name: str, text: str) -> dict[int, int]:
+    pairs = [pair.strip() for pair in text[1:-1].split(",")] if text.startswith("{") else []
+    if not pairs or not all(pair.count(":") == 1 for pair in pairs):
         raise MetricError(f"metric {name!r}: gains must be a mapping of grades to gains, e.g. gains={{0:0,1:1,2:3}}")
-    for grade, gain in gains.items():
-        _check_int(name, "a gains grade", grade, 0, MAX_RELEVANCE)
-        _check_int(name, "a gain", gain, 0, MAX_RELEVANCE)
+    gains: dict[int, int] = {}
+    for pair in pairs:
+        grade, gain = (part.strip() for part in pair.split(":"))
+        number = _whole(name, "a gains grade", grade, 0, MAX_RELEVANCE)
+        if number in gains:
+            raise MetricError(f"metric {name!r}: gains give grade {number} twice")
+        gains[number] = _whole(name, "a gain", gain, 0, MAX_RELEVANCE)
+    return dict(sorted(gains.items()))
+
+
+def _same(value: Any, default: Any) -> bool:
+    return type(value) is type(default) and value == default
+
+
+def _written(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{grade}:{gain}" for grade, gain in value.items()) + "}"
+    return repr(value) if isinstance(value, (str, float)) else str(value)
 
 
 def _computable(measure: Any) -> bool:

@@ -15,6 +15,8 @@ from .records import Qrel, Query
 
 _TOP = re.compile(r"<top>(.*?)</top>", re.S)
 _FIELD = re.compile(r"<(num|title|desc|narr)>(.*?)(?=<num>|<title>|<desc>|<narr>|\Z)", re.S)
+#: The two qrels formats, as a hint.
+QRELS_FORMS = "qrels lines are 'query-id 0 doc-id grade' (TREC) or 'query-id<TAB>doc-id<TAB>grade' (BEIR)"
 # A decimal number in ASCII: float() alone would also take "nan", "inf", "1_000" and other scripts' digits.
 _SCORE = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
@@ -104,24 +106,49 @@ def read_run(path: str | Path) -> list[RankedDoc]:
 
 
 def read_any_qrels(path: str | Path) -> dict[str, dict[str, int]]:
-    """Qrels in BEIR's TSV (tab-separated, optional header) or TREC's four-column format."""
+    """Given judgments: BEIR's TSV (three tab-separated fields, optional header) or TREC's four fields (any
+    whitespace, tabs included), told apart by the first line's field count. A file with no judgment, or with
+    no positive grade (no query has a relevant document, so every metric would be 0), is a DatasetError."""
     path = Path(path)
+    name = display_name(str(path))
     lines = iter_lines(path, DatasetError)
     try:
-        first = next((line for _, line in lines if line.strip()), "")
+        number, first = next(((n, line) for n, line in lines if line.strip()), (0, ""))
     finally:
         lines.close()
-    if "\t" in first:
-        return read_qrels(path)
-    return read_trec_qrels(path)
+    if not first:
+        raise DatasetError(f"{name}: no judgments: the file is empty or blank", hint=QRELS_FORMS)
+    fields = first.split("\t")
+    if len(fields) == 3 and len(fields[2].split()) == 1:  # BEIR ids may hold spaces; its grade is one field
+        qrels = read_qrels(path)
+    elif len(first.split()) == 4:
+        qrels = read_trec_qrels(path)
+    else:
+        raise DatasetError(
+            f"{name}:{number}: not a qrels line: {len(first.split())} fields, where TREC qrels have 4 and BEIR qrels "
+            "3 separated by tabs",
+            hint=QRELS_FORMS,
+        )
+    if not qrels:
+        raise DatasetError(f"{name}: no judgments: only a header", hint=QRELS_FORMS)
+    if not any(grade > 0 for docs in qrels.values() for grade in docs.values()):
+        count = sum(len(docs) for docs in qrels.values())
+        raise DatasetError(
+            f"{name}: no judged query: {count} judgments of {len(qrels)} queries, none with a positive grade "
+            "(no query has a relevant document), so every metric would be 0",
+            hint="grades 1 and above mark relevant documents, 0 not relevant",
+        )
+    return qrels
 
 
 def evaluate_files(
     run_file: str | Path, qrels_file: str | Path, metrics: Iterable[str] = ()
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """Score a TREC run file against qrels (BEIR TSV or TREC four-column): means and per-query values."""
-    from .metrics import DEFAULT_METRICS, evaluate
+    """Score a TREC run file against qrels (BEIR TSV or TREC four-column): means and per-query values, keyed
+    by each metric's canonical name (``ndcg@10`` and ``NDCG@10`` are one ``nDCG@10``)."""
+    from .metrics import DEFAULT_METRICS, evaluate, metric_names
 
+    names = metric_names(list(metrics) or DEFAULT_METRICS)  # before any file is read
     qrels = read_any_qrels(qrels_file)
     qrel_list = [Qrel(query, doc, grade) for query, docs in qrels.items() for doc, grade in docs.items()]
-    return evaluate(qrel_list, read_run(run_file), list(metrics) or list(DEFAULT_METRICS))
+    return evaluate(qrel_list, read_run(run_file), names)

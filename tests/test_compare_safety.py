@@ -148,7 +148,11 @@ def test_a_previous_report_is_replaced_and_nothing_else_changes(tmp_path: Path, 
     (parent / "notes.txt").write_text("x\n", encoding="utf-8")
     target = parent / "report"
     shutil.copytree(report_folder, target)
+    # a previous report that compared another system too: its report.json lists that system's run file
     (target / "runs" / "old_system.run").write_text("q Q0 d 1 1.0 old\n", encoding="utf-8")
+    recorded = json.loads((target / "report.json").read_text(encoding="utf-8"))
+    recorded["run_files"] = [*recorded["run_files"], "old_system.run"]
+    (target / "report.json").write_text(json.dumps(recorded), encoding="utf-8")
     (parent / "empty").mkdir()
     outside = tree_hash(parent / "empty"), (parent / "notes.txt").read_bytes()
     outcome = invoke("compare", "evidence-mini", "-t", "unigram", "-o", target)

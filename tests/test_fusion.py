@@ -393,3 +393,28 @@ def test_help_names_every_method_and_normalisation() -> None:
     for command in (["fuse"], ["compare"]):
         text = " ".join(CliRunner().invoke(cli, [*command, "--help"]).output.split())
         assert all(name in text for name in (*METHODS, *NORMALISATIONS)), command
+
+
+def test_a_fusion_counts_its_members_and_says_how_to_separate_them() -> None:
+    """Regression: rrf() said "not 1", and rrf(bigram,jieba) said "not 1" without saying why."""
+    with pytest.raises(FusionError) as empty:
+        parse_fusion("rrf()")
+    assert "at least two members (systems or runs), not 0" in str(empty.value)
+    with pytest.raises(FusionError) as bare:
+        parse_fusion("rrf(bigram,jieba)")
+    assert "not 1" in str(bare.value) and bare.value.hint is not None
+    assert "separate members with a comma and a space" in bare.value.hint and "rrf(bigram, jieba)" in bare.value.hint
+    with pytest.raises(FusionError) as options:
+        parse_fusion("rrf(jieba:mode=precise,hmm=false)")
+    assert options.value.hint is not None and "a comma and a space" in options.value.hint
+
+
+def test_a_fusion_with_a_bare_comma_is_one_error_line_and_a_hint_through_compare(tmp_path: Path) -> None:
+    args = ["compare", "evidence-mini", "-t", "bigram", "-t", "jieba", "--fuse", "rrf(bigram,jieba)"]
+    outcome = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "x")])
+    assert outcome.exit_code == 1
+    assert outcome.stderr.splitlines() == [
+        "error: fusion 'rrf(bigram,jieba)': a fusion needs at least two members (systems or runs), not 1",
+        "hint: separate members with a comma and a space (a bare comma separates a tokenizer's options), "
+        "e.g. rrf(bigram, jieba)",
+    ]

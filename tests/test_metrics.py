@@ -77,13 +77,13 @@ def test_unknown_metric() -> None:
 
 BAD_METRICS = {
     "P@0": "cutoff must be a whole number from 1 to 10000",  # pytrec_eval aborts the process on it
-    "nDCG@-1": "unknown metric",
+    "nDCG@-1": "cutoff must be a whole number from 1 to 10000",
     "R@1e9": "cutoff must be a whole number",
     "R@100000000": "cutoff must be a whole number from 1 to 10000",
     "P@1.5": "cutoff must be a whole number",
     "P@True": "cutoff must be a whole number",
-    "P@x": "unknown metric",
-    "RR(rel=-1)": "unknown metric",
+    "P@x": "cutoff must be a whole number",
+    "RR(rel=-1)": "rel must be a whole number from 1 to 100",
     "RR(rel=0)@10": "rel must be a whole number from 1 to 100",
     "RR(rel=1000)": "rel must be a whole number from 1 to 100",
     "P(foo=1)@5": "P has no parameter 'foo'",

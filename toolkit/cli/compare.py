@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import RagEvalError
 from ..eval.gate import DEFAULT_TOLERANCE
 from ..query import MODES
 from . import cli
@@ -249,11 +248,9 @@ def compare_cmd(
             f"{len(gate.improvements)} improvements, {len(gate.stale)} stale",
             err=True,
         )
-        if fail_on_regression and gate.regressions:
-            raise RagEvalError(
-                f"{len(gate.regressions)} metric regressions against {baseline_file} "
-                f"(tolerance {report['gate']['tolerance']}); see the REGRESSION lines above"
-            )
+        failure = gate.failure(baseline_file, report["gate"]["tolerance"]) if fail_on_regression else None
+        if failure is not None:
+            raise failure
 
 
 def _console() -> Console:

@@ -20,7 +20,9 @@ from .params import TEXT
     multiple=True,
     metavar="NAME",
     type=TEXT,
-    help="ir-measures name (repeat). Default: the six headline metrics.",
+    help="A trec_eval measure in ir-measures notation, NAME[(key=value, ...)][@CUTOFF], e.g. nDCG@10, "
+    "P(rel=2)@5 (repeat; names are case-insensitive and printed in their canonical spelling, once; cutoffs 1 "
+    "to 10000). Default: the six headline metrics.",
 )
 @click.option("--per-query", is_flag=True, help="Also print each judged query's values.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")

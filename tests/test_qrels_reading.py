@@ -1,0 +1,78 @@
+"""Given judgments: the qrels format is told by field count, and a file that judges nothing is an error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rag_eval.cli import cli
+from rag_eval.errors import DatasetError
+from rag_eval.eval.trec import read_any_qrels
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTIONS = ROOT / "docs" / "examples" / "handbook-questions.txt"
+JUDGMENTS = ROOT / "docs" / "examples" / "handbook-questions.qrels"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("q1 0 d1 1\nq1 0 d2 0\n", {"q1": {"d1": 1, "d2": 0}}),
+        ("q1\t0\td1\t1\nq1\t0\td2\t0\n", {"q1": {"d1": 1, "d2": 0}}),  # regression: TREC with tabs read as BEIR
+        ("q1 \t 0\td1  1\n", {"q1": {"d1": 1}}),
+        ("query-id\tcorpus-id\tscore\nq1\td1\t1\n", {"q1": {"d1": 1}}),
+        ("q 1\td 1\t2\n", {"q 1": {"d 1": 2}}),  # BEIR ids may hold spaces: three tab-separated fields
+    ],
+)
+def test_the_format_is_told_by_field_count(tmp_path: Path, text: str, expected: dict) -> None:
+    path = tmp_path / "j.qrels"
+    path.write_text(text, encoding="utf-8")
+    assert read_any_qrels(path) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "no judgments: the file is empty"),  # regression: accepted as "not judged", exit 0
+        ("  \n\n\t\n", "no judgments: the file is empty"),
+        ("query-id\tcorpus-id\tscore\n", "no judgments: only a header"),
+        ("q1 0 d1 0\nq2 0 d2 0\n", "no judged query: 2 judgments of 2 queries, none with a positive grade"),
+        ("q1 d1 1\n", "j.qrels:1: not a qrels line: 3 fields, where TREC qrels have 4"),
+    ],
+)
+def test_judgments_that_judge_nothing_are_refused(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "j.qrels"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DatasetError, match=None) as caught:
+        read_any_qrels(path)
+    assert message in str(caught.value)
+
+
+def test_evaluate_reads_tab_separated_trec_qrels(tmp_path: Path) -> None:
+    (tmp_path / "tabs.qrels").write_text("q1\t0\td1\t1\nq1\t0\td2\t0\n", encoding="utf-8")
+    (tmp_path / "run.txt").write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d3 2 1.0 x\n", encoding="utf-8")
+    outcome = CliRunner().invoke(
+        cli, ["evaluate", str(tmp_path / "run.txt"), str(tmp_path / "tabs.qrels"), "--metric", "P@1"]
+    )
+    assert outcome.exit_code == 0, outcome.stderr
+    assert outcome.stdout == "P@1\tall\t1.0000\n"
+
+
+@pytest.mark.parametrize("kind", ["empty", "blank", "zero"])
+def test_compare_refuses_given_judgments_that_judge_nothing(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: an empty --qrels, or one whose grades are all 0, gave a "not judged" report and exit 0."""
+    monkeypatch.setenv("RAG_EVAL_CACHE", str(tmp_path / "cache"))
+    zero = "".join(" ".join([*line.split()[:3], "0"]) + "\n" for line in JUDGMENTS.read_text("utf-8").splitlines())
+    qrels = tmp_path / "j.qrels"
+    qrels.write_text({"empty": "", "blank": " \n\n", "zero": zero}[kind], encoding="utf-8")
+    args = ["compare", "handbook", "--queries", str(QUESTIONS), "--qrels", str(qrels), "-t", "bigram"]
+    outcome = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "out")])
+    assert outcome.exit_code == 1, outcome.stderr
+    lines = outcome.stderr.splitlines()
+    assert lines[0].startswith("error: ") and f"{qrels.name}: no judg" in lines[0], lines
+    assert all(line.startswith("hint: ") for line in lines[1:]) and "Traceback" not in outcome.stderr
+    assert not (tmp_path / "out").exists()
