@@ -26,7 +26,7 @@ from ..errors import RagEvalError
 from ..processing import QueryProcessing
 from ..query import compile_query
 from ..search import SearchResult, _filter_clauses, _filter_params, hits_for
-from ..spec import Option, OptionSet
+from ..spec import Option, OptionSet, real
 from ..store import Index
 from ..tokenizers import Tokenizer
 from .engines import Engine, Searcher, column_weights_of, index_rows
@@ -52,8 +52,10 @@ class Bm25sEngine(Engine):
     option_set = OptionSet(
         (
             Option("method", "bm25s's BM25 variant (its default: lucene)", "lucene", str, METHODS),
-            Option("k1", "term-frequency saturation (FTS5's: 1.2)", 1.2, float),
-            Option("b", "length normalisation (FTS5's: 0.75)", 0.75, float),
+            # bm25s checks neither: with k1 nan or 1e308 every score is nan or 0 (float32), and a b past 1 makes
+            # a short chunk's length norm negative.
+            Option("k1", "term-frequency saturation (FTS5's: 1.2)", 1.2, real(0, 1000, above=True)),
+            Option("b", "length normalisation (FTS5's: 0.75)", 0.75, real(0, 1)),
         )
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -53,6 +54,61 @@ def parse_bool(value: str) -> bool:
     if lowered in ("false", "no", "off", "0"):
         return False
     raise ValueError("expected true or false")
+
+
+_WHOLE = re.compile(r"[+-]?[0-9]+\Z")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+
+
+@dataclass(frozen=True)
+class Number:
+    """A numeric option's parser and the range it accepts, declared with the option: plain ASCII decimals
+    only (no ``nan``, ``inf``, ``1_000`` or full-width digits), from ``low`` (above it when ``above``) to
+    ``high``; ``why`` says what a value outside the range would break."""
+
+    low: float
+    high: float
+    whole: bool = False
+    above: bool = False
+    why: str = ""
+
+    def __call__(self, raw: str) -> int | float:
+        text = raw.strip()
+        value: int | float | None = None
+        if (_WHOLE if self.whole else _DECIMAL).match(text):
+            value = int(text) if self.whole else float(text)
+        if value is None or not self.admits(value):
+            raise ValueError(self.expected())
+        return value
+
+    def admits(self, value: float) -> bool:
+        """Whether ``value`` lies in the range (never for nan or an infinity)."""
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        # Compared as given: a whole number past float's range has no float to compare.
+        return (value > self.low if self.above else value >= self.low) and value <= self.high
+
+    def expected(self) -> str:
+        """``expected a whole number from 1 to 1000``, with the reason when one is declared."""
+        kind = "a whole number" if self.whole else "a finite number"
+        low, high = format_number(self.low), format_number(self.high)
+        span = f"above {low} and at most {high}" if self.above else f"from {low} to {high}"
+        return f"expected {kind} {span}" + (f" ({self.why})" if self.why else "")
+
+
+def format_number(value: float) -> str:
+    """A range bound as people write it: ``1000000000``, ``0.75``, ``0``."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def whole(low: int, high: int, *, why: str = "") -> Number:
+    """The parser of a whole-number option accepting ``low`` to ``high``."""
+    return Number(low, high, whole=True, why=why)
+
+
+def real(low: float, high: float, *, above: bool = False, why: str = "") -> Number:
+    """The parser of a finite-number option accepting ``low`` (or above it) to ``high``."""
+    return Number(low, high, above=above, why=why)
 
 
 def format_value(value: Any) -> str:

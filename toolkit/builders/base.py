@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from ..errors import CorpusError, MissingSourceError
 from ..paths import path_under, printable_path
 from ..records import Chunk
-from ..spec import Configurable
+from ..spec import Configurable, real, whole
 from ..textio import decode_utf8, file_kind, read_bytes
 
 
@@ -78,6 +78,19 @@ def locate(root: Path, relative: str, *, max_bytes: int) -> Path:
 def resolve_inside(root: Path, relative: str) -> Path:
     """``root/relative`` resolved (symlinks followed); CorpusError for anything outside root."""
     return path_under(root, relative, CorpusError)
+
+
+#: ``max_bytes`` of a builder that reads each file whole: reading allocates the limit up front, so a limit
+#: past memory fails (MemoryError) even on a small file; no Markdown or text source comes near 1 GB.
+WHOLE_FILE_BYTES = whole(1, 1_000_000_000)
+#: ``title_weight``: FTS5's bm25 weight of the title column (the body's is 1), multiplied into the title's term
+#: frequencies (and by a hybrid field's weight). At 0 or below a title-only match scores 0 or less; a weight
+#: near 0 times a small field weight underflows to 0 (``bigram^1e-300`` with 1e-300: "damaged index").
+TITLE_WEIGHT = real(
+    0.001,
+    1000,
+    why="at 0 or less, or near 0, a title-only match scores 0 or below, which bm25 and the impact engine cannot rank",
+)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from ..errors import CorpusError, MissingSourceError
 from ..records import Chunk
 from ..spec import Option, OptionSet
 from ..textio import read_json, split_lines
-from .base import Builder, FileRef, QueryDefaults, SourceFile, locate
+from .base import WHOLE_FILE_BYTES, Builder, FileRef, QueryDefaults, SourceFile, locate
 
 __all__ = ["LinesBuilder", "MAX_MANIFEST_BYTES", "iso_date", "split_lines"]
 
@@ -43,7 +43,9 @@ class LinesBuilder(Builder):
 
     name = "lines"
     summary = "line-level evidence from a manifest (seed 000): doc@rev:sha256#Lline provenance, status, expiry"
-    option_set = OptionSet((Option("max_bytes", "largest source file accepted, in bytes", 1_000_000, int),))
+    option_set = OptionSet(
+        (Option("max_bytes", "largest source file accepted, in bytes", 1_000_000, WHOLE_FILE_BYTES),)
+    )
     index_title = False
     list_by = "document"
     recognise_order = 10

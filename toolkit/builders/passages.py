@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import CorpusError
 from ..records import Chunk
-from ..spec import Option, OptionSet
+from ..spec import Option, OptionSet, whole
 from ..textio import (
     control_character,
     decode_utf8,
@@ -24,7 +24,7 @@ from ..textio import (
     parse_jsonl,
     read_bytes,
 )
-from .base import Builder, FileRef, QueryDefaults, SourceFile, locate
+from .base import TITLE_WEIGHT, Builder, FileRef, QueryDefaults, SourceFile, locate
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -97,8 +97,9 @@ class PassagesBuilder(Builder):
     summary = "BEIR corpus.jsonl passages (title + text), for evaluation"
     option_set = OptionSet(
         (
-            Option("max_bytes", "largest corpus.jsonl accepted, in bytes", 2_000_000_000, int),
-            Option("title_weight", "bm25 weight of the title column (the body has weight 1)", 1.0, float),
+            # Streamed a line at a time, so the limit is not memory's.
+            Option("max_bytes", "largest corpus.jsonl accepted, in bytes", 2_000_000_000, whole(1, 10**12)),
+            Option("title_weight", "bm25 weight of the title column (the body has weight 1)", 1.0, TITLE_WEIGHT),
         )
     )
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from ..errors import CorpusError
 from ..keys import section_key, unit_of
 from ..records import Chunk
-from ..spec import Option, OptionSet
-from .base import Builder, FileRef, QueryDefaults, SourceFile, locate
+from ..spec import Option, OptionSet, whole
+from .base import TITLE_WEIGHT, WHOLE_FILE_BYTES, Builder, FileRef, QueryDefaults, SourceFile, locate
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SLUG_WORDS = re.compile(r"[\w\u4e00-\u9fff]+")
@@ -187,9 +187,14 @@ class SectionsBuilder(Builder):
     summary = "Markdown sections with unique anchors and heading paths (seed 001)"
     option_set = OptionSet(
         (
-            Option("max_chars", "split sections longer than this at blank lines (~2, ~3 suffixes)", 2000, int),
-            Option("max_bytes", "largest Markdown file accepted, in bytes", 5_000_000, int),
-            Option("title_weight", "bm25 weight of the heading column (the body has weight 1)", 1.0, float),
+            Option(
+                "max_chars",
+                "split sections longer than this at blank lines (~2, ~3 suffixes)",
+                2000,
+                whole(1, 1_000_000_000),
+            ),
+            Option("max_bytes", "largest Markdown file accepted, in bytes", 5_000_000, WHOLE_FILE_BYTES),
+            Option("title_weight", "bm25 weight of the heading column (the body has weight 1)", 1.0, TITLE_WEIGHT),
         )
     )
 
