@@ -51,9 +51,10 @@ def test_spec_syntax_and_canonical_form() -> None:
     ("spec", "message"),
     [
         ("trigram+bigram", "cannot be a field of a hybrid: its tokens may contain whitespace"),
-        ("bigram^0+unigram", "must be above 0"),
-        ("bigram^nan+unigram", "must be above 0"),
-        ("bigram^1e9", "must be above 0 and at most 1000"),
+        ("bigram^0+unigram", "must be from 0.001 to 1000"),
+        ("bigram^nan+unigram", "must be from 0.001 to 1000"),
+        ("bigram^1e9", "must be from 0.001 to 1000"),
+        ("bigram^1e-300+unigram", "must be from 0.001 to 1000"),  # underflowed to 0 with a small title weight
         ("bigram^x", "invalid weight 'x'"),
         ("bigram+bigram", "names the same field twice"),
         ("+bigram", "empty field"),

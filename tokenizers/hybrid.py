@@ -48,8 +48,11 @@ def split_fields(spec: str) -> list[tuple[str, float]]:
                 weight = float(found.group(1))
             except ValueError:
                 raise SpecError(f"invalid weight {found.group(1)!r} in {spec!r}: expected a number after ^") from None
-            if not math.isfinite(weight) or not 0 < weight <= MAX_WEIGHT:
-                raise SpecError(f"weight {found.group(1)} in {spec!r} must be above 0 and at most {MAX_WEIGHT:g}")
+            # At least 1/MAX_WEIGHT: a tiny weight times a tiny title weight underflows to 0 and scores nothing.
+            if not math.isfinite(weight) or not 1 / MAX_WEIGHT <= weight <= MAX_WEIGHT:
+                raise SpecError(
+                    f"weight {found.group(1)} in {spec!r} must be from {1 / MAX_WEIGHT:g} to {MAX_WEIGHT:g}"
+                )
             part = part[: found.start()].strip()
         if not part:
             raise SpecError(f"empty field in hybrid spec {spec!r}: expected FIELD[^WEIGHT]+FIELD[^WEIGHT]...")

@@ -22,24 +22,15 @@ from importlib.resources import files
 from typing import Any
 
 from .errors import SpecError
-from .spec import Configurable, Option, OptionSet, SystemSpec, format_value
+from .spec import Configurable, Option, OptionSet, SystemSpec, format_value, real, whole
 
 #: ``document_frequency(term)``: in how many chunks of the index ``term`` occurs.
 DocumentFrequency = Callable[[str], int]
 
 
-def _fraction(value: str) -> float:
-    number = float(value)
-    if not 0 < number <= 1:
-        raise ValueError("expected a fraction above 0 and at most 1")
-    return number
-
-
-def _count(value: str) -> int:
-    number = int(value)
-    if not 0 <= number <= 10_000:
-        raise ValueError("expected a whole number from 0 (no cap) to 10000")
-    return number
+#: ``max_df``: a fraction of the chunks, above 0 and at most 1; ``top_terms``: a whole number, 0 for no cap.
+_fraction = real(0.0, 1.0, above=True)
+_count = whole(0, 10_000, why="0 keeps every term")
 
 
 class QueryProcessing(Configurable):

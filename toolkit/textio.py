@@ -142,7 +142,14 @@ def read_bytes(
     name = display_name(label if label is not None else str(path))
     with open_regular(path, error, max_bytes=max_bytes, label=label) as handle:
         try:
-            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+            if max_bytes is None:
+                data = handle.read()
+            else:
+                # read(n) allocates n bytes first: ask for what the file holds (one more shows it grew since)
+                size = os.fstat(handle.fileno()).st_size
+                data = handle.read(min(max_bytes, size) + 1)
+                if size < len(data) <= max_bytes:  # it grew: read on, up to the limit
+                    data += handle.read(max_bytes + 1 - len(data))
         except OSError as exc:
             raise error(f"{name}: cannot read: {exc.strerror or exc}") from None
     if max_bytes is not None and len(data) > max_bytes:  # it grew after the size check
