@@ -229,7 +229,8 @@ def _document_ids(index: Index) -> Callable[[str], str]:
         if _SPACE.search(found):
             raise DatasetError(
                 f"{index.path}: chunk {found!r} holds whitespace, which a TREC run cannot carry as a document id",
-                hint="TREC runs separate columns by whitespace; rename source files (or headings) with spaces",
+                hint="TREC runs separate columns by whitespace; rename source files (or headings) with spaces, "
+                "or give a corpus.jsonl's passages _ids without spaces",
             )
         return found
 
