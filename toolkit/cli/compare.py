@@ -63,7 +63,8 @@ if TYPE_CHECKING:
     metavar="NAME",
     type=TEXT,
     help="A trec_eval measure in ir-measures notation, e.g. nDCG@10, R@100, RR@10, P@1, MAP@100, "
-    "P(rel=2)@5 (repeat; cutoffs 1 to 10000). Default: those six.",
+    "P(rel=2)@5 (repeat; names are case-insensitive, each measure reported once; cutoffs 1 to 10000). "
+    "Default: those six.",
 )
 @click.option(
     "--reference-system",
