@@ -65,6 +65,8 @@ class LinesBuilder(Builder):
             ) from None
         if not isinstance(manifest, list):
             raise CorpusError(f"{manifest_path}: the manifest must be a JSON list of documents")
+        if not manifest:
+            raise CorpusError(f"{manifest_path}: the manifest lists no documents")
         refs: list[FileRef] = []
         seen: set[str] = set()
         files: dict[Path, tuple[int, str]] = {}

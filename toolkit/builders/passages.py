@@ -155,6 +155,8 @@ class PassagesBuilder(Builder):
                 raise CorpusError(f"{where}: duplicate _id {passage_id!r}")
             seen.add(passage_id)
             yield Chunk(key=passage_id, text=text, doc=passage_id, title=title, path=file.path, sha256=file.sha256)
+        if not seen:  # as a sections build of a folder without .md files: nothing to index is a mistake
+            raise CorpusError(f"{file.path}: no passages (one JSON object with _id, title, text per line)")
 
     def query_defaults(self) -> QueryDefaults:
         return QueryDefaults(

@@ -95,6 +95,8 @@ def index_build_cmd(
     """
     from ..writer import build
 
+    if tokenizer_spec is not None and not tokenizer_spec.strip():
+        raise click.UsageError("-t is empty: name a tokenizer spec, e.g. -t jieba (leave -t out for bigram)")
     if system_file is not None:
         from ..eval.compare import one_system
         from ..eval.engines import get_engine
