@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from ..records import Progress
 from ..tokenizers import Tokenizer, get_tokenizer, written_spec
 from .compare import Skipped, SystemProgress, default_systems
 from .judge_session import Session
-from .judgments import Judgments, PoolIdentity, check_id
+from .judgments import Judgments, PoolIdentity, check_id, counted, named_target
 from .metrics import judged_queries, ranked_ids
 from .records import Dataset
 from .runner import System, run_system
@@ -34,6 +35,8 @@ from .sources import source_dataset
 REPLAY_WHAT = "replay"
 #: Results of each system pooled per question, unless ``--depth`` says otherwise.
 DEFAULT_DEPTH = 10
+#: The deepest pool: far more than a person grades (a depth of 10 pools some 20 passages per question).
+MAX_DEPTH = 1000
 
 
 @dataclass(frozen=True)
@@ -67,8 +70,8 @@ def plan(
     qrels: str | Path | None = None,
 ) -> tuple[Dataset, dict[str, System], tuple[Skipped, ...], PoolIdentity]:
     """Read the source, the questions (and judgments of them) and name the systems; nothing is built yet."""
-    if depth < 1:
-        raise RagEvalError(f"--depth must be at least 1, not {depth}")
+    if type(depth) is not int or not 1 <= depth <= MAX_DEPTH:
+        raise RagEvalError(f"--depth must be a whole number from 1 to {MAX_DEPTH}, not {depth}")
     dataset = source_dataset(source, questions, builder=builder, qrels=qrels)
     for query_id in dataset.queries:
         check_id(query_id, "question id")
@@ -122,6 +125,24 @@ def build_pool(
     return Pool(dataset, systems, tokenizers, runs, identity, identity.depth, skipped)
 
 
+def pooled_count(pool: Pool) -> int:
+    """How many (question, passage) pairs the pool holds: what a complete judging grades."""
+    return sum(len({d for run in pool.runs.values() for d in run[q][: pool.depth]}) for q in pool.dataset.queries)
+
+
+def check_pool(pool: Pool) -> int:
+    """The pool's size, refused when it is empty: no system found a passage for any question."""
+    pooled = pooled_count(pool)
+    if not pooled:
+        count = len(pool.dataset.queries)
+        questions = "the question" if count == 1 else f"any of the {count} questions"
+        raise RagEvalError(
+            f"nothing to judge: no system found a passage for {questions}",
+            hint="check that the questions are about SOURCE, or try other tokenizers (-t)",
+        )
+    return pooled
+
+
 def _system_progress(report: SystemProgress, name: str, phase: str, done: float, total: float) -> None:
     report(name, phase, int(done), int(total))
 
@@ -164,16 +185,18 @@ def judge(
     from .selection import Selector
 
     chosen = check_method(method)
+    idle_seconds = check_idle_timeout(idle_timeout)
     dataset, systems, skipped, identity = plan(source, questions, tokenizers=tokenizers, builder=builder, depth=depth)
     Judgments.check(output, identity)
     server = JudgeServer.bind(port)
     try:
         pool = build_pool(dataset, systems, identity, skipped=skipped, progress=progress)
+        check_pool(pool)
         selector = Selector(pool.runs, depth=depth, method=chosen)
         with Judgments.open(output, identity, assessor=assessor) as judgments:
             session = Session(pool, judgments, selector)
             try:
-                stopped = server.serve(session, announce=announce, idle_timeout=idle_timeout)
+                stopped = server.serve(session, announce=announce, idle_timeout=idle_seconds)
             finally:
                 # A request thread may still be writing a grade: let it finish before the file closes.
                 session.lock.acquire()
@@ -181,6 +204,17 @@ def judge(
             return JudgeResult(judgments.path, decision.judged, decision.pooled, decision.line(), stopped)
     finally:
         server.close()
+
+
+def check_idle_timeout(idle_timeout: float | None) -> float | None:
+    """Seconds without a request before the server stops, or None for never (given as None, 0 or inf)."""
+    if idle_timeout is None:
+        return None
+    if math.isnan(idle_timeout) or idle_timeout < 0:
+        raise RagEvalError(
+            f"--idle-timeout must be a number of minutes of at least 0 (0: never stop), not {idle_timeout / 60:g}"
+        )
+    return None if idle_timeout == 0 or math.isinf(idle_timeout) else float(idle_timeout)
 
 
 def check_method(method: str | None) -> str:
@@ -239,7 +273,10 @@ def oracle(
     chosen = check_method(method)
     if samples < 0 or sample_queries < 1:
         raise RagEvalError("--samples must be at least 0 and --sample-queries at least 1")
+    if type(seed) is not int or seed < 0:
+        raise RagEvalError(f"--seed must be a whole number of at least 0, not {seed}")
     if output is not None:
+        named_target(output, what=REPLAY_WHAT, example="replay.json")
         check_file_target(output, owned=None, what=REPLAY_WHAT)
     dataset, systems, skipped, identity = plan(
         source, questions, tokenizers=tokenizers, builder=builder, depth=depth, qrels=qrels
@@ -249,11 +286,12 @@ def oracle(
         raise RagEvalError(f"{qrels}: no question has a relevant passage; there is no winner to find")
     if samples and len(judged) < sample_queries:
         raise RagEvalError(
-            f"{len(judged)} questions have a relevant passage, fewer than the {sample_queries} a sample needs",
+            f"{counted(len(judged), 'question has', 'questions have')} a relevant passage, fewer than the "
+            f"{sample_queries} a sample needs",
             hint=f"use --sample-queries {len(judged) * 3 // 4 or 1} (or --samples 0 for no study)",
         )
     pool = build_pool(dataset, systems, identity, skipped=skipped, progress=progress)
-    pooled = sum(len({d for run in pool.runs.values() for d in run[q][:depth]}) for q in dataset.queries)
+    pooled = check_pool(pool)
     replay = replaying.replay(pool.runs, dataset.qrels, method=chosen, budget=pooled, seed=seed)
     steps = [
         {

@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..errors import RagEvalError
 from ..textio import parse_json
+from .judgments import JudgmentsWriteError
 
 if TYPE_CHECKING:
     from .judge_session import Session
@@ -37,6 +38,8 @@ _TOKEN_IN_TEXT = re.compile(r"token=[^&\s'\"]*")
 MAX_BODY = 16_384
 #: Stop after this many seconds without a request, unless told otherwise (None: never).
 DEFAULT_IDLE_TIMEOUT = 4 * 3600.0
+#: The methods the server answers; any other known method is 405 with this list in ``Allow``.
+ALLOWED = "GET, POST"
 
 
 class ServerError(RagEvalError):
@@ -132,6 +135,9 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
     server_version = "rag-eval-judge"
     sys_version = ""
+    # http.server's own refusals (a malformed request line, an unknown method) in the server's plain text
+    error_message_format = "%(message)s\n"
+    error_content_type = "text/plain; charset=utf-8"
 
     # -- checks ---------------------------------------------------------------------------------------------
 
@@ -234,6 +240,18 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._refuse(HTTPStatus.NOT_FOUND, "not found")
 
+    def _not_allowed(self) -> None:
+        if not self._admitted():
+            return
+        self._send(
+            HTTPStatus.METHOD_NOT_ALLOWED,
+            f"method {self.command} not allowed: this server answers {ALLOWED}".encode(),
+            "text/plain; charset=utf-8",
+            {"Allow": ALLOWED},
+        )
+
+    do_HEAD = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed  # noqa: N815
+
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         if not self._admitted():
             return
@@ -260,20 +278,30 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._refuse(HTTPStatus.NOT_FOUND, "not found")
                 return
+        except JudgmentsWriteError as exc:
+            # the grade is not on disk and not in memory: the page says so and the assessor may try again
+            self.app.log(f"judge: not saved: {exc}")
+            self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": str(exc)})
+            return
         except RagEvalError as exc:
             self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
+            return
+        except Exception as exc:  # noqa: BLE001 - one line for the page and the log, never a dropped request
+            self.app.log(f"judge: internal error: {type(exc).__name__}: {exc}")
+            self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"internal error: {type(exc).__name__}: {exc}"})
             return
         self._json(HTTPStatus.OK, state)
 
     def _body(self) -> dict[str, Any]:
         if self.headers.get_content_type() != "application/json":
             raise RagEvalError("expected Content-Type: application/json")
-        try:
-            length = int(self.headers.get("Content-Length", "0"))
-        except ValueError:
-            raise RagEvalError("bad Content-Length") from None
-        if not 0 <= length <= MAX_BODY:
+        raw_length = self.headers.get("Content-Length", "0").strip()
+        if not raw_length.isascii() or not raw_length.isdigit():
+            raise RagEvalError(f"bad Content-Length {raw_length[:20]!r}: expected a whole number of bytes")
+        digits = raw_length.lstrip("0") or "0"
+        if len(digits) > len(str(MAX_BODY)) or int(digits) > MAX_BODY:
             raise RagEvalError(f"request body over {MAX_BODY} bytes")
+        length = int(digits)
         raw = self.rfile.read(length) if length else b"{}"
         try:
             text = raw.decode("utf-8")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RagEvalError
 from ..tokenizers import Tokenizer
-from .judgments import Judgments
+from .judgments import Judgments, counted
 
 if TYPE_CHECKING:
     from .judge import Pool
@@ -57,14 +57,14 @@ def decision_words(decision: Decision) -> str:
     """The decision so far in plain words."""
     if decision.judged == 0:
         return "No grades yet: every system is level."
-    left = decision.pooled - decision.judged
+    left = counted(decision.pooled - decision.judged, "unjudged passage")
     lead = decision.lead()
     lead = lead[0].upper() + lead[1:]
     if decision.certain:
-        return f"{lead}. Settled for certain: no grades of the {left} unjudged passages can change the winner."
+        return f"{lead}. Settled for certain: no grades of the {left} can change the winner."
     sure = f"{decision.confidence:.0%} sure the leader stays ahead"
     if decision.settled:
-        return f"{lead}; {sure}. Settled: you may stop, though the {left} unjudged passages could still change it."
+        return f"{lead}; {sure}. Settled: you may stop, though the {left} could still change it."
     return f"{lead}; {sure}. Not settled yet: keep judging."
 
 
@@ -200,7 +200,7 @@ class Session:
         elif decision.settled:
             prefix = "The winner is settled"
         else:
-            prefix = f"{left} passages left"
+            prefix = f"{counted(left, 'passage')} left"
         if len(gaps) < 3:
             return f"{prefix}; an estimate of the time needs a few more grades."
         pace = statistics.median(gaps)

@@ -17,14 +17,17 @@ import fcntl
 import hashlib
 import json
 import os
+import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import RagEvalError
-from ..outputs import checked_target, write_text_atomic
-from ..textio import display_name, iter_lines, parse_json
+from ..indexmeta import RagEvalWarning
+from ..outputs import OutputError, checked_target, write_text_atomic
+from ..textio import decode_utf8, display_name, parse_json, read_bytes, split_lines
 from .trec import read_trec_qrels, trec_qrels_text
 
 FORMAT = "rag-eval judgments"
@@ -37,6 +40,23 @@ MAX_LOG_BYTES = 10_000_000
 
 class JudgmentsError(RagEvalError):
     """A judgments file that cannot be used: another pool's, not rag-eval's, damaged or in use."""
+
+
+class JudgmentsWriteError(JudgmentsError):
+    """A grade, undo or skip that could not be written; the files and the grades in memory are as before it."""
+
+
+def counted(number: int, singular: str, plural: str | None = None) -> str:
+    """``1 question``, ``2 questions``: a count with its noun in the right number."""
+    return f"{number} {singular if number == 1 else plural or singular + 's'}"
+
+
+def named_target(path: str | Path, *, what: str, example: str) -> Path:
+    """The output path as :func:`checked_target` accepts it; refused with an example of the file wanted."""
+    try:
+        return checked_target(path, what=what)
+    except OutputError as exc:
+        raise OutputError(str(exc), hint=f"name the {what}, e.g. -o {example}") from None
 
 
 @dataclass(frozen=True)
@@ -77,7 +97,17 @@ class PoolIdentity:
         if header.get("questions") != mine["questions"]:
             out.append(f"the questions differ ({header.get('question_count')} then, {len(self.questions)} now)")
         if header.get("systems") != mine["systems"]:
-            out.append(f"the systems differ ({', '.join(map(str, header.get('systems') or []))} then)")
+            then = [str(system) for system in header.get("systems") or []]
+            left_out = [system for system in then if system not in self.systems]
+            added = [system for system in self.systems if system not in then]
+            change = [
+                f"{' and '.join(names)} {what}" for names, what in ((left_out, "left out"), (added, "added")) if names
+            ]
+            now = ", ".join(self.systems) or "none"
+            out.append(
+                f"the systems differ ({', '.join(then) or 'none'} then) from now ({now}): "
+                f"{', '.join(change) or 'another order'}"
+            )
         if header.get("depth") != self.depth:
             out.append(f"the depth differs ({header.get('depth')} then, {self.depth} now)")
         return out
@@ -132,11 +162,20 @@ class Judgments:
         self._fd = -1
         #: The log's last event, when it is a grade or an undo (what the qrels file may lag behind by).
         self._last: tuple[str, Grade] | None = None
+        #: Where the log's unterminated last line starts, and its number (a write cut short by a crash).
+        self._torn: tuple[int, int] | None = None
+        #: Why no more can be written, once a failed write could not be taken back.
+        self._broken = ""
 
     @classmethod
     def check(cls, path: str | Path, identity: PoolIdentity) -> list[Grade]:
         """The grades of an existing judgments file for this pool ([] when there is none); writes nothing."""
-        target = checked_target(path, what="judgments file")
+        target = named_target(path, what="judgments file", example="out/kb.qrels")
+        if target.is_dir():
+            raise JudgmentsError(
+                f"{display_name(str(target))}: is a folder; the judgments file is a file (TREC qrels)",
+                hint=f"name a file in it, e.g. -o {display_name(str(Path(path) / 'kb.qrels'))}",
+            )
         log = log_path(target)
         if not log.exists() and not log.is_symlink():
             if target.exists() or target.is_symlink():
@@ -153,7 +192,7 @@ class Judgments:
     @classmethod
     def open(cls, path: str | Path, identity: PoolIdentity, *, assessor: str) -> Judgments:
         """Create the judgments file and its log, or open them to resume; the qrels file is brought up to date."""
-        target = checked_target(path, what="judgments file")
+        target = named_target(path, what="judgments file", example="out/kb.qrels")
         cls.check(target, identity)
         judgments = cls(target, identity, assessor)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -164,6 +203,7 @@ class Judgments:
         judgments._lock()
         try:
             judgments._read(judgments.log)
+            judgments._drop_torn_line()
             judgments._sync_qrels()
         except BaseException:
             judgments.close()
@@ -203,7 +243,14 @@ class Judgments:
         events: list[Grade] = []
         skipped: set[tuple[str, str]] = set()
         last: tuple[str, Grade] | None = None
-        lines = list(iter_lines(log, JudgmentsError, max_bytes=MAX_LOG_BYTES))
+        data = read_bytes(log, JudgmentsError, max_bytes=MAX_LOG_BYTES)
+        # Every event is appended whole with its newline, so an unterminated last line is one a crash cut
+        # short: never acknowledged, and dropped (by open, which cuts it off); any other damage is an error.
+        whole = whole_lines(data)
+        if data and not whole:  # the header is written atomically, with its newline
+            raise JudgmentsError(f"{name}:1: an unterminated line; this is not a judgments log rag-eval wrote")
+        lines = list(enumerate(split_lines(decode_utf8(data[:whole], str(log), JudgmentsError)), start=1))
+        self._torn = None if whole == len(data) else (whole, len(lines) + 1)
         if not lines:
             raise JudgmentsError(f"{name}: empty; this is not a judgments log rag-eval wrote")
         for number, line in lines:
@@ -246,6 +293,27 @@ class Judgments:
             last = ("grade", events[-1])
         self.events, self.skipped, self._last = events, skipped, last
 
+    def _drop_torn_line(self) -> None:
+        """Cut off the log's unterminated last line (see ``_read``), so the next event starts on a new line."""
+        if self._torn is None:
+            return
+        offset, number = self._torn
+        try:
+            os.ftruncate(self._fd, offset)
+            os.fsync(self._fd)
+        except OSError as exc:
+            why = exc.strerror or exc
+            raise JudgmentsError(
+                f"{display_name(str(self.log))}: cannot cut off its incomplete last line: {why}"
+            ) from None
+        self._torn = None
+        warnings.warn(
+            f"{display_name(str(self.log))}:{number}: dropped an incomplete last line (a write cut short, never "
+            "acknowledged); resuming from the grades before it",
+            RagEvalWarning,
+            stacklevel=3,
+        )
+
     def _check_header(self, header: dict[str, Any], name: str) -> None:
         if header.get("format") != FORMAT or header.get("version") != VERSION:
             raise JudgmentsError(f"{name}: not a rag-eval judgments log (format {FORMAT!r}, version {VERSION})")
@@ -261,10 +329,7 @@ class Judgments:
     @property
     def grades(self) -> dict[str, dict[str, int]]:
         """Query id -> doc id -> grade, each pair's latest grade still in force, in first-judged order."""
-        out: dict[str, dict[str, int]] = {}
-        for event in self.events:
-            out.setdefault(event.query_id, {})[event.doc_id] = event.grade
-        return out
+        return grades_of(self.events)
 
     def history(self) -> list[tuple[str, str]]:
         """Judged pairs in the order they were first graded (what j/k step through; a re-grade keeps its place)."""
@@ -275,6 +340,8 @@ class Judgments:
         return self.grades.get(query_id, {}).get(doc_id)
 
     # -- writing -------------------------------------------------------------------------------------------
+    # Each change is written first and applied to ``events`` and ``skipped`` only once both files hold it; a
+    # failed write is taken back, so what is in memory is always what is on disk.
 
     def record(self, query_id: str, doc_id: str, grade: int) -> Grade:
         """Grade a pair (a re-grade replaces the earlier grade); durable when this returns."""
@@ -284,7 +351,8 @@ class Judgments:
         check_id(doc_id, "passage")
         regrade = self.grade_of(query_id, doc_id) is not None
         event = Grade(query_id, doc_id, grade, self.assessor, utc_now())
-        self._append(
+        after = [*self.events, event]
+        self._commit(
             {
                 "event": "grade",
                 "query": query_id,
@@ -292,14 +360,13 @@ class Judgments:
                 "grade": grade,
                 "assessor": event.assessor,
                 "time": event.time,
-            }
+            },
+            (lambda: self._rewrite_qrels(grades_of(after)))
+            if regrade
+            else (lambda: self._append_qrels(trec_qrels_text({query_id: {doc_id: grade}}))),
         )
         self.events.append(event)
         self.skipped.discard((query_id, doc_id))
-        if regrade:
-            self._rewrite_qrels()
-        else:
-            self._append_qrels(trec_qrels_text({query_id: {doc_id: grade}}))
         return event
 
     def undo(self) -> Grade | None:
@@ -307,53 +374,158 @@ class Judgments:
         if not self.events:
             return None
         last = self.events[-1]
-        self._append(
-            {"event": "undo", "query": last.query_id, "doc": last.doc_id, "assessor": self.assessor, "time": utc_now()}
+        before = self.events[:-1]
+        self._commit(
+            {"event": "undo", "query": last.query_id, "doc": last.doc_id, "assessor": self.assessor, "time": utc_now()},
+            lambda: self._rewrite_qrels(grades_of(before)),
         )
         self.events.pop()
-        self._rewrite_qrels()
         return last
 
     def skip(self, query_id: str, doc_id: str) -> None:
         """Remember that the assessor passed over a pair (shown again once nothing else is left)."""
-        self._append({"event": "skip", "query": query_id, "doc": doc_id, "assessor": self.assessor, "time": utc_now()})
+        self._commit({"event": "skip", "query": query_id, "doc": doc_id, "assessor": self.assessor, "time": utc_now()})
         self.skipped.add((query_id, doc_id))
 
-    def _append(self, record: dict[str, Any]) -> None:
+    def _commit(self, record: dict[str, Any], then: Callable[[], None] | None = None) -> None:
+        """Append ``record`` to the log, then run ``then`` (the qrels file's update); when either fails, the
+        log is cut back to its length before, and the failure is one :class:`JudgmentsWriteError`."""
         if self._fd < 0:
-            raise JudgmentsError(f"{self.path}: the judgments file is closed")
-        _write_all(self._fd, (json.dumps(record, ensure_ascii=False) + "\n").encode())
+            raise JudgmentsWriteError(f"{self.path}: the judgments file is closed")
+        if self._broken:
+            raise JudgmentsWriteError(self._broken, hint=RESTART)
+        self._check_log_in_place()
+        size = os.fstat(self._fd).st_size
+        try:
+            _write_all(self._fd, (json.dumps(record, ensure_ascii=False) + "\n").encode())
+        except BaseException as exc:
+            raise self._failed(exc, size, record, _reason(exc, self.log)) from None
+        try:
+            if then is not None:
+                then()
+        except BaseException as exc:
+            why = _reason(exc, self.path)
+            if self.path.is_symlink():
+                why = f"{display_name(str(self.path))}: is now a symbolic link, which rag-eval did not create and "
+                why += "does not write through"
+            raise self._failed(exc, size, record, why) from None
+
+    def _failed(self, exc: BaseException, size: int, record: dict[str, Any], why: str) -> BaseException:
+        """Take the log back to ``size`` bytes; the error to raise (an interrupt stays what it is)."""
+        self._cut_back(self._fd, size, self.log)
+        if not isinstance(exc, (OSError, RagEvalError)):
+            return exc
+        if self._broken:
+            return JudgmentsWriteError(f"{why}; {self._broken}", hint=RESTART)
+        return JudgmentsWriteError(f"{why}; this {record['event']} was not recorded")
+
+    def _check_log_in_place(self) -> None:
+        """Refuse to write when the log open since the start is no longer the file at its path."""
+        mine = os.fstat(self._fd)
+        try:
+            there = os.lstat(self.log)
+        except OSError:
+            there = None
+        if there is None or (there.st_dev, there.st_ino) != (mine.st_dev, mine.st_ino):
+            raise JudgmentsWriteError(
+                f"{display_name(str(self.log))}: moved, removed or replaced while judging; nothing more is written",
+                hint=RESTART,
+            )
+
+    def _cut_back(self, fd: int, size: int, path: Path) -> None:
+        """Take back a partly done write: the file at ``fd`` back to ``size`` bytes."""
+        try:
+            if os.fstat(fd).st_size != size:
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+        except OSError as exc:
+            self._broken = (
+                f"{display_name(str(path))}: a failed write could not be taken back ({exc.strerror or exc}); "
+                "nothing more is written"
+            )
 
     def _append_qrels(self, line: str) -> None:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
         try:
-            _write_all(fd, line.encode())
+            size = os.fstat(fd).st_size
+            try:
+                _write_all(fd, line.encode())
+            except BaseException:
+                self._cut_back(fd, size, self.path)
+                raise
         finally:
             os.close(fd)
 
-    def _rewrite_qrels(self) -> None:
-        write_text_atomic(self.path, trec_qrels_text(self.grades), owned=lambda _path: None, what="judgments file")
+    def _rewrite_qrels(self, grades: dict[str, dict[str, int]] | None = None) -> None:
+        text = trec_qrels_text(self.grades if grades is None else grades)
+        write_text_atomic(self.path, text, owned=lambda _path: None, what="judgments file")
 
     def _sync_qrels(self) -> None:
         """Bring the qrels file up to date with the log, if it is at most one event behind (a kill between
-        the two writes); any other difference means someone edited it, and it is left alone."""
+        the two writes) or ends in a line cut short; any other difference means someone edited it, and it is
+        left alone."""
         if not self.path.exists() and not self.path.is_symlink():
             self._rewrite_qrels()  # killed between creating the log and the qrels file, or deleted: ours to write
             return
         expected = self.grades
-        current = read_trec_qrels(self.path)
-        if current == expected:
-            return
-        behind = Judgments(self.path, self.identity, self.assessor)
+        behind = list(self.events)
         if self._last is not None:
             kind, event = self._last
-            behind.events = self.events[:-1] if kind == "grade" else [*self.events, event]
-        if self._last is None or current != behind.grades:
+            behind = self.events[:-1] if kind == "grade" else [*self.events, event]
+        data = read_bytes(self.path, JudgmentsError, max_bytes=MAX_LOG_BYTES)
+        whole = whole_lines(data)
+        if whole == len(data):
+            current = read_trec_qrels(self.path)
+            if current == expected:
+                return
+            explained = self._last is not None and current == grades_of(behind)
+        else:
+            # An append cut short (re-grades and undos replace the file whole): the log's last event is the
+            # grade being appended, and the lines before the torn one are the grades before it.
+            kept = sorted(split_lines(decode_utf8(data[:whole], str(self.path), JudgmentsError)))
+            last_is_grade = self._last is not None and self._last[0] == "grade"
+            explained = last_is_grade and kept == _qrels_lines(grades_of(behind))
+        if not explained:
             raise JudgmentsError(
                 f"{display_name(str(self.path))}: does not match its log {self.log.name} (edited by hand?)",
                 hint="restore it, or judge into a new -o path (rag-eval rewrites only what it can explain)",
             )
+        if whole != len(data):
+            warnings.warn(
+                f"{display_name(str(self.path))}: dropped an incomplete last line (a write cut short); "
+                f"rewritten from its log {self.log.name}",
+                RagEvalWarning,
+                stacklevel=3,
+            )
         self._rewrite_qrels()
+
+
+#: What to do once writing has stopped: the log on disk holds every grade acknowledged.
+RESTART = "stop rag-eval judge and run the same command again: it resumes from what is on disk"
+
+
+def grades_of(events: Iterable[Grade]) -> dict[str, dict[str, int]]:
+    """Query id -> doc id -> grade after ``events`` (grades in force), in first-judged order."""
+    out: dict[str, dict[str, int]] = {}
+    for event in events:
+        out.setdefault(event.query_id, {})[event.doc_id] = event.grade
+    return out
+
+
+def _reason(exc: BaseException, path: Path) -> str:
+    """Why writing ``path`` failed, in one line."""
+    if isinstance(exc, OSError):
+        return f"{display_name(str(path))}: cannot write: {exc.strerror or exc}"
+    return str(exc)
+
+
+def _qrels_lines(grades: dict[str, dict[str, int]]) -> list[str]:
+    return sorted(split_lines(trec_qrels_text(grades)))
+
+
+def whole_lines(data: bytes) -> int:
+    """How many leading bytes of ``data`` are whole lines: up to and including its last newline."""
+    return data.rfind(b"\n") + 1
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import RagEvalError
 from ..outputs import write_text_atomic
+from .judgments import counted
 from .metrics import judged_queries, ranked_ids
 from .selection import DEFAULT_SAMPLES, METHODS, Runs, SelectionError, Selector
 
@@ -150,7 +151,9 @@ def sampling_study(
             raise SelectionError(f"unknown judging order {method!r}; choose from: {', '.join(METHODS)}")
     judged = judged_queries(qrels)
     if len(judged) < sample_queries:
-        raise RagEvalError(f"{len(judged)} judged queries, fewer than the {sample_queries} a sample needs")
+        raise RagEvalError(
+            f"{counted(len(judged), 'judged query', 'judged queries')}, fewer than the {sample_queries} a sample needs"
+        )
     rng = random.Random(seed)
     draws = [sorted(rng.sample(judged, sample_queries)) for _ in range(samples)]
     chosen = range(first, samples if count is None else min(samples, first + count))

@@ -84,6 +84,9 @@ class Decision:
 
     def line(self) -> str:
         """The decision in plain words, for a page or a log."""
+        if self.judged == 0:
+            # the model's leader before any grade is the systems' prior, not something a grade showed
+            return f"no grades yet: every system is level; 0 of {self.pooled} judged"
         lead = self.lead()
         if self.certain:
             state = "settled (no remaining grade can change the winner)"
@@ -120,6 +123,8 @@ class Selector:
             raise SelectionError(f"target confidence must be above 0 and at most 1, not {target!r}")
         if type(samples) is not int or not 10 <= samples <= 100_000:
             raise SelectionError(f"samples must be a whole number from 10 to 100000, not {samples!r}")
+        if type(seed) is not int or seed < 0:
+            raise SelectionError(f"seed must be a whole number of at least 0, not {seed!r}")
         self.method = method
         self.depth = depth
         self.target = float(target)
@@ -131,7 +136,8 @@ class Selector:
         for query in self._queries:
             lists = [ranked[s].get(query, []) for s in self._systems]
             order: dict[str, list[int]] = {}
-            for rank in range(depth):
+            # the lists are cut at depth already: a depth far beyond them costs nothing
+            for rank in range(max((len(docs) for docs in lists), default=0)):
                 for s, docs in enumerate(lists):
                     if rank < len(docs):
                         order.setdefault(docs[rank], [0] * len(self._systems))[s] = rank + 1

@@ -45,6 +45,21 @@ class Completions:
     winners: np.ndarray  # (systems, samples) True where the system has the top score (ties all True)
 
 
+#: The largest x whose e^x is finite in float64 (about 709.78).
+_LOG_MAX = float(np.log(np.finfo(np.float64).max))
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    """1 / (1 + e^-z) elementwise, never overflowing.
+
+    e^-z is computed only where it is finite; where it would overflow (-z above log of the largest float,
+    a sigmoid below 1e-308) the value is 0, which is what 1 / (1 + inf) gave: results are the same bit for bit.
+    """
+    exponent = -np.asarray(z, dtype=np.float64)
+    overflow = exponent > _LOG_MAX
+    return np.where(overflow, 0.0, 1.0 / (1.0 + np.exp(np.where(overflow, 0.0, exponent))))
+
+
 def fit_logistic(
     x: np.ndarray, y: np.ndarray, prior: tuple[tuple[float, float], tuple[float, float]]
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -55,14 +70,14 @@ def fit_logistic(
     theta = mean0.copy()
     hessian = precision0
     for _ in range(NEWTON_STEPS):
-        p = 1.0 / (1.0 + np.exp(-(design @ theta)))
+        p = sigmoid(design @ theta)
         gradient = design.T @ (y - p) - precision0 @ (theta - mean0)
         hessian = precision0 + (design * (p * (1 - p))[:, None]).T @ design
         step = np.linalg.solve(hessian, gradient)
         theta = theta + step
         if np.abs(step).max() < 1e-8:
             break
-    p = 1.0 / (1.0 + np.exp(-(design @ theta)))
+    p = sigmoid(design @ theta)
     hessian = precision0 + (design * (p * (1 - p))[:, None]).T @ design
     return theta, np.linalg.inv(hessian)
 
@@ -100,7 +115,7 @@ class PoolModel:
             logits = (
                 draws[0][None, :] + self.feature[rows, None] * draws[1][None, :] + self.query_shift[self.qidx[rows]]
             )
-            out[regime] = (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
+            out[regime] = sigmoid(logits).astype(np.float32)
         return out
 
     def _draw(self, p: np.ndarray, rows: np.ndarray) -> np.ndarray:

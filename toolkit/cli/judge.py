@@ -30,7 +30,9 @@ from .progress import Bars
     help="A system's tokenizer (repeat). Default: every available tokenizer.",
 )
 @click.option("-b", "--builder", metavar="SPEC", type=TEXT, help="Builder spec. Default: inferred from SOURCE.")
-@click.option("--depth", type=int, default=10, show_default=True, help="Results pooled per system and question.")
+@click.option(
+    "--depth", type=int, default=10, show_default=True, help="Results pooled per system and question (at most 1000)."
+)
 @click.option(
     "-o",
     "--output",
@@ -45,7 +47,7 @@ from .progress import Bars
     type=float,
     default=240.0,
     show_default=True,
-    help="Stop after this many minutes without a request from the page.",
+    help="Stop after this many minutes without a request from the page; 0 never stops.",
 )
 @click.option(
     "--method",
@@ -65,7 +67,7 @@ from .progress import Bars
 @click.option(
     "--sample-queries", type=int, default=50, show_default=True, help="--oracle: judged questions per sample."
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="--oracle: seed of the samples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="--oracle: seed of the samples (0 or more).")
 @click.option("--json", "as_json", is_flag=True, help="--oracle: print the replay as JSON.")
 def judge_cmd(
     source: str,
@@ -139,7 +141,7 @@ def judge_cmd(
             method=method,
             assessor=assessor,
             port=port,
-            idle_timeout=idle_timeout * 60 if idle_timeout > 0 else None,
+            idle_timeout=idle_timeout * 60,
             announce=announce,
             progress=progress,
         )
@@ -186,11 +188,13 @@ def _oracle(
     if as_json:
         click.echo(json.dumps(dataclasses.asdict(result), ensure_ascii=False, indent=2))
         return
+    from ..eval.judgments import counted
+
     winners = " and ".join(result.winners)
     click.echo(
-        f"Oracle replay ({result.method} order): {result.questions} questions ({result.judged_questions} with a "
-        f"relevant passage), {len(result.systems)} systems, {result.pooled} pooled passages; "
-        f"the full qrels' winner: {winners}"
+        f"Oracle replay ({result.method} order): {counted(result.questions, 'question')} ({result.judged_questions} "
+        f"with a relevant passage), {counted(len(result.systems), 'system')}, "
+        f"{counted(result.pooled, 'pooled passage')}; the full qrels' winner: {winners}"
     )
     click.echo(f"{'judged':>6}  {'pick':<24} {'= winner':<8}  {'confidence':>10}  state")
     for step in result.steps:
@@ -203,6 +207,7 @@ def _oracle(
         study = result.study
         rates = "; ".join(f"after {n}: {rate:.0%}" for n, rate in study["correct"].items())
         click.echo(
-            f"Over {study['samples']} random samples of {study['sample_queries']} questions (seed {study['seed']}), "
+            f"Over {counted(study['samples'], 'random sample')} of {counted(study['sample_queries'], 'question')} "
+            f"(seed {study['seed']}), "
             f"the pick equals the winner {rates}"
         )
