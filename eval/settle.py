@@ -26,7 +26,7 @@ PRIOR = {
     "after": ((-3.3, 7.8), (2.0, 4.0)),
 }
 #: A relevant passage's grade is 2 with a Beta(1, 1) prior probability, learned from the grades so far.
-NEWTON_STEPS = 12
+NEWTON_STEPS = 20
 #: Standard deviation of a query's own shift of the log-odds of relevance (queries differ: some have one
 #: relevant passage, some ten); set on the handbook (reports/judging.md).
 QUERY_SPREAD = 1.0
@@ -69,12 +69,27 @@ def fit_logistic(
     design = np.column_stack([np.ones_like(x), x])
     theta = mean0.copy()
     hessian = precision0
+
+    def log_posterior(at: np.ndarray) -> float:
+        z = design @ at
+        return float(y @ z - np.logaddexp(0.0, z).sum() - 0.5 * (at - mean0) @ precision0 @ (at - mean0))
+
+    current = log_posterior(theta)
     for _ in range(NEWTON_STEPS):
         p = sigmoid(design @ theta)
         gradient = design.T @ (y - p) - precision0 @ (theta - mean0)
         hessian = precision0 + (design * (p * (1 - p))[:, None]).T @ design
         step = np.linalg.solve(hessian, gradient)
+        # Damped: a full Newton step can overshoot the mode of this concave posterior and then swing between two
+        # far points for ever (seen with a few hundred passages judged mostly not relevant); halve it until the
+        # posterior does not fall. Where the full step is taken, the fit is the undamped one exactly.
+        for _halving in range(60):
+            tried = log_posterior(theta + step)
+            if tried >= current or not np.isfinite(current):
+                break
+            step = step / 2
         theta = theta + step
+        current = log_posterior(theta)
         if np.abs(step).max() < 1e-8:
             break
     p = sigmoid(design @ theta)
