@@ -170,7 +170,7 @@ def test_systems_named_by_t_join_a_systems_file_and_a_repeat_is_refused(tmp_path
         (["compare", "evidence-mini", "-t", "nope", "-o", "{tmp}/x"], "error: unknown tokenizer 'nope'"),
         (
             ["compare", "evidence-mini", "-t", "bigram", "--metric", "nDCG@x", "-o", "{tmp}/x"],
-            "error: unknown metric 'nDCG@x'",
+            "error: metric 'nDCG@x': cutoff must be a whole number from 1 to 10000",
         ),
         (
             ["compare", "evidence-mini", "-t", "bigram", "--reference-system", "jieba", "-o", "{tmp}/x"],

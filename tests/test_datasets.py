@@ -208,7 +208,7 @@ def test_export_refuses_to_overwrite_and_round_trips(tmp_path: Path) -> None:
     target = export_shipped("evidence-mini", tmp_path / "out")
     assert (target / "corpus" / "manifest.json").is_file()
     assert load_dataset(str(target)).checksum() == load_shipped("evidence-mini").checksum()
-    with pytest.raises(OutputError, match="refusing to replace it: it already exists"):
+    with pytest.raises(OutputError, match="it already exists; rag-eval writes a dataset folder only to a new path"):
         export_shipped("evidence-mini", target)
     (tmp_path / "empty").mkdir()
     with pytest.raises(OutputError, match="already exists"):

@@ -412,9 +412,9 @@ def test_another_pools_systems_are_named_then_and_now(tmp_path: Path) -> None:
     )
 
 
-def test_the_relevance_model_never_overflows_and_fits_the_same() -> None:
-    """Regression: the oracle printed numpy's "overflow encountered in exp" (Newton steps on the handbook reach
-    logits of -850); the fit is the same bit for bit as the unguarded formula's."""
+def test_the_relevance_model_never_overflows_and_reaches_the_mode() -> None:
+    """Regression: the oracle printed numpy's "overflow encountered in exp": on this pool undamped Newton steps
+    swing to logits of -850 and back without converging; the damped fit reaches the posterior mode."""
     x = np.array([0.3] * 61 + [1.0] * 11)
     y = np.array([0.0] * 61 + [1.0] * 2 + [0.0] * 9)
     theta, covariance = fit_logistic(x, y, PRIOR["after"])  # filterwarnings = error: a warning fails here
@@ -422,18 +422,9 @@ def test_the_relevance_model_never_overflows_and_fits_the_same() -> None:
     mean0 = np.array(PRIOR["after"][0])
     precision0 = np.diag(1.0 / np.square(PRIOR["after"][1]))
     design = np.column_stack([np.ones_like(x), x])
-    expected = mean0.copy()
-    with np.errstate(over="ignore"):
-        for _ in range(12):
-            p = 1.0 / (1.0 + np.exp(-(design @ expected)))
-            step = np.linalg.solve(
-                precision0 + (design * (p * (1 - p))[:, None]).T @ design,
-                design.T @ (y - p) - precision0 @ (expected - mean0),
-            )
-            expected = expected + step
-            if np.abs(step).max() < 1e-8:
-                break
-    assert np.array_equal(theta, expected) and np.isfinite(covariance).all()
+    gradient = design.T @ (y - 1.0 / (1.0 + np.exp(-(design @ theta)))) - precision0 @ (theta - mean0)
+    assert np.abs(gradient).max() < 1e-6 and np.isfinite(covariance).all()
+    assert theta[0] < -3  # 2 relevant of 72: a low intercept, not the swing's (4.7, 39.8)
 
 
 def test_counts_of_one_are_singular(tmp_path: Path) -> None:

@@ -25,9 +25,9 @@ def test_the_shipped_list_holds_the_documented_words_in_both_scripts() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("max_df=0", "fraction above 0"),
-        ("max_df=1.5", "fraction above 0"),
-        ("max_df=x", "could not convert|fraction"),
+        ("max_df=0", "finite number above 0 and at most 1"),
+        ("max_df=1.5", "finite number above 0 and at most 1"),
+        ("max_df=x", "finite number above 0 and at most 1"),
         ("top_terms=-1", "from 0"),
         ("stopwords=fr", "expected one of: none, zh"),
         ("nope=1", "unknown option 'nope' for query"),
