@@ -203,10 +203,10 @@ def _param_value(name: str, measure_type: Any, key: str, text: str) -> Any:
         return text.lower() == "true"
     choices = getattr(info, "choices", None)
     if info.dtype is str and isinstance(choices, (list, tuple)):
-        value = text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
-        if value not in choices:
+        choice = text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
+        if choice not in choices:
             raise MetricError(f"metric {name!r}: {key} must be one of {', '.join(map(str, choices))}, not {text!r}")
-        return value
+        return choice
     raise MetricError(f"metric {name!r}: rag-eval does not take the parameter {key!r}")  # pragma: no cover
 
 

@@ -75,10 +75,10 @@ def load_meta(
     meta = read_meta(db)
     where = path or "database"
     if not meta:
-        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        empty = db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] == 0
         raise IndexFileError(
             f"{where}: not a rag-eval index (no meta table"
-            + ("; an empty database: a first build into it may have been stopped)" if not tables else ")"),
+            + ("; an empty database: a first build into it may have been stopped)" if empty else ")"),
             hint="build it with: rag-eval index build SOURCE -o " + (path or "INDEX"),
         )
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

@@ -249,7 +249,7 @@ def compare_cmd(
             f"{len(gate.improvements)} improvements, {len(gate.stale)} stale",
             err=True,
         )
-        failure = gate.failure(baseline_file, report["gate"]["tolerance"]) if fail_on_regression else None
+        failure = gate.failure(str(baseline_file), report["gate"]["tolerance"]) if fail_on_regression else None
         if failure is not None:
             raise failure
 
