@@ -196,3 +196,55 @@ def test_an_empty_database_left_by_a_stopped_first_build_says_so(tmp_path: Path)
     code, output = run("index", "info", str(path))
     assert code != 0 and "a first build into it may have been stopped" in one_error(output)
     assert f"index build SOURCE -o {path}" in output
+
+
+def test_a_first_build_killed_leaves_no_index_and_the_next_build_clears_what_it_left(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "out" / "new.sqlite"
+    ready = tmp_path / "ready"
+    script = (
+        "import sys, time, pathlib\n"
+        "from rag_eval.writer import build\n"
+        "def progress(label, done, total):\n"
+        "    if 'writing' in label or 'tokeniz' in label:\n"
+        "        pathlib.Path(sys.argv[3]).write_text('x')\n"
+        "        time.sleep(60)\n"
+        "build(sys.argv[1], sys.argv[2], builder='sections', tokenizer='bigram', progress=progress)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script, str(corpus_dir("handbook")), str(path), str(ready)])
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.05)
+        assert ready.exists(), "the build never reached its write"
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert not path.exists()  # nothing under the index's name: as before the build
+    left = [p.name for p in path.parent.iterdir()]
+    assert left and all(name.startswith(".new.sqlite.") for name in left)
+    code, output = run("index", "build", str(corpus_dir("handbook")), "-b", "sections", "-t", "bigram", "-o", str(path))
+    assert code == 0, output
+    assert [p.name for p in path.parent.iterdir()] == ["new.sqlite"]
+
+
+def test_a_first_build_never_replaces_an_index_another_build_created_meanwhile(tmp_path: Path) -> None:
+    from rag_eval.errors import IndexFileError
+    from rag_eval.writer import build
+
+    path = tmp_path / "new.sqlite"
+
+    def other_build_finishes_first(label: str, done: int, total: int) -> None:
+        if not label.startswith("loading") and not path.exists():  # once this build is under way
+            path.write_text("someone else's", encoding="utf-8")
+
+    with pytest.raises(IndexFileError, match="another build created this index"):
+        build(corpus_dir("handbook"), path, builder="sections", tokenizer="bigram", progress=other_build_finishes_first)
+    assert path.read_text(encoding="utf-8") == "someone else's"
+    assert [p.name for p in tmp_path.iterdir()] == ["new.sqlite"]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
+import glob
 import hashlib
 import json
+import os
 import sqlite3
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -120,19 +124,28 @@ def build(
     if progress is not None:
         progress(f"loading {tokenizer.name}", 1, 1)
 
-    created = path != ":memory:" and not Path(path).exists()
+    created = path != ":memory:" and not Path(path).exists() and not Path(path).is_symlink()
+    # A new index is built in a hidden file beside it and appears under its name only when complete, so that a
+    # build that fails or is killed (even with SIGKILL) leaves no file under that name; a given connection
+    # (``db``) is the caller's, built where it points.
+    aside = created and db is None
+    building = path
     if created:
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).touch()
+            if aside:
+                _remove_stale_builds(path)
+                building = _new_building_file(path)
+            else:
+                Path(path).touch()
         except OSError as exc:
             raise IndexFileError(f"{path}: cannot create the index file: {exc.strerror or exc}") from None
-    with build_lock(path, remove_on_error=created):
+    with build_lock(building, remove_on_error=created):
         own_db = db is None
         try:
             if db is None:
                 try:
-                    db = connect(path)
+                    db = connect(building)
                 except sqlite3.Error as exc:
                     raise IndexFileError(
                         f"{path}: cannot open the index for writing ({exc})",
@@ -142,6 +155,8 @@ def build(
         finally:
             if own_db and db is not None:
                 db.close()
+        if aside:
+            _publish(building, path)
     report.tokenizer_load_seconds = load_seconds
     report.seconds = time.perf_counter() - started
     report.index_bytes = index_size(path)
@@ -426,6 +441,61 @@ def _write(
             "tokenize_plan": writer.plan_summary(),
         },
     )
+
+
+#: The hidden file a new index is built in, beside it: ``.NAME.XXXXXXXX.building``.
+BUILDING_SUFFIX = ".building"
+
+
+def _new_building_file(path: str) -> str:
+    """A new empty hidden file beside ``path`` for its first build, with the mode ``open`` would give."""
+    target = Path(path)
+    handle, building = tempfile.mkstemp(prefix=f".{target.name}.", suffix=BUILDING_SUFFIX, dir=target.parent)
+    try:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.fchmod(handle, 0o666 & ~mask)
+    finally:
+        os.close(handle)
+    return building
+
+
+def _remove_stale_builds(path: str) -> None:
+    """Remove what first builds of ``path`` that were killed left beside it: their hidden files that no build
+    holds locked (a running build holds its own)."""
+    target = Path(path)
+    for found in target.parent.glob(f".{glob.escape(target.name)}.*{BUILDING_SUFFIX}"):
+        try:
+            with open(found, "rb") as handle:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # another build of the same new index is running
+                for suffix in ("-wal", "-shm", "-journal", ""):
+                    Path(f"{found}{suffix}").unlink(missing_ok=True)
+        except OSError:
+            continue
+
+
+def _publish(building: str, path: str) -> None:
+    """Give the complete index in ``building`` its name ``path``, never replacing a file that appeared there
+    meanwhile (another build's): a hard link fails if ``path`` exists."""
+    if Path(f"{building}-wal").exists() and Path(f"{building}-wal").stat().st_size > 0:
+        raise IndexFileError(f"{path}: the new index was not fully written (its log is not empty); build again")
+    try:
+        os.link(building, path)
+    except FileExistsError:
+        raise IndexFileError(
+            f"{path}: another build created this index while this one ran; it was left as that build wrote it",
+            hint="run the build again to sync it",
+        ) from None
+    except OSError:  # a file system without hard links: a rename, checked first
+        if os.path.lexists(path):
+            raise IndexFileError(f"{path}: another build created this index while this one ran") from None
+        os.rename(building, path)
+        return
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{building}{suffix}").unlink(missing_ok=True)
 
 
 def _checkpoint(db: sqlite3.Connection) -> None:
