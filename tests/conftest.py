@@ -92,3 +92,13 @@ def make_docs(root: Path) -> Path:
 @pytest.fixture
 def docs(tmp_path: Path) -> Path:
     return make_docs(tmp_path / "docs")
+
+
+def metric_cli_args(command: str, tmp_path: Path) -> list[str]:
+    """``compare`` or ``evaluate`` arguments (before ``--metric``) over a one-query run and qrels in ``tmp_path``,
+    for tests of what ``--metric`` accepts."""
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 0\n", encoding="utf-8")
+    (tmp_path / "run.txt").write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d3 2 1.0 x\n", encoding="utf-8")
+    if command == "compare":
+        return ["compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "out")]
+    return ["evaluate", str(tmp_path / "run.txt"), str(tmp_path / "qrels.txt")]

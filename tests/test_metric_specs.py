@@ -7,6 +7,7 @@ from pathlib import Path
 import ir_measures
 import pytest
 from click.testing import CliRunner
+from conftest import metric_cli_args
 
 from rag_eval.cli import cli
 from rag_eval.eval.metrics import MetricError, RankedDoc, canonical_metric, evaluate, metric_names
@@ -59,13 +60,7 @@ def test_a_malformed_spec_is_one_error_naming_it(spec: str) -> None:
 @pytest.mark.parametrize("spec", sorted(MALFORMED))
 @pytest.mark.parametrize("command", ["compare", "evaluate"])
 def test_a_malformed_spec_is_one_error_line_through_the_cli(command: str, spec: str, tmp_path: Path) -> None:
-    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 0\n", encoding="utf-8")
-    (tmp_path / "run.txt").write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d3 2 1.0 x\n", encoding="utf-8")
-    args = (
-        ["compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "out")]
-        if command == "compare"
-        else ["evaluate", str(tmp_path / "run.txt"), str(tmp_path / "qrels.txt")]
-    )
+    args = metric_cli_args(command, tmp_path)
     outcome = CliRunner().invoke(cli, [*args, "--metric", spec])
     assert outcome.exit_code == 1, outcome.stderr
     lines = outcome.stderr.splitlines()

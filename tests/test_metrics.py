@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import metric_cli_args
 
 from rag_eval.errors import RagEvalError
 from rag_eval.eval.metrics import MetricError, RankedDoc, evaluate, parse_metric, ranked_ids
@@ -114,13 +115,7 @@ def test_invalid_metrics_are_refused_before_pytrec_eval(name: str) -> None:
 @pytest.mark.parametrize("command", ["compare", "evaluate"])
 def test_invalid_metrics_end_in_one_error_line_through_the_cli(command: str, name: str, tmp_path: Path) -> None:
     """Run as a process: an invalid parameter reaching pytrec_eval kills the process with SIGABRT."""
-    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 0\n", encoding="utf-8")
-    (tmp_path / "run.txt").write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d3 2 1.0 x\n", encoding="utf-8")
-    args = (
-        ["compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "out")]
-        if command == "compare"
-        else ["evaluate", str(tmp_path / "run.txt"), str(tmp_path / "qrels.txt")]
-    )
+    args = metric_cli_args(command, tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "rag_eval", *args, "--metric", name], capture_output=True, text=True, timeout=120
     )
