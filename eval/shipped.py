@@ -97,6 +97,12 @@ def export_shipped(dataset_id: str, target: str | Path) -> Path:
     """Write a shipped set for other tools: ``corpus/`` in its builder's layout, plus BEIR files
     (corpus.jsonl, queries.jsonl, qrels/test.tsv) and the datasheet, as a new folder (atomically; an
     existing ``target`` is never overwritten and nothing outside it is touched)."""
+    if manifest().get(dataset_id, {}).get("kind") != "retrieval":  # exports copy a shipped set's own files
+        raise DatasetError(
+            f"unknown dataset {dataset_id!r}: export writes a shipped set ({', '.join(shipped_ids())}) for other "
+            "tools; a BEIR folder is already in that form",
+            hint="use the folder itself (rag-eval compare FOLDER), or copy it",
+        )
     with new_folder(target, what="dataset folder") as staging:
         dataset = load_shipped(dataset_id)
         shutil.copytree(corpus_dir(dataset_id), staging / "corpus")

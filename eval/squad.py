@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,8 @@ def convert_squad(paths: list[str | Path], *, dataset_id: str = "squad") -> tupl
     """Passages are the distinct paragraphs, queries the distinct questions, and a question's relevant
     passages the paragraphs it was asked on (relevance 1). Identical paragraphs or questions (after
     trimming whitespace) are merged, and counted in the summary. Ids are assigned in reading order:
-    ``p1``, ``p2`` … and ``q1``, ``q2`` …; the original question ids are kept in ``meta``."""
+    ``p1``, ``p2`` … and ``q1``, ``q2`` …; the original question ids are kept in ``meta`` (and
+    written as ``original_ids.json`` by :func:`export_squad`)."""
     summary = ConversionSummary()
     corpus: dict[str, Passage] = {}
     passage_ids: dict[str, str] = {}
@@ -54,7 +56,9 @@ def convert_squad(paths: list[str | Path], *, dataset_id: str = "squad") -> tupl
             if not isinstance(paragraphs, list):
                 raise DatasetError(f"{where}: expected 'paragraphs' list")
             summary.articles += 1
-            title = str(article.get("title") or "")
+            title = article.get("title") or ""
+            if not isinstance(title, str):
+                raise DatasetError(f"{where}: 'title' must be text")
             for p_number, paragraph in enumerate(paragraphs):
                 context = paragraph.get("context") if isinstance(paragraph, dict) else None
                 qas = paragraph.get("qas", []) if isinstance(paragraph, dict) else None
@@ -62,6 +66,9 @@ def convert_squad(paths: list[str | Path], *, dataset_id: str = "squad") -> tupl
                     raise DatasetError(f"{where}.paragraphs[{p_number}]: expected 'context' text and 'qas' list")
                 summary.paragraphs += 1
                 key = context.strip()
+                if not key or "\x00" in key:
+                    problem = "empty" if not key else "holding a NUL character"
+                    raise DatasetError(f"{where}.paragraphs[{p_number}]: 'context' is {problem}")
                 passage_id, new = _intern(passage_ids, key, "p")
                 if new:
                     corpus[passage_id] = Passage(passage_id, title, key)
@@ -107,4 +114,8 @@ def export_squad(paths: list[str | Path], target: str | Path, *, dataset_id: str
     with new_folder(target, what="dataset folder") as staging:
         dataset, summary = convert_squad(paths, dataset_id=dataset_id or Path(target).name)
         write_beir(dataset, staging)
+        # Questions are numbered q1, q2, ... (one per distinct text): the source ids they came from, to trace back.
+        (staging / "original_ids.json").write_text(
+            json.dumps(dataset.meta["original_question_ids"], ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+        )
     return summary

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
 import time
 import tomllib
@@ -34,6 +35,7 @@ from ..processing import QueryProcessing
 from ..textio import read_text
 from ..tokenize_pool import remembering_tokens
 from ..tokenizers import get_tokenizer, written_spec
+from ..tokenizers.hybrid import MAX_WEIGHT
 from .compare import compare, environment
 from .engines import DEFAULT_ENGINE, get_engine, written_engine
 from .formats import load_dataset
@@ -129,6 +131,20 @@ def load_space(path: Path | None) -> dict[str, Any]:
             raise RagEvalError(f"{where}: {key} must be a list of {getattr(kind, '__name__', 'numbers')}")
     if not data.get("tokenizers"):
         raise RagEvalError(f"{where}: tokenizers must list at least one tokenizer spec")
+    # A hybrid has 2 fields or more, and at most as many as there are tokenizers to combine.
+    for size in data.get("hybrid_sizes", []):
+        if not 2 <= size <= max(2, len(data["tokenizers"])):
+            raise RagEvalError(
+                f"{where}: hybrid_sizes must be whole numbers from 2 to the number of tokenizers "
+                f"({len(data['tokenizers'])}), not {size}"
+            )
+    for weight in data.get("weights", []):
+        if not math.isfinite(weight) or not 1 / MAX_WEIGHT <= weight <= MAX_WEIGHT:
+            low, high = 1 / MAX_WEIGHT, MAX_WEIGHT
+            raise RagEvalError(f"{where}: weights must be numbers from {low:g} to {high:g}, not {weight}")
+    for key in ("tokenizers", "hybrid_sizes", "weights", "processing", "fusion", "engines"):
+        if key in data:
+            data[key] = list(dict.fromkeys(data[key]))  # a value listed twice is one candidate, not two
     for spec in data.get("engines", []):
         try:
             written_engine(spec)
@@ -362,8 +378,8 @@ def tune(
     if budget < 1:
         raise RagEvalError(f"--budget must be at least 1, not {budget}")
     for value, name in ((max_p95_ms, "--max-p95-ms"), (max_index_mb, "--max-index-mb")):
-        if value is not None and not value > 0:
-            raise RagEvalError(f"{name} must be above 0, not {value}")
+        if value is not None and not (value > 0 and math.isfinite(value)):  # tune.json is strict JSON
+            raise RagEvalError(f"{name} must be a finite number above 0, not {value}")
     space = load_space(space_file)
     pool = candidates(space)
     started, started_in = time.perf_counter(), environment()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 import regex
@@ -299,3 +300,29 @@ def _token_order(token: Token) -> tuple[int, int]:
 def with_options(base: OptionSet, *extra: Option) -> OptionSet:
     """An option set extended with strategy-specific options."""
     return OptionSet(base.options + extra)
+
+
+#: Largest user dictionary a strategy reads (jieba's own dictionary is about 5 MB).
+MAX_USERDICT_BYTES = 64_000_000
+
+
+def user_dictionary(value: str) -> str:
+    """A user dictionary option's value: '' (none), or an existing UTF-8 text file, as an absolute path; the
+    segmenters fail with a traceback of their own on anything else (jieba: 'must be utf-8')."""
+    if not value:
+        return ""
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise ValueError(f"no such file: {value}")
+    try:
+        size = path.stat().st_size
+        if size > MAX_USERDICT_BYTES:
+            raise ValueError(f"{value}: {size} bytes, over the limit of {MAX_USERDICT_BYTES}")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read {value}: {exc.strerror or exc}") from None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{value}: not valid UTF-8 at byte {exc.start}") from None
+    return str(path.resolve())

@@ -13,13 +13,11 @@ from typing import Any
 from ..cache import cache_dir
 from ..errors import SpecError
 from ..spec import Option, parse_bool
-from .base import PythonTokenizer, with_options
+from .base import PythonTokenizer, user_dictionary, with_options
 
 
 def _existing_file(value: str) -> str:
-    if value and not Path(value).expanduser().is_file():
-        raise ValueError(f"no such file: {value}")
-    return str(Path(value).expanduser().resolve()) if value else ""
+    return user_dictionary(value)
 
 
 class JiebaTokenizer(PythonTokenizer):

@@ -11,16 +11,15 @@ from typing import Any
 from ..errors import UnavailableError
 from ..models import model_checksum, resolve_pkuseg_model
 from ..spec import Option
-from .base import PythonTokenizer, with_options
+from .base import PythonTokenizer, user_dictionary, with_options
 
 
 def _userdict(value: str) -> str:
     if value in ("", "none"):
         return value
-    path = Path(value).expanduser()
-    if not path.is_file():
+    if not Path(value).expanduser().is_file():
         raise ValueError(f"no such file: {value} (use a path, '' for pkuseg's built-in dictionary, or none)")
-    return str(path.resolve())
+    return user_dictionary(value)
 
 
 @lru_cache(maxsize=4)

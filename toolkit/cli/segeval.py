@@ -15,6 +15,17 @@ from .progress import Bars
 DEFAULT_DATA = Path("..") / "shared" / "datasets" / "segmentation"
 
 
+def _default_data() -> Path:
+    """``../shared/datasets/segmentation`` from the current folder, else from the project's own folder (a
+    checkout: the README's ``rag-eval segeval`` works from anywhere)."""
+    if DEFAULT_DATA.is_dir():
+        return DEFAULT_DATA
+    import rag_eval
+
+    beside = Path(rag_eval.__file__).resolve().parents[1] / DEFAULT_DATA
+    return beside if beside.is_dir() else DEFAULT_DATA
+
+
 @cli.command("segeval")
 @click.option(
     "-t",
@@ -29,9 +40,8 @@ DEFAULT_DATA = Path("..") / "shared" / "datasets" / "segmentation"
 @click.option(
     "--data",
     type=click.Path(path_type=Path),
-    default=DEFAULT_DATA,
-    show_default=True,
-    help="Folder with NAME_test.utf8, NAME_test_gold.utf8 and NAME_training_words.utf8 per test set.",
+    help="Folder with NAME_test.utf8, NAME_test_gold.utf8 and NAME_training_words.utf8 per test set. Default: "
+    f"{DEFAULT_DATA} from the current folder, else from the project's folder.",
 )
 @click.option("-s", "--set", "sets", multiple=True, metavar="NAME", type=TEXT, help="Only this test set (repeat).")
 @click.option(
@@ -43,7 +53,9 @@ DEFAULT_DATA = Path("..") / "shared" / "datasets" / "segmentation"
     "counts punctuation), one word per run, or left out of gold and output. The table shows F1 under the others too.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: every rule's scores, timings, checksums.")
-def segeval_cmd(specs: tuple[str, ...], data: Path, sets: tuple[str, ...], uncovered: str, as_json: bool) -> None:
+def segeval_cmd(
+    specs: tuple[str, ...], data: Path | None, sets: tuple[str, ...], uncovered: str, as_json: bool
+) -> None:
     """Score word segmentation against SIGHAN 2005 gold: word precision, recall, F1, OOV and IV recall.
 
     A word is correct when its character span equals a gold word's (the bakeoff's definitions, micro-averaged
@@ -59,7 +71,7 @@ def segeval_cmd(specs: tuple[str, ...], data: Path, sets: tuple[str, ...], uncov
     from ..eval.segeval import evaluate_segmentation
 
     with Bars() as progress:
-        report = evaluate_segmentation(data, specs, sets=sets, rule=uncovered, progress=progress)
+        report = evaluate_segmentation(data or _default_data(), specs, sets=sets, rule=uncovered, progress=progress)
     if as_json:
         click.echo(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
         return

@@ -93,8 +93,20 @@ def tokenize_cmd(specs: tuple[str, ...], as_json: bool, text: str) -> None:
             click.echo(f"{result.system:<{width}}  " + " | ".join(t.text for t in result.tokens))
 
 
+#: Most bytes ``tokenize -`` reads: it holds every token to print them (60 MB of text took 4.9 GB).
+MAX_STDIN_BYTES = 10_000_000
+
+
 def _read_stdin() -> str:
-    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    stream = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
+    data = stream.read(MAX_STDIN_BYTES + 1) if stream is not None else sys.stdin.read(MAX_STDIN_BYTES + 1).encode()
+    if len(data) > MAX_STDIN_BYTES:
+        from ..errors import InvalidTextError
+
+        raise InvalidTextError(
+            f"standard input is over {MAX_STDIN_BYTES} bytes",
+            hint="tokenize a part of it; to index a corpus, use rag-eval index build",
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
