@@ -248,3 +248,30 @@ def test_a_first_build_never_replaces_an_index_another_build_created_meanwhile(t
         build(corpus_dir("handbook"), path, builder="sections", tokenizer="bigram", progress=other_build_finishes_first)
     assert path.read_text(encoding="utf-8") == "someone else's"
     assert [p.name for p in tmp_path.iterdir()] == ["new.sqlite"]
+
+
+def test_a_new_index_never_takes_the_log_of_a_deleted_one(tmp_path: Path) -> None:
+    """An index deleted while a connection held it leaves its -wal and -shm: SQLite replays a log it finds
+    beside a database of that name, so the new index under the name would read the old one's pages."""
+    import sqlite3
+
+    from rag_eval.store import Index
+    from rag_eval.writer import build
+
+    path = tmp_path / "live.sqlite"
+    build(corpus_dir("handbook"), path, builder="sections", tokenizer="bigram")
+    holder = sqlite3.connect(path)
+    try:
+        holder.execute("PRAGMA wal_autocheckpoint = 0")
+        holder.execute("UPDATE chunks SET text = 'STALE'")
+        holder.commit()
+        assert Path(f"{path}-wal").stat().st_size > 0
+        path.unlink()  # its log stays beside the name while the connection is open
+        corpus = tmp_path / "corpus.jsonl"
+        corpus.write_text(json.dumps({"_id": "a", "title": "", "text": "导出记录"}) + "\n", encoding="utf-8")
+        build(corpus, path, builder="passages", tokenizer="bigram")
+    finally:
+        holder.close()
+    with Index.open(path) as index:
+        texts = [row[0] for row in index.db.execute("SELECT text FROM chunks")]
+    assert texts == ["导出记录"]

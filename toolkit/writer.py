@@ -482,6 +482,11 @@ def _publish(building: str, path: str) -> None:
     meanwhile (another build's): a hard link fails if ``path`` exists."""
     if Path(f"{building}-wal").exists() and Path(f"{building}-wal").stat().st_size > 0:
         raise IndexFileError(f"{path}: the new index was not fully written (its log is not empty); build again")
+    if not os.path.lexists(path):
+        # An index deleted while a reader had it open leaves its -wal and -shm behind: SQLite would replay that old
+        # log onto the new file under the same name. They belong to no file any more.
+        for suffix in ("-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
     try:
         os.link(building, path)
     except FileExistsError:
