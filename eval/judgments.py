@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import RagEvalError
 from ..indexmeta import RagEvalWarning
 from ..outputs import OutputError, checked_target, write_text_atomic
-from ..textio import decode_utf8, display_name, parse_json, read_bytes, split_lines
+from ..textio import decode_utf8, display_name, fits_trec_column, parse_json, read_bytes, split_lines
 from .trec import read_trec_qrels, trec_qrels_text
 
 FORMAT = "rag-eval judgments"
@@ -137,7 +137,7 @@ def log_path(path: str | Path) -> Path:
 
 def check_id(value: str, what: str) -> str:
     """An id that fits a TREC column: non-empty, no whitespace, no control character."""
-    if not value or any(char.isspace() or ord(char) < 32 for char in value):
+    if not fits_trec_column(value):
         raise JudgmentsError(
             f"{what} {value!r} cannot be written to TREC qrels (empty or holds whitespace)",
             hint="TREC qrels separate columns by whitespace; give passages and questions ids without spaces",

@@ -18,6 +18,7 @@ from ..builders import Builder, get_builder
 from ..builders.base import resolve_inside
 from ..cache import cache_dir
 from ..errors import CorpusError, IndexFileError, RagEvalError
+from ..locks import remove_database
 from ..outputs import write_text_atomic
 from ..processing import QueryProcessing
 from ..records import Progress
@@ -188,8 +189,7 @@ def _cached_report(path: Path, expected: dict[str, str], engine: str = REFERENCE
 
 def _discard(path: Path) -> None:
     """Remove a cached index (and its SQLite side files and build report) that cannot be trusted."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    remove_database(path)
     path.with_suffix(".build.json").unlink(missing_ok=True)
 
 

@@ -4,7 +4,6 @@ questions a user asks of it (a plain text file or queries.jsonl), and judgments 
 from __future__ import annotations
 
 import hashlib
-import re
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 from ..builders import BUILDERS, Builder, get_builder
 from ..errors import DatasetError, RagEvalError
 from ..spec import SystemSpec
-from ..textio import control_character, display_name, iter_lines
+from ..textio import control_character, display_name, fits_trec_column, iter_lines
 from .beir import query_text, read_queries
 from .records import Dataset, Passage, Query
 from .shipped import corpus_dir, entry, shipped_ids, unit_passages
@@ -130,17 +129,13 @@ def source_dataset(
     return Dataset(label, corpus, queries, judged, meta)
 
 
-#: What a TREC run or qrels column cannot hold: whitespace (the column separator) and control characters.
-_NOT_TREC = re.compile(r"[\s\x00-\x1f\x7f]")
-
-
 def check_trec_ids(dataset: Dataset) -> None:
     """Refuse a dataset whose question or passage ids cannot be written to a TREC run or qrels file (empty, or
     holding whitespace or a control character): its runs would be unreadable by ``evaluate``, trec_eval and
     ``compare --run``. A Markdown file name with a space is the usual cause."""
     for what, ids in (("question", dataset.queries), ("passage", dataset.corpus)):
         for value in ids:
-            if not value or _NOT_TREC.search(value):
+            if not fits_trec_column(value):
                 raise DatasetError(
                     f"{dataset.id}: {what} id {value!r} cannot be written to a TREC run or qrels file "
                     "(empty, or holds whitespace or a control character)",

@@ -35,7 +35,7 @@ from ..processing import QueryProcessing
 from ..textio import read_text
 from ..tokenize_pool import remembering_tokens
 from ..tokenizers import get_tokenizer, written_spec
-from ..tokenizers.hybrid import MAX_WEIGHT
+from ..tokenizers.hybrid import MAX_WEIGHT, valid_weight
 from .compare import compare, environment
 from .engines import DEFAULT_ENGINE, get_engine, written_engine
 from .formats import load_dataset
@@ -139,7 +139,7 @@ def load_space(path: Path | None) -> dict[str, Any]:
                 f"({len(data['tokenizers'])}), not {size}"
             )
     for weight in data.get("weights", []):
-        if not math.isfinite(weight) or not 1 / MAX_WEIGHT <= weight <= MAX_WEIGHT:
+        if not valid_weight(weight):
             low, high = 1 / MAX_WEIGHT, MAX_WEIGHT
             raise RagEvalError(f"{where}: weights must be numbers from {low:g} to {high:g}, not {weight}")
     for key in ("tokenizers", "hybrid_sizes", "weights", "processing", "fusion", "engines"):

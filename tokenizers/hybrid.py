@@ -30,6 +30,12 @@ _WEIGHT = re.compile(r"\s*\^\s*([^:^+]+?)\s*$")
 MAX_WEIGHT = 1000.0
 
 
+def valid_weight(weight: float) -> bool:
+    """Whether a field weight is finite and from 1/MAX_WEIGHT to MAX_WEIGHT: at least that, because a tiny weight
+    times a tiny title weight underflows to 0 and scores nothing."""
+    return math.isfinite(weight) and 1 / MAX_WEIGHT <= weight <= MAX_WEIGHT
+
+
 def is_hybrid(spec: str) -> bool:
     """Whether a spec names several fields or a weighted field (``a+b``, ``a^2``)."""
     return bool(_FIELD_START.search(spec) or _WEIGHT.search(spec.strip()))
@@ -48,8 +54,7 @@ def split_fields(spec: str) -> list[tuple[str, float]]:
                 weight = float(found.group(1))
             except ValueError:
                 raise SpecError(f"invalid weight {found.group(1)!r} in {spec!r}: expected a number after ^") from None
-            # At least 1/MAX_WEIGHT: a tiny weight times a tiny title weight underflows to 0 and scores nothing.
-            if not math.isfinite(weight) or not 1 / MAX_WEIGHT <= weight <= MAX_WEIGHT:
+            if not valid_weight(weight):
                 raise SpecError(
                     f"weight {found.group(1)} in {spec!r} must be from {1 / MAX_WEIGHT:g} to {MAX_WEIGHT:g}"
                 )

@@ -16,10 +16,6 @@ from ..spec import Option, parse_bool
 from .base import PythonTokenizer, user_dictionary, with_options
 
 
-def _existing_file(value: str) -> str:
-    return user_dictionary(value)
-
-
 class JiebaTokenizer(PythonTokenizer):
     """jieba with its own ``Tokenizer`` instance: silent, with its cache file in rag-eval's cache dir.
 
@@ -38,7 +34,7 @@ class JiebaTokenizer(PythonTokenizer):
             str,
             ("search", "precise"),
         ),
-        Option("userdict", "path of a jieba user dictionary (word [freq] [tag] per line)", "", _existing_file),
+        Option("userdict", "path of a jieba user dictionary (word [freq] [tag] per line)", "", user_dictionary),
         Option("hmm", "let jieba's HMM join unknown words", True, parse_bool),
     )
     libraries = ("jieba",)

@@ -26,7 +26,7 @@ from .processing import QueryProcessing
 from .records import Progress
 from .search import search, warm
 from .store import Index
-from .textio import control_character, display_name, open_regular, text_argument
+from .textio import display_name, fits_trec_column, open_regular, text_argument
 
 #: What the output is called in messages.
 RUN_WHAT = "run file"
@@ -105,7 +105,7 @@ def check_limit(limit: object) -> int:
 def check_tag(tag: object) -> str:
     """A run tag: text that fits one TREC column (non-empty, no whitespace)."""
     value = text_argument(tag, "run tag", QueryError)
-    if not value or _SPACE.search(value) or control_character(value) is not None:
+    if not fits_trec_column(value):
         raise QueryError(f"run tag {value!r} must be non-empty, without whitespace or control characters")
     return value
 

@@ -14,6 +14,17 @@ from .errors import IndexFileError
 _HELD: set[int] = set()
 
 
+#: The files SQLite keeps beside a database: its write-ahead log, shared memory and rollback journal.
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def remove_database(path: str | Path, *, main: bool = True) -> None:
+    """Remove a database file rag-eval wrote and the side files SQLite keeps beside it (only those with
+    ``main=False``)."""
+    for suffix in ("", *SIDE_FILES) if main else SIDE_FILES:
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
 @contextmanager
 def build_lock(path: str, *, remove_on_error: bool = False) -> Iterator[None]:
     """Refuse a second builder on the same index: an exclusive ``flock`` on the index file itself.
@@ -41,8 +52,7 @@ def build_lock(path: str, *, remove_on_error: bool = False) -> Iterator[None]:
             yield
         except BaseException:
             if remove_on_error:
-                for suffix in ("", "-wal", "-shm", "-journal"):
-                    Path(path + suffix).unlink(missing_ok=True)
+                remove_database(path)
             raise
         finally:
             _HELD.discard(handle.fileno())

@@ -27,7 +27,7 @@ class OutputError(RagEvalError):
 Ownership = Callable[[Path], "str | None"]
 
 
-def _umask() -> int:
+def umask() -> int:
     """The process's umask (read by setting it and setting it back)."""
     mask = os.umask(0o022)
     os.umask(mask)
@@ -75,7 +75,7 @@ def publish_folder(target: str | Path, *, owned: Ownership, what: str) -> Iterat
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
     try:
-        staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private; the folder gets what mkdir would give
+        staging.chmod(0o777 & ~umask())  # mkdtemp makes it private; the folder gets what mkdir would give
         yield staging
         _check_folder(path, owned, what)  # again: the block may have run for minutes
         if path.exists() or path.is_symlink():
@@ -147,7 +147,7 @@ def write_text_atomic(target: str | Path, text: str, *, owned: Ownership | None,
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     try:
-        os.fchmod(handle, 0o666 & ~_umask())  # mkstemp makes it private; the file gets what open() would give
+        os.fchmod(handle, 0o666 & ~umask())  # mkstemp makes it private; the file gets what open() would give
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
             out.write(text)
             out.flush()

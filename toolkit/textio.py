@@ -73,6 +73,12 @@ def control_character(text: str) -> str | None:
     return found.group() if found else None
 
 
+def fits_trec_column(value: str) -> bool:
+    """Whether ``value`` can be one column of a TREC run or qrels line: non-empty, without whitespace (the column
+    separator) or a control character."""
+    return bool(value) and not any(char.isspace() for char in value) and control_character(value) is None
+
+
 def file_kind(mode: int) -> str:
     """What a non-regular file is, as an error message says it: ``is a directory``, ``is a FIFO (named pipe)``, ..."""
     if stat.S_ISDIR(mode):

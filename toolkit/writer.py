@@ -23,6 +23,8 @@ from .errors import CorpusError, IndexFileError, RagEvalError
 from .impact import TABLES as IMPACT_TABLES
 from .impact import build_engine, write_impacts
 from .indexmeta import SCHEMA_VERSION, read_meta
+from .locks import remove_database
+from .outputs import umask
 from .processing import QueryProcessing
 from .records import Chunk, Progress
 from .search import weights_for
@@ -452,9 +454,7 @@ def _new_building_file(path: str) -> str:
     target = Path(path)
     handle, building = tempfile.mkstemp(prefix=f".{target.name}.", suffix=BUILDING_SUFFIX, dir=target.parent)
     try:
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.fchmod(handle, 0o666 & ~mask)
+        os.fchmod(handle, 0o666 & ~umask())
     finally:
         os.close(handle)
     return building
@@ -471,8 +471,7 @@ def _remove_stale_builds(path: str) -> None:
                     fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     continue  # another build of the same new index is running
-                for suffix in ("-wal", "-shm", "-journal", ""):
-                    Path(f"{found}{suffix}").unlink(missing_ok=True)
+                remove_database(found)
         except OSError:
             continue
 
@@ -485,8 +484,7 @@ def _publish(building: str, path: str) -> None:
     if not os.path.lexists(path):
         # An index deleted while a reader had it open leaves its -wal and -shm behind: SQLite would replay that old
         # log onto the new file under the same name. They belong to no file any more.
-        for suffix in ("-wal", "-shm", "-journal"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        remove_database(path, main=False)
     try:
         os.link(building, path)
     except FileExistsError:
@@ -499,8 +497,7 @@ def _publish(building: str, path: str) -> None:
             raise IndexFileError(f"{path}: another build created this index while this one ran") from None
         os.rename(building, path)
         return
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{building}{suffix}").unlink(missing_ok=True)
+    remove_database(building)
 
 
 def _checkpoint(db: sqlite3.Connection) -> None:
