@@ -182,7 +182,7 @@ def test_an_empty_query_is_an_error_not_no_hits(tmp_path: Path, query: str) -> N
     code, output = run("index", "build", handbook, "-b", "sections", "-t", "bigram", "-o", str(index))
     assert code == 0, output
     code, output = run("search", str(index), query)
-    assert code != 0 and "empty" in one_error(output)
+    assert code != 0 and "error: the query is empty" in one_error(output)
 
 
 def test_an_empty_database_left_by_a_stopped_first_build_says_so(tmp_path: Path) -> None:

@@ -325,7 +325,7 @@ def search_cmd(
     if query is None:
         raise click.UsageError("Missing argument 'QUERY'.")
     if not query.strip():  # as the MCP server's search says it; an empty query is a mistake, not "no hits"
-        raise click.UsageError("QUERY is empty: give the words to search for")
+        raise click.UsageError("the query is empty: give the words to search for")
     from ..evidence import evidence
     from ..search import search
     from ..store import Index
