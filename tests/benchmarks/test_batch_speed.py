@@ -34,7 +34,7 @@ from rag_eval.search import search
 from rag_eval.store import Index
 from rag_eval.writer import build
 
-ROUNDS = 7
+ROUNDS = 11
 QUERIES = datasets_root() / "handbook" / "queries.jsonl"
 #: batch / run loop. The batch adds reading the topics to the run loop's work (about 2%); measured 0.90 to
 #: 1.12 (median of 7 rounds, 12 runs) on the 2-core development machine at a load average of 7 to 11.
@@ -42,8 +42,10 @@ QUERIES = datasets_root() / "handbook" / "queries.jsonl"
 RUN_RATIO_BOUND = 1.2
 #: batch / search loop: the run lines themselves (each hit's judged unit, ``strict_run``'s strictly
 #: decreasing scores, the text) cost about 40% of a 100-deep bigram search; measured 1.31 to 1.65 under
-#: the same load. Fails when that conversion becomes about two and a half times as expensive.
-SEARCH_RATIO_BOUND = 2.0
+#: the same load, and 1.36 to 2.14 over 26 CI runs of this machine (median of 7 rounds; 2.14 failed the
+#: first bound, 2.0, on unchanged code). Now 11 rounds, and the bound fails when that conversion becomes
+#: about three times as expensive.
+SEARCH_RATIO_BOUND = 2.5
 
 
 def _batch(index_path: Path, queries: list[Query], out: Path) -> None:
