@@ -8,8 +8,8 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from ..builders import BUILDERS, Builder, get_builder
-from ..errors import DatasetError, RagEvalError
+from ..builders import Builder, get_builder, infer_builder
+from ..errors import DatasetError
 from ..spec import SystemSpec
 from ..textio import control_character, display_name, fits_trec_column, iter_lines
 from .beir import query_text, read_queries
@@ -21,26 +21,6 @@ from .trec import read_any_qrels
 MAX_QUESTIONS_BYTES = 10_000_000
 #: Longest question accepted, in characters.
 MAX_QUESTION_CHARS = 2_000
-
-
-def infer_builder(source: Path) -> str:
-    """The builder whose layout ``source`` has; builders declare what they recognise and in which order."""
-    if not source.exists():
-        raise DatasetError(f"{source}: no such file or directory")
-    found = []
-    for name in BUILDERS:
-        try:
-            cls = BUILDERS[name]
-        except RagEvalError:
-            continue
-        if isinstance(cls, type) and issubclass(cls, Builder) and cls.recognises(source):
-            found.append((cls.recognise_order, name))
-    if not found:
-        raise DatasetError(
-            f"{source}: no builder recognises this source (a lines manifest.json, a corpus.jsonl or Markdown files)",
-            hint=f"name one with -b SPEC ({', '.join(sorted(BUILDERS))})",
-        )
-    return min(found)[1]
 
 
 def question_id(text: str) -> str:
@@ -132,14 +112,15 @@ def source_dataset(
 def check_trec_ids(dataset: Dataset) -> None:
     """Refuse a dataset whose question or passage ids cannot be written to a TREC run or qrels file (empty, or
     holding whitespace or a control character): its runs would be unreadable by ``evaluate``, trec_eval and
-    ``compare --run``. A Markdown file name with a space is the usual cause."""
+    ``compare --run``. A passage ``_id`` with a space is the usual cause (a Markdown file's key encodes its
+    spaces, see :mod:`rag_eval.keys`)."""
     for what, ids in (("question", dataset.queries), ("passage", dataset.corpus)):
         for value in ids:
             if not fits_trec_column(value):
                 raise DatasetError(
                     f"{dataset.id}: {what} id {value!r} cannot be written to a TREC run or qrels file "
                     "(empty, or holds whitespace or a control character)",
-                    hint="rename files whose names hold spaces (e.g. 'a b.md' to 'a-b.md'), or give ids without spaces",
+                    hint="give passage ids (corpus.jsonl _id) and question ids (queries.jsonl _id) without spaces",
                 )
 
 

@@ -243,17 +243,30 @@ def test_a_killed_batch_leaves_no_file(handbook_index: Path, tmp_path: Path) -> 
 
 
 def test_a_document_id_with_whitespace_is_refused(tmp_path: Path) -> None:
-    """A run line is six whitespace-separated columns: a file named 'my notes.md' must not make seven."""
+    """A run line is six whitespace-separated columns: a passage _id 'my notes' must not make seven; a
+    Markdown file named 'my notes.md' has its space percent-encoded in its keys, so its run is written."""
+    corpus = tmp_path / "beir"
+    corpus.mkdir()
+    record = {"_id": "my notes", "title": "导出", "text": "导出文件保留三十天。"}
+    (corpus / "corpus.jsonl").write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "my notes.md").write_text("# 导出\n\n导出文件保留三十天。\n", encoding="utf-8")
-    index = tmp_path / "notes.sqlite"
-    build(docs, index, builder="sections", tokenizer="bigram")
     questions = tmp_path / "questions.txt"
     questions.write_text("导出文件保留多久\n", encoding="utf-8")
-    result = CliRunner().invoke(cli, ["search", str(index), "--queries", str(questions), "--run", str(tmp_path / "r")])
-    assert result.exit_code == 1 and "'my notes.md#导出' holds whitespace" in result.stderr, result.stderr
+    passages, sections = tmp_path / "passages.sqlite", tmp_path / "sections.sqlite"
+    build(corpus, passages, builder="passages", tokenizer="bigram")
+    build(docs, sections, builder="sections", tokenizer="bigram")
+    result = CliRunner().invoke(
+        cli, ["search", str(passages), "--queries", str(questions), "--run", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 1 and "'my notes' holds whitespace" in result.stderr, result.stderr
     assert not (tmp_path / "r").exists()
+    result = CliRunner().invoke(
+        cli, ["search", str(sections), "--queries", str(questions), "--run", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "r").read_text(encoding="utf-8").split()[2] == "my%20notes.md#导出"
 
 
 def test_the_impact_engine_gives_the_same_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -110,3 +110,39 @@ def test_second_build_while_locked_is_refused(built) -> None:
         result = runner.invoke(cli, ["index", "build", str(root), "-o", str(index), "-b", "lines", "-t", "jieba"])
     assert result.exit_code == 1
     assert "another build is running on this index" in result.stderr
+
+
+def test_the_builder_is_the_recorded_one_or_the_sources_layout(built, tmp_path: Path) -> None:
+    """Without -b, a sync keeps the builder the index records (options included) and a new index takes the
+    one the source's layout calls for; -b '' and a source no builder recognises are one error line each."""
+    from rag_eval.eval.shipped import corpus_dir
+    from rag_eval.store import Index
+
+    runner, root, index = built
+    docs = corpus_dir("handbook")
+
+    def build(*args: str) -> str:
+        result = runner.invoke(cli, ["index", "build", *args])
+        assert result.exit_code == 0, result.output
+        with Index.open(args[args.index("-o") + 1]) as opened:
+            return opened.meta["builder"].split(":")[0] + (
+                ":1500" if "max_chars=1500" in opened.meta["builder"] else ""
+            )
+
+    assert build(str(root), "-o", str(tmp_path / "lines.sqlite")) == "lines"
+    assert build(str(docs), "-o", str(tmp_path / "docs.sqlite")) == "sections"
+    assert build(str(docs), "-o", str(tmp_path / "split.sqlite"), "-b", "sections:max_chars=1500") == "sections:1500"
+    result = runner.invoke(cli, ["index", "build", str(docs), "-o", str(tmp_path / "split.sqlite")])
+    assert result.exit_code == 0 and "tokenized 0 chunks" in result.output, result.output  # same builder: a sync
+    assert build(str(docs), "-o", str(tmp_path / "split.sqlite")) == "sections:1500"
+    assert build(str(root), "-o", str(index)) == "lines"  # the fixture's lines index, synced
+    (tmp_path / "empty").mkdir()
+    for args, message in (
+        (["-b", ""], "error: -b is empty"),
+        ([], "no builder recognises this source"),
+    ):
+        result = runner.invoke(
+            cli, ["index", "build", str(tmp_path / "empty"), "-o", str(tmp_path / "e.sqlite"), *args]
+        )
+        assert result.exit_code != 0 and message in result.output and "Traceback" not in result.output, result.output
+        assert not (tmp_path / "e.sqlite").exists()

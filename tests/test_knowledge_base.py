@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.errors import DatasetError
+from rag_eval.errors import CorpusError
 from rag_eval.eval.agreement import detectable_difference, disagreements, jaccard, overlaps, rbo, zero_hit_rate
 from rag_eval.eval.shipped import corpus_dir
 from rag_eval.eval.sources import infer_builder, question_id, read_questions, source_dataset
@@ -72,7 +72,7 @@ def test_builders_declare_which_sources_they_read(tmp_path: Path) -> None:
     (beir / "corpus.jsonl").write_text('{"_id": "p1", "text": "导出"}\n', encoding="utf-8")
     assert infer_builder(beir) == "passages" and infer_builder(beir / "corpus.jsonl") == "passages"
     (tmp_path / "empty").mkdir()
-    with pytest.raises(DatasetError, match="no builder recognises"):
+    with pytest.raises(CorpusError, match="no builder recognises"):
         infer_builder(tmp_path / "empty")
 
 

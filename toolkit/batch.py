@@ -220,7 +220,8 @@ def batch_search(
 
 def _document_ids(index: Index) -> Callable[[str], str]:
     """A chunk key's document id in the run (the unit qrels judge it as), checked once per key: a TREC
-    column cannot hold whitespace (a Markdown file named ``my notes.md`` would give a seven-column line)."""
+    column cannot hold whitespace (a passage ``_id`` with a space would give a seven-column line; a Markdown
+    file's key has its spaces percent-encoded, see :mod:`rag_eval.keys`, except in an index built before)."""
     unit = index.builder.unit
 
     @functools.cache
@@ -229,8 +230,8 @@ def _document_ids(index: Index) -> Callable[[str], str]:
         if _SPACE.search(found):
             raise DatasetError(
                 f"{index.path}: chunk {found!r} holds whitespace, which a TREC run cannot carry as a document id",
-                hint="TREC runs separate columns by whitespace; rename source files (or headings) with spaces, "
-                "or give a corpus.jsonl's passages _ids without spaces",
+                hint="TREC runs separate columns by whitespace; give a corpus.jsonl's passages _ids without spaces "
+                "(a Markdown index built before rag-eval encoded spaces in keys: build it again)",
             )
         return found
 

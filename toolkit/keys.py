@@ -5,13 +5,33 @@ A section's key is ``path#anchor``; the parts of a section split for size are ``
 splits unambiguously at its *last* ``#``, even when the file name contains one (``c#/intro.md#setup``).
 Targets given to ``read`` follow the same rule; a whole file whose name contains ``#`` is read with a
 trailing ``#`` (``notes#1.md#``), since an empty anchor means the whole file.
+
+A key is an id other tools read: a TREC run or qrels line separates its columns by whitespace. So the path
+in a key has its whitespace and control characters percent-encoded (their UTF-8 bytes), as a Markdown link
+to the file writes them: ``my notes.md`` gives ``my%20notes.md#intro``, an ideographic space ``%E3%80%80``.
+Nothing else is encoded (a ``%`` stays as it is), so every key that was already a valid TREC id keeps its
+form; the path itself is stored as it is, and ``read`` takes either form.
 """
 
 from __future__ import annotations
 
+import re
+from urllib.parse import quote
+
+#: What a TREC column cannot hold (``textio.fits_trec_column``): whitespace (``str.isspace``, which ``\s``
+#: matches in a str pattern) and C0, DEL and C1 control characters.
+_UNFIT = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+
+
+def key_path(path: str) -> str:
+    """``path`` as a key holds it: whitespace and control characters percent-encoded, nothing else."""
+    return _UNFIT.sub(lambda found: quote(found.group(), safe=""), path)
+
 
 def section_key(path: str, anchor: str, part: int = 1) -> str:
-    """``path#anchor``, or ``path#anchor~N`` for the N-th part (N > 1) of a split section."""
+    """``path#anchor``, or ``path#anchor~N`` for the N-th part (N > 1) of a split section; the path as
+    :func:`key_path` writes it."""
+    path = key_path(path)
     return f"{path}#{anchor}" if part == 1 else f"{path}#{anchor}~{part}"
 
 

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from .builders import Builder, get_builder
+from .builders import Builder, get_builder, infer_builder
 from .builders.base import FileRef
 from .columns import all_field_columns, field_columns
 from .errors import CorpusError, IndexFileError, RagEvalError
@@ -75,7 +76,7 @@ def build(
     source: str | Path,
     index_path: str | Path,
     *,
-    builder: str | Builder,
+    builder: str | Builder | None,
     tokenizer: str | Tokenizer,
     progress: Progress | None = None,
     db: sqlite3.Connection | None = None,
@@ -97,16 +98,20 @@ def build(
     ``index_path`` must be new, empty, or an index rag-eval wrote: any other file (someone's own SQLite
     database, a text file) is refused before anything is read or written. ``on_insert(rows)`` is called
     inside the transaction after each batch of chunk rows (fault-injection tests kill the process there).
-    ``processing`` (see :mod:`rag_eval.processing`) is recorded in the index: its searches use it unless
+    ``builder`` None is the builder the index records (a sync), or for a new index the one whose layout
+    ``source`` has (:func:`rag_eval.builders.infer_builder`). ``processing`` (see :mod:`rag_eval.processing`)
+    is recorded in the index: its searches use it unless
     they name their own. ``engine`` (see :mod:`rag_eval.impact`) is recorded too; ``impact`` also writes
     the impact postings, in the same transaction; ``auto`` is ``impact``
     (:func:`rag_eval.impact.build_engine`).
     """
     started = time.perf_counter()
-    builder = builder if isinstance(builder, Builder) else get_builder(builder)
-    tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else get_tokenizer(tokenizer)
     source = Path(source)
     path = str(index_path)
+    if builder is None:
+        builder = _recorded_builder(path, db) or infer_builder(source)
+    builder = builder if isinstance(builder, Builder) else get_builder(builder)
+    tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else get_tokenizer(tokenizer)
     chosen = processing if isinstance(processing, QueryProcessing) else QueryProcessing.parse(processing or "")
     recorded = chosen.system if chosen.active else ""
     engine = build_engine(engine)
@@ -163,6 +168,22 @@ def build(
     report.seconds = time.perf_counter() - started
     report.index_bytes = index_size(path)
     return report
+
+
+def _recorded_builder(path: str, db: sqlite3.Connection | None) -> str | None:
+    """The builder spec an existing rag-eval index records, or None (a new path, or not an index of ours)."""
+    if db is None and (path == ":memory:" or not Path(path).is_file() or foreign_reason(path) is not None):
+        return None
+    try:
+        if db is not None:
+            return read_meta(db).get("builder") or None
+        reader = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro", uri=True)
+        try:
+            return read_meta(reader).get("builder") or None
+        finally:
+            reader.close()
+    except sqlite3.Error:
+        return None
 
 
 #: Chunks tokenized and inserted together, by count or by characters awaiting tokenization, whichever

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..errors import RegistryError
+from pathlib import Path
+
+from ..errors import CorpusError, RagEvalError, RegistryError
 from ..registry import Registry
 from ..spec import SystemSpec
 from .base import Builder, QueryDefaults, SourceFile
@@ -20,4 +22,24 @@ def get_builder(spec: str | SystemSpec) -> Builder:
     return cls.from_spec(parsed)
 
 
-__all__ = ["BUILDERS", "Builder", "QueryDefaults", "SourceFile", "get_builder"]
+def infer_builder(source: Path) -> str:
+    """The builder whose layout ``source`` has; builders declare what they recognise and in which order."""
+    if not source.exists():
+        raise CorpusError(f"{source}: no such file or directory")
+    found = []
+    for name in BUILDERS:
+        try:
+            cls = BUILDERS[name]
+        except RagEvalError:
+            continue
+        if isinstance(cls, type) and issubclass(cls, Builder) and cls.recognises(source):
+            found.append((cls.recognise_order, name))
+    if not found:
+        raise CorpusError(
+            f"{source}: no builder recognises this source (a lines manifest.json, a corpus.jsonl or Markdown files)",
+            hint=f"name one with -b SPEC ({', '.join(sorted(BUILDERS))})",
+        )
+    return min(found)[1]
+
+
+__all__ = ["BUILDERS", "Builder", "QueryDefaults", "SourceFile", "get_builder", "infer_builder"]

@@ -37,7 +37,8 @@ def index_cmd() -> None:
     metavar="SPEC",
     type=TEXT,
     help="Builder spec: lines (manifest.json + .txt), sections (Markdown folder), passages (BEIR corpus.jsonl); "
-    "options as NAME:key=value, e.g. sections:max_chars=1500.",
+    "options as NAME:key=value, e.g. sections:max_chars=1500. Default: the one the index records (a sync), "
+    "else the one SOURCE's layout calls for (a manifest.json: lines; a corpus.jsonl: passages; Markdown: sections).",
 )
 @click.option(
     "-t",
@@ -87,7 +88,7 @@ def index_build_cmd(
 
     \b
     Examples:
-      rag-eval index build docs/ -b sections -t jieba -o docs.sqlite
+      rag-eval index build docs/ -t jieba -o docs.sqlite       # Markdown: the sections builder
       rag-eval index build corpus/ -b lines -t bigram -o evidence.sqlite
       rag-eval index build beir/corpus.jsonl -b passages:title_weight=2 -t unigram -o passages.sqlite
       rag-eval index build docs/ -b sections -t unigram^2+bigram^2+jieba^2 --processing stopwords=zh -o docs.sqlite
@@ -97,6 +98,8 @@ def index_build_cmd(
 
     if tokenizer_spec is not None and not tokenizer_spec.strip():
         raise click.UsageError("-t is empty: name a tokenizer spec, e.g. -t jieba (leave -t out for bigram)")
+    if builder_spec is not None and not builder_spec.strip():
+        raise click.UsageError("-b is empty: name a builder spec, e.g. -b sections (leave -b out to infer it)")
     if system_file is not None:
         from ..eval.compare import one_system
         from ..eval.engines import get_engine
@@ -107,13 +110,11 @@ def index_build_cmd(
         processing = processing if processing is not None else chosen.query
         if engine is None and get_engine(chosen.engine).build_engine == "impact":
             engine = "impact"
-    if not builder_spec:
-        raise click.UsageError("name a builder with -b SPEC (lines, sections or passages)")
     with Bars() as progress:
         report = build(
             source,
             index_path,
-            builder=builder_spec,
+            builder=builder_spec or None,
             tokenizer=tokenizer_spec or "bigram",
             processing=processing,
             progress=progress,
