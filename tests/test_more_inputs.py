@@ -128,3 +128,19 @@ def test_segeval_finds_the_project_data_from_any_folder(tmp_path: Path, monkeypa
         assert found == segeval_cli.DEFAULT_DATA  # nothing beside the project: the relative default and its error
         pytest.skip("no ../shared/datasets/segmentation beside this checkout")
     assert found == project_data and found.is_dir()
+
+
+def test_an_index_whose_user_dictionary_is_gone_says_so_not_damaged(tmp_path: Path) -> None:
+    """The index is intact; the dictionary file its spec names was removed."""
+    from rag_eval.eval.shipped import corpus_dir
+    from rag_eval.writer import build
+
+    words = tmp_path / "words.txt"
+    words.write_text("导出文件 5\n", encoding="utf-8")
+    index = tmp_path / "kb.sqlite"
+    build(corpus_dir("evidence-mini"), index, builder="lines", tokenizer=f"jieba:userdict={words}")
+    words.unlink()
+    result = CliRunner().invoke(cli, ["search", str(index), "导出"])
+    line = one_error(result)
+    assert "cannot load the tokenizer or builder this index records" in line and "damaged" not in line
+    assert "userdict" in line or str(words) in line

@@ -162,7 +162,7 @@ def test_stdio_end_to_end(handbook: Path, evidence_index: tuple[Path, Path], tmp
     expected_lines = cli_json("search", str(index), "退款 工作日", "--as-of", AS_OF, "--json", "--limit", "3")
 
     async def scenario() -> None:
-        args = (str(handbook), str(index), "--as-of", AS_OF, "--root", str(corpus))
+        args = (str(handbook), str(index), "--as-of", AS_OF, "--root", f"evidence={corpus}")
         async with stdio_server(tmp_path / "server.log", *args) as client:
             listed = {tool.name: tool for tool in (await client.list_tools()).tools}
             assert sorted(listed) == ["list", "list_indexes", "read", "search", "verify"]
@@ -170,7 +170,7 @@ def test_stdio_end_to_end(handbook: Path, evidence_index: tuple[Path, Path], tmp
                 assert tool.description and len(tool.description.split()) >= 15
                 assert tool.input_schema["type"] == "object" and tool.annotations.read_only_hint
             schema = listed["search"].input_schema
-            assert schema["required"] == ["query"] and "as_of" not in schema["properties"]
+            assert schema["required"] == ["query", "index"] and "as_of" not in schema["properties"]
             assert schema["properties"]["index"]["enum"] == ["handbook", "evidence"]
             assert schema["properties"]["limit"]["maximum"] == 20
 
@@ -184,7 +184,7 @@ def test_stdio_end_to_end(handbook: Path, evidence_index: tuple[Path, Path], tmp
 
             for arguments, message in BAD_SEARCHES:
                 assert message in await refused(client, "search", {"index": "evidence", **arguments})
-            assert "name an index: one of handbook, evidence" in await refused(client, "search", {"query": "导出"})
+            assert "missing argument 'index'" in await refused(client, "search", {"query": "导出"})
             assert "unknown tool 'answer'" in await refused(client, "answer", {"query": "导出"})
 
             # read: a stored line by key; whole files only under --root, through the traversal guard.
@@ -195,6 +195,8 @@ def test_stdio_end_to_end(handbook: Path, evidence_index: tuple[Path, Path], tmp
             assert whole["text"] == (corpus / hit["path"]).read_text(encoding="utf-8")
             for key in ("../evidence.sqlite", "/etc/passwd", "nope.txt", "nope#L1"):
                 assert await refused(client, "read", {"key": key, "index": "evidence"})
+            # The evidence corpus is the root of the evidence index only: the handbook reads no whole file.
+            assert "--root" in await refused(client, "read", {"key": hit["path"], "index": "handbook"})
             assert "no chunk" in await refused(client, "read", {"key": "nope#L1", "index": "evidence"})
 
             # verify: ok, then stale when the source changes, then missing when it is gone.
@@ -214,7 +216,9 @@ def test_stdio_end_to_end(handbook: Path, evidence_index: tuple[Path, Path], tmp
             assert len(first["entries"]) + len(second["entries"]) == 391
             documents = await call(client, "list", {"index": "evidence"})
             assert documents["kind"] == "document_list" and documents["total"] == 9
-            assert "limit must be an integer from 1 to 500" in await refused(client, "list", {"limit": 501})
+            assert "limit must be an integer from 1 to 500" in await refused(
+                client, "list", {"index": "evidence", "limit": 501}
+            )
 
             described = await call(client, "list_indexes", {})
             assert [d["name"] for d in described["indexes"]] == ["handbook", "evidence"]
@@ -423,6 +427,9 @@ def test_schemas_follow_the_served_indexes(handbook: Path, evidence_index: tuple
     [
         (["{missing}"], "missing.sqlite: No such file or directory"),
         (["{handbook}", "--root", "{missing}"], "no such folder"),
+        (["{handbook}", "{text}", "--root", "{tmp}"], "several indexes are served"),
+        (["{handbook}", "--root", "nope={tmp}", "--root", "{tmp}"], "give one folder for one index"),
+        (["{handbook}", "--root", "handbook={tmp}", "--root", "handbook={tmp}"], "given a root twice"),
         (["{handbook}", "--as-of", "2026-1-1"], "use YYYY-MM-DD"),
         (["{handbook}", "{handbook}"], "two indexes are named 'handbook'"),
         (["{handbook}", "--transport", "http", "--port", "{busy}"], "cannot listen on 127.0.0.1:"),
@@ -440,6 +447,7 @@ def test_serve_refuses_to_start_with_one_line(handbook: Path, tmp_path: Path, ar
             "handbook": str(handbook),
             "busy": str(busy.getsockname()[1]),
             "text": str(tmp_path / "notes.sqlite"),
+            "tmp": str(tmp_path),
         }
         result = CliRunner().invoke(cli, ["serve", *(a.format(**values) for a in args)])
     assert result.exit_code == 1
@@ -507,3 +515,63 @@ def test_list_indexes_reports_a_removed_index_beside_the_others(
         assert described["handbook"]["chunks"] == 391
     finally:
         served.close()
+
+
+def test_what_a_call_returns_is_bounded(tmp_path: Path) -> None:
+    """A lines index holding long lines: search cuts each hit's text (and says so), read gives the whole line,
+    and a whole file or a passage whose text is over the bound as sent (JSON escapes a control character in
+    six bytes) is one error, not a 13 MB message."""
+    from rag_eval.served import MAX_HIT_CHARS, MAX_READ_BYTES
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    long_line = "退款需要三个工作日。" * 3_000  # 30,000 characters
+    entries = []
+    for number in range(3):
+        (corpus / f"d{number}.txt").write_text(f"{long_line}\n短的一行 退款\n", encoding="utf-8")
+        entries.append({"doc_id": f"d{number}", "revision": "r1", "status": "current", "path": f"d{number}.txt"})
+    (corpus / "ctrl.txt").write_text("\x01" * 400_000 + " 退款\n", encoding="utf-8")
+    entries.append({"doc_id": "ctrl", "revision": "r1", "status": "current", "path": "ctrl.txt"})
+    (corpus / "manifest.json").write_text(json.dumps(entries), encoding="utf-8")
+    index = tmp_path / "long.sqlite"
+    build(corpus, index, builder="lines", tokenizer="bigram")
+    served = IndexSet([index], as_of=AS_OF, root=corpus)
+    try:
+        hits = served.search("退款 工作日", limit=10)["hits"]
+        cut = [hit for hit in hits if hit.get("text_truncated")]
+        assert cut and all(len(hit["text"]) == MAX_HIT_CHARS and hit["text_chars"] == 30_000 for hit in cut)
+        assert all(not hit.get("text_truncated") and len(hit["text"]) < MAX_HIT_CHARS for hit in hits if hit not in cut)
+        assert served.read(cut[0]["key"])["text"] == long_line  # the whole line, by its key
+        with pytest.raises(ReadError, match="bytes as sent, over the 1,000,000"):
+            served.read("ctrl.txt")  # 400 KB on disk, 2.4 MB as JSON
+        assert len(json.dumps(served.read("d0.txt"), ensure_ascii=False).encode()) < MAX_READ_BYTES
+    finally:
+        served.close()
+
+
+def test_a_section_is_read_by_its_key_or_by_its_path_as_named(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "my notes.md").write_text("# 导出\n\n导出文件保留三十天。\n", encoding="utf-8")
+    index = tmp_path / "notes.sqlite"
+    build(docs, index, builder="sections", tokenizer="bigram")
+    served = IndexSet([index])
+    try:
+        for key in ("my%20notes.md#导出", "my notes.md#导出"):
+            found = served.read(key)
+            assert found["key"] == "my%20notes.md#导出" and found["path"] == "my notes.md"
+        with pytest.raises(ReadError, match="no chunk 'my notes.md#nope'"):
+            served.read("my notes.md#nope")
+        with pytest.raises(ReadError, match="key is empty"):
+            served.read("")
+    finally:
+        served.close()
+
+
+def test_a_long_error_keeps_its_reason() -> None:
+    """Messages name the argument first and the reason last: a cut keeps both ends."""
+    from rag_eval.serve import MESSAGE_CHARS, one_line
+
+    line = one_line(f"{'x' * 4000}: cannot read: File name too long")
+    assert len(line) == MESSAGE_CHARS and line.startswith("xxx") and line.endswith("cannot read: File name too long")
+    assert one_line("short\nmessage") == "short message"

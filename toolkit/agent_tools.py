@@ -69,6 +69,8 @@ def agent_tools(indexes: IndexSet) -> dict[str, AgentTool]:
     """The tools for these indexes, by name."""
     limits = indexes.limits()
     index = _index_property(indexes)
+    # With several indexes a call must name one: the schema says so, as the call would refuse it otherwise.
+    named = ["index"] if len(indexes.names) > 1 else []
     evidence_output = _output(
         "search",
         ["query", "as_of", "index", "hits", "action_authority"],
@@ -114,7 +116,7 @@ def agent_tools(indexes: IndexSet) -> dict[str, AgentTool]:
                     "path_prefix": _text("Only source paths starting with this prefix, e.g. 'guide/'."),
                     "index": index,
                 },
-                ["query"],
+                ["query", *named],
             ),
             evidence_output,
             indexes.search,
@@ -124,14 +126,17 @@ def agent_tools(indexes: IndexSet) -> dict[str, AgentTool]:
             "Read one stored passage",
             "Return one stored passage (a section, a line or a passage) by the key a search hit or list gave, "
             "with its provenance (path, title, heading_path, line, sha256) and full text; action_authority is "
-            "always false. When the server was started with --root, a source path without '#' returns the "
-            "whole file, only from under that folder.",
+            "always false. A hit's text longer than 10,000 characters is cut in search results (text_truncated); "
+            "read gives all of it. When the server was started with --root for this index, a source path "
+            "without '#' returns the whole file, only from under that folder.",
             _object(
                 {
-                    "key": _text("A hit's key, e.g. 'guide/export.md#导出指南' or 'refund@r3:<sha256>#L2'."),
+                    "key": _text(
+                        "A hit's key, e.g. 'guide/export.md#导出指南' or 'refund@r3:<sha256>#L2'.", minLength=1
+                    ),
                     "index": index,
                 },
-                ["key"],
+                ["key", *named],
             ),
             _output("read", ["key", "text", "action_authority"], action_authority={"const": False}),
             indexes.read,
@@ -142,7 +147,9 @@ def agent_tools(indexes: IndexSet) -> dict[str, AgentTool]:
             "Check that the source file behind a key still has the sha256 recorded when the index was built "
             "(and, for a line, that the line still reads the same). status is ok, stale (the source changed "
             "since the build: re-check before relying on it) or missing (the file is gone).",
-            _object({"key": _text("The key of a search hit or list entry."), "index": index}, ["key"]),
+            _object(
+                {"key": _text("The key of a search hit or list entry.", minLength=1), "index": index}, ["key", *named]
+            ),
             _output(
                 "verify",
                 ["key", "status"],
@@ -172,7 +179,8 @@ def agent_tools(indexes: IndexSet) -> dict[str, AgentTool]:
                         "description": f"Entries per page (default {DEFAULT_PAGE}).",
                     },
                     "index": index,
-                }
+                },
+                named,
             ),
             _output("list", ["index", "total", "offset", "entries", "next_offset"]),
             indexes.entries,

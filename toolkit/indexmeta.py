@@ -99,8 +99,11 @@ def load_meta(
         recorded = tokenizer if tokenizer is not None else get_tokenizer(meta["tokenizer"])
         get_builder(meta["builder"])
     except SpecError as exc:
+        # A spec that no longer loads: a damaged meta table, or a dictionary or model file it names that is gone.
         raise IndexFileError(
-            f"{where}: damaged index meta: {exc}", hint="rebuild it with: rag-eval index build"
+            f"{where}: cannot load the tokenizer or builder this index records: {exc}",
+            hint="a dictionary or model file the spec names must still be there; else rebuild it with: "
+            "rag-eval index build",
         ) from None
     except RagEvalError as exc:
         raise IndexFileError(f"{where}: this index needs {exc}", hint=exc.hint) from None

@@ -42,7 +42,7 @@ def path_under(root: Path, relative: str, error: type[RagEvalError], *, refuse_d
         raise error(f"{display_name(relative)}: relative paths with / separators only")
     shown = display_name(relative)
     if refuse_dotdot and ".." in Path(relative).parts:
-        raise error(f"{shown}: resolves outside the corpus root {_resolved(root, error)}")
+        raise error(f"{shown}: a '..' component is refused (it may lead outside the corpus root)")
     root = _resolved(root, error)
     path = _resolved(root / relative, error, shown)
     if not path.is_relative_to(root):

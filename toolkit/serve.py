@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 from .agent_tools import AgentTool, agent_tools, check_arguments
 from .errors import RagEvalError, ServeError
-from .served import IndexSet
+from .served import IndexSet, Roots
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -43,9 +43,13 @@ INSTRUCTIONS = (
 
 
 def one_line(message: str) -> str:
-    """``message`` on one line, cut to MESSAGE_CHARS (a hostile argument may be echoed in it)."""
+    """``message`` on one line, cut to MESSAGE_CHARS (a hostile argument may be echoed in it). The cut is in the
+    middle: a message names the argument first and says what is wrong with it last, so both ends are kept."""
     flat = " ".join(message.split())
-    return flat if len(flat) <= MESSAGE_CHARS else flat[: MESSAGE_CHARS - 3] + "..."
+    if len(flat) <= MESSAGE_CHARS:
+        return flat
+    tail = MESSAGE_CHARS * 3 // 5
+    return flat[: MESSAGE_CHARS - tail - 3] + "..." + flat[-tail:]
 
 
 def error_text(exc: BaseException) -> str:
@@ -146,14 +150,15 @@ def serve(
     host: str = "127.0.0.1",
     port: int = DEFAULT_PORT,
     as_of: str | None = None,
-    root: str | Path | None = None,
+    root: Roots = None,
     announce: Callable[[str], None] | None = None,
 ) -> None:
     """Serve ``paths`` (index files) to MCP clients until stdin closes (stdio) or the process is stopped.
 
     ``as_of`` is the host's date for every search (``YYYY-MM-DD``; None or ``today``: today in UTC at each
-    call); ``root`` allows whole-file reads from under that folder. ``announce`` receives one line saying
-    what is served and where (the HTTP URL, with the port chosen when ``port`` is 0).
+    call); ``root`` allows whole-file reads from under a folder: one folder when one index is served, else
+    folders by index name (``--root`` values as given are ``DIR`` or ``NAME=DIR``). ``announce`` receives one
+    line saying what is served and where (the HTTP URL, with the port chosen when ``port`` is 0).
     """
     if transport not in TRANSPORTS:
         raise ServeError(f"unknown transport {transport!r}; choose from: {', '.join(TRANSPORTS)}")

@@ -9,9 +9,10 @@ inode, noticed here by a ``stat`` before every call, and reopened. A damaged or 
 
 from __future__ import annotations
 
+import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,8 +27,12 @@ from .read import count_entries, list_entries, read_chunk, read_entry, verify_ch
 from .search import warm
 from .store import Index
 
-#: Whole files a ``read`` returns are at most this large (an agent's context is the limit, not the disk).
+#: Whole files a ``read`` returns are at most this large (an agent's context is the limit, not the disk); so is
+#: the text of any ``read`` as it is sent (JSON escapes a control character in six bytes).
 MAX_READ_BYTES = 1_000_000
+#: A search hit's text is cut to this many characters in what the server returns (a lines index may hold a
+#: line of megabytes; 20 of them made a 6 MB result); the hit says so, and ``read`` gives the whole text.
+MAX_HIT_CHARS = 10_000
 #: Entries one ``list`` call returns at most, and by default.
 MAX_PAGE = 500
 DEFAULT_PAGE = 100
@@ -61,18 +66,18 @@ class _Slot:
         self.index, self.identity, self.warmed = None, None, None
 
 
-class IndexSet:
-    """Indexes served by name (the file stem), with the host's as-of date and whole-file root."""
+#: What ``root`` may be: one folder (one index served), folders by index name, or ``--root`` values as given
+#: (``DIR`` or ``NAME=DIR`` each).
+Roots = str | Path | Mapping[str, str | Path] | Sequence[str | Path] | None
 
-    def __init__(self, paths: Sequence[str | Path], *, as_of: str | None = None, root: str | Path | None = None):
+
+class IndexSet:
+    """Indexes served by name (the file stem), with the host's as-of date and each index's whole-file root."""
+
+    def __init__(self, paths: Sequence[str | Path], *, as_of: str | None = None, root: Roots = None):
         if not paths:
             raise ServeError("name at least one index to serve")
         self._fixed_as_of = parse_as_of(as_of)
-        self.root = Path(root) if root is not None else None
-        if self.root is not None and not self.root.is_dir():
-            raise ServeError(
-                f"--root {self.root}: no such folder", hint="give the corpus folder whole files are read from"
-            )
         self._slots: dict[str, _Slot] = {}
         for given in paths:
             path = Path(given)
@@ -83,6 +88,7 @@ class IndexSet:
                     hint="tools name an index by its file stem: rename one file",
                 )
             self._slots[name] = _Slot(name, path)
+        self._roots = self._check_roots(root)
         try:
             for slot in self._slots.values():
                 with self._open(slot.name) as index:  # reads the postings whole when small (_warm)
@@ -91,6 +97,65 @@ class IndexSet:
         except BaseException:
             self.close()
             raise
+
+    def _check_roots(self, root: Roots) -> dict[str, Path]:
+        """Each index's whole-file root: one folder serves one index only (an index's files are its own corpus's;
+        a folder shared by several indexes answered one index's reads from another's corpus)."""
+        if root is None:
+            return {}
+        if isinstance(root, (list, tuple)):
+            root = self._given_roots(root)
+        if not isinstance(root, Mapping):
+            if len(self._slots) > 1:
+                raise ServeError(
+                    f"--root {root}: several indexes are served ({', '.join(self._slots)}); name the index each "
+                    "folder belongs to",
+                    hint=f"--root {next(iter(self._slots))}=DIR, once per index whose files may be read",
+                )
+            root = {next(iter(self._slots)): root}
+        roots = {}
+        for name, folder in root.items():
+            if name not in self._slots:
+                raise ServeError(
+                    f"--root {name}={folder}: no served index is named {name!r}; served: {', '.join(self._slots)}"
+                )
+            roots[name] = Path(folder)
+            if not roots[name].is_dir():
+                raise ServeError(
+                    f"--root {folder}: no such folder", hint="give the corpus folder whole files are read from"
+                )
+        return roots
+
+    def _given_roots(self, values: Sequence[str | Path]) -> Roots:
+        """``--root`` values: one ``DIR``, or ``NAME=DIR`` for each index whose files may be read (a ``DIR``
+        whose text before an ``=`` is no served index's name is a folder)."""
+        if not values:
+            return None
+        named: dict[str, str | Path] = {}
+        bare: list[str | Path] = []
+        for value in values:
+            name, equals, folder = str(value).partition("=")
+            if equals and name in self._slots:
+                if name in named:
+                    raise ServeError(f"--root {value}: index {name!r} is given a root twice")
+                named[name] = folder
+            else:
+                bare.append(value)
+        if bare and (named or len(bare) > 1):
+            raise ServeError(
+                f"--root {bare[0]}: give one folder for one index, or NAME=DIR for each index",
+                hint=f"served: {', '.join(self._slots)}",
+            )
+        return named or bare[0]
+
+    def root_of(self, name: str) -> Path | None:
+        """The folder whole files of index ``name`` are read from, or None (whole-file reads refused)."""
+        return self._roots.get(name)
+
+    @property
+    def whole_file_reads(self) -> bool:
+        """Whether any served index allows whole-file reads."""
+        return bool(self._roots)
 
     @property
     def names(self) -> list[str]:
@@ -158,27 +223,50 @@ class IndexSet:
         if isinstance(query, str) and not query.strip():
             raise QueryError("query is empty")
         with self._open(index) as opened:
-            return evidence(
+            found = evidence(
                 opened, query, as_of=self.as_of(), limit=limit, mode=mode, category=category, path_prefix=path_prefix
             )
+        for hit in found["hits"]:
+            text = hit.get("text")
+            if isinstance(text, str) and len(text) > MAX_HIT_CHARS:
+                hit["text"] = text[:MAX_HIT_CHARS]
+                hit["text_truncated"] = True
+                hit["text_chars"] = len(text)
+        return found
 
     def read(self, key: str, *, index: str | None = None) -> dict[str, Any]:
-        """One stored chunk by key with its provenance; a whole file by path only under the root."""
+        """One stored chunk by key (or a section by its path as named) with its provenance; a whole file by path
+        only under the index's root."""
+        if isinstance(key, str) and not key:
+            raise ReadError("key is empty", hint="keys come from search hits and list")
         with self._open(index) as opened:
+            name = self._slot(index).name
+            root = self.root_of(name)
             chunk = read_chunk(opened, key)
             if chunk is not None:
                 entry = chunk.provenance()
-            elif self.root is None or split_target(key)[1]:
+            elif split_target(key)[1]:
+                try:  # a section by its path as named (``my notes.md#intro``, whose key is ``my%20notes.md#intro``)
+                    entry = read_entry(opened, key)
+                except ReadError:
+                    raise ReadError(
+                        f"no chunk {key!r} in index {name!r}", hint="keys come from search hits and list"
+                    ) from None
+            elif root is None:
                 raise ReadError(
-                    f"no chunk {key!r} in index {Path(opened.path).stem!r}",
+                    f"no chunk {key!r} in index {name!r}",
                     hint="keys come from search hits and list; whole files are read only when the server runs "
-                    "with --root DIR"
-                    if self.root is None
-                    else "keys come from search hits and list; a whole file is read by its path",
+                    "with --root DIR",
                 )
             else:
-                entry = read_entry(opened, key, root=self.root, max_bytes=MAX_READ_BYTES)
-            return {"kind": "document_source", "index": Path(opened.path).stem, **entry, "action_authority": False}
+                entry = read_entry(opened, key, root=root, max_bytes=MAX_READ_BYTES)
+        sent = len(json.dumps(entry["text"], ensure_ascii=False).encode())
+        if sent > MAX_READ_BYTES:
+            raise ReadError(
+                f"{key[:200]!r} is {sent:,} bytes as sent, over the {MAX_READ_BYTES:,} one read returns",
+                hint="search for the passage you need within it",
+            )
+        return {"kind": "document_source", "index": name, **entry, "action_authority": False}
 
     def verify(self, key: str, *, index: str | None = None) -> dict[str, Any]:
         """Whether a cited chunk's source file still has its recorded sha256: ok, stale or missing."""
@@ -189,7 +277,7 @@ class IndexSet:
                     f"no chunk {key!r} in index {Path(opened.path).stem!r}",
                     hint="the index may have been rebuilt since the key was cited: search again",
                 )
-            status = verify_chunk(opened, chunk, self.root)
+            status = verify_chunk(opened, chunk, self.root_of(self._slot(index).name))
             return {
                 "kind": "source_check",
                 "index": Path(opened.path).stem,
@@ -233,7 +321,7 @@ class IndexSet:
                 described.append(self._describe(name, as_of))
             except RagEvalError as exc:  # one removed or damaged index must not hide the others
                 described.append({"name": name, "file": str(self._slots[name].path), "error": str(exc)})
-        return {"kind": "index_list", "as_of": as_of, "whole_file_reads": self.root is not None, "indexes": described}
+        return {"kind": "index_list", "as_of": as_of, "whole_file_reads": self.whole_file_reads, "indexes": described}
 
     def _describe(self, name: str, as_of: str) -> dict[str, Any]:
         with self._open(name) as opened, opened.reading():
@@ -253,6 +341,7 @@ class IndexSet:
                 "max_results": defaults.max_results,
                 "max_query_chars": defaults.max_query_chars,
                 "as_of": as_of,
+                "whole_file_reads": self.root_of(name) is not None,
             }
 
     def limits(self) -> dict[str, int]:

@@ -34,12 +34,16 @@ from .params import TEXT
 )
 @click.option(
     "--root",
-    type=click.Path(path_type=Path),
+    "roots",
+    metavar="[NAME=]DIR",
+    type=TEXT,
+    multiple=True,
     help="Allow read to return whole source files from under this folder (refused otherwise); verify "
-    "checks sources here instead of the folder recorded at build time.",
+    "checks sources here instead of the folder recorded at build time. With several indexes, NAME=DIR for "
+    "each index whose files may be read (NAME: the index file's stem); repeatable.",
 )
 def serve_cmd(
-    index_paths: tuple[Path, ...], transport: str, host: str, port: int, as_of: str, root: Path | None
+    index_paths: tuple[Path, ...], transport: str, host: str, port: int, as_of: str, roots: tuple[str, ...]
 ) -> None:
     """Serve indexes to agents over the Model Context Protocol.
 
@@ -51,7 +55,8 @@ def serve_cmd(
     \b
     Examples:
       rag-eval serve handbook.sqlite
-      rag-eval serve handbook.sqlite evidence.sqlite --as-of 2026-10-07 --root docs/
+      rag-eval serve handbook.sqlite --root docs/
+      rag-eval serve handbook.sqlite evidence.sqlite --as-of 2026-10-07 --root handbook=docs/ --root evidence=corpus/
       rag-eval serve handbook.sqlite --transport http --port 8000
 
     \b
@@ -61,4 +66,4 @@ def serve_cmd(
     """
     from ..serve import serve
 
-    serve(list(index_paths), transport=transport, host=host, port=port, as_of=as_of, root=root)
+    serve(list(index_paths), transport=transport, host=host, port=port, as_of=as_of, root=list(roots) or None)
