@@ -150,5 +150,14 @@ def evaluate_files(
 
     names = metric_names(list(metrics) or DEFAULT_METRICS)  # before any file is read
     qrels = read_any_qrels(qrels_file)
+    run = read_run(run_file)
+    # A run of none of the judged questions is a wrong pair of files, not a score of 0 for every query.
+    ran = {doc.query_id for doc in run}
+    if ran and qrels and not ran & set(qrels):
+        raise DatasetError(
+            f"{display_name(str(run_file))} and {display_name(str(qrels_file))} share no query id (the run's "
+            f"{len(ran)} include {min(ran)!r}; the qrels' {len(qrels)} include {min(qrels)!r})",
+            hint="score a run against the judgments of its own questions",
+        )
     qrel_list = [Qrel(query, doc, grade) for query, docs in qrels.items() for doc, grade in docs.items()]
-    return evaluate(qrel_list, read_run(run_file), names)
+    return evaluate(qrel_list, run, names)

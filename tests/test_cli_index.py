@@ -146,3 +146,39 @@ def test_the_builder_is_the_recorded_one_or_the_sources_layout(built, tmp_path: 
         )
         assert result.exit_code != 0 and message in result.output and "Traceback" not in result.output, result.output
         assert not (tmp_path / "e.sqlite").exists()
+
+
+def test_a_sync_keeps_what_the_index_records(tmp_path: Path) -> None:
+    """Builder, tokenizer, query processing and engine left out of a sync are the index's own (a sync without
+    -t made a jieba index bigram, and dropped its processing, without a word); given ones replace them."""
+    from rag_eval.eval.shipped import corpus_dir
+    from rag_eval.store import Index
+
+    runner = CliRunner()
+    docs, index = corpus_dir("handbook"), tmp_path / "kb.sqlite"
+
+    def settings() -> tuple[str, str, str, str]:
+        with Index.open(index) as opened:
+            meta = opened.meta
+            return meta["builder"].split(":")[0], meta["tokenizer"], meta["query_processing"], meta["engine"]
+
+    def build(*args: str) -> str:
+        result = runner.invoke(cli, ["index", "build", str(docs), "-o", str(index), *args])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    build("-t", "unigram", "--processing", "stopwords=zh", "--engine", "fts5")
+    first = settings()
+    assert first[1].startswith("unigram") and "stopwords" in first[2] and first[3] == "fts5"
+    assert "tokenized 0 chunks" in build()
+    assert settings() == first
+    build("--processing", "")
+    assert settings() == (*first[:2], "", "fts5")
+    build("-t", "bigram", "--engine", "auto")
+    assert settings()[1].startswith("bigram") and settings()[3] == "impact"
+    fresh = tmp_path / "new.sqlite"
+    result = runner.invoke(cli, ["index", "build", str(docs), "-o", str(fresh)])
+    assert result.exit_code == 0, result.output
+    with Index.open(fresh) as opened:
+        assert opened.meta["tokenizer"].startswith("bigram") and opened.meta["engine"] == "impact"
+        assert opened.meta["query_processing"] == ""

@@ -129,7 +129,7 @@ def test_evaluate_prints_each_measure_once_under_its_canonical_name(tmp_path: Pa
         + ["--metric", "nDCG@10", "--metric", "NDCG@10", "--metric", "ndcg@10", "--metric", "P(rel=1)@1"],
     )
     assert outcome.exit_code == 0, outcome.stderr
-    assert outcome.stdout.splitlines() == ["nDCG@10\tall\t1.0000", "P@1\tall\t1.0000"]
+    assert outcome.stdout.splitlines() == ["num_q\tall\t1", "nDCG@10\tall\t1.0000", "P@1\tall\t1.0000"]
 
 
 def test_compare_reports_each_measure_once_under_its_canonical_name(tmp_path: Path) -> None:

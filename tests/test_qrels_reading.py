@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,7 @@ def test_evaluate_reads_tab_separated_trec_qrels(tmp_path: Path) -> None:
         cli, ["evaluate", str(tmp_path / "run.txt"), str(tmp_path / "tabs.qrels"), "--metric", "P@1"]
     )
     assert outcome.exit_code == 0, outcome.stderr
-    assert outcome.stdout == "P@1\tall\t1.0000\n"
+    assert outcome.stdout == "num_q\tall\t1\nP@1\tall\t1.0000\n"
 
 
 @pytest.mark.parametrize("kind", ["empty", "blank", "zero"])
@@ -76,3 +77,20 @@ def test_compare_refuses_given_judgments_that_judge_nothing(
     assert lines[0].startswith("error: ") and f"{qrels.name}: no judg" in lines[0], lines
     assert all(line.startswith("hint: ") for line in lines[1:]) and "Traceback" not in outcome.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_evaluate_counts_the_queries_it_scores_and_refuses_a_run_of_other_questions(tmp_path: Path) -> None:
+    """Every judged query is scored (one the run lacks as 0, trec_eval -c), their count printed as num_q; a run
+    with none of the judged queries is an error (it printed every metric as 0.0000 with exit status 0)."""
+    run = tmp_path / "a.run"
+    run.write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\nq9 Q0 d1 1 1.0 x\n", encoding="utf-8")
+    qrels = tmp_path / "a.qrels"
+    qrels.write_text("q1 0 d1 1\nq2 0 d2 1\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["evaluate", str(run), str(qrels), "--metric", "nDCG@10"])
+    assert result.exit_code == 0 and "num_q\tall\t2\n" in result.output and "nDCG@10\tall\t0.5000" in result.output
+    result = CliRunner().invoke(cli, ["evaluate", str(run), str(qrels), "--json"])
+    assert result.exit_code == 0 and json.loads(result.output)["num_q"] == 2
+    other = tmp_path / "other.qrels"
+    other.write_text("h001 0 d1 1\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["evaluate", str(run), str(other)])
+    assert result.exit_code == 1 and "share no query id" in result.output and "Traceback" not in result.output

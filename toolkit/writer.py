@@ -77,12 +77,12 @@ def build(
     index_path: str | Path,
     *,
     builder: str | Builder | None,
-    tokenizer: str | Tokenizer,
+    tokenizer: str | Tokenizer | None,
     progress: Progress | None = None,
     db: sqlite3.Connection | None = None,
     on_insert: Callable[[int], None] | None = None,
     processing: str | QueryProcessing | None = None,
-    engine: str = "auto",
+    engine: str | None = "auto",
 ) -> BuildReport:
     """Build or sync an index from ``source`` in one transaction, streaming file by file.
 
@@ -98,9 +98,10 @@ def build(
     ``index_path`` must be new, empty, or an index rag-eval wrote: any other file (someone's own SQLite
     database, a text file) is refused before anything is read or written. ``on_insert(rows)`` is called
     inside the transaction after each batch of chunk rows (fault-injection tests kill the process there).
-    ``builder`` None is the builder the index records (a sync), or for a new index the one whose layout
-    ``source`` has (:func:`rag_eval.builders.infer_builder`). ``processing`` (see :mod:`rag_eval.processing`)
-    is recorded in the index: its searches use it unless
+    What is left None is what the index records (a sync keeps its settings unless told otherwise), or for a
+    new index: ``builder``, the one whose layout ``source`` has (:func:`rag_eval.builders.infer_builder`);
+    ``tokenizer``, ``DEFAULT_TOKENIZER``; ``processing``, none; ``engine``, ``auto``. ``processing`` (see
+    :mod:`rag_eval.processing`) is recorded in the index: its searches use it unless
     they name their own. ``engine`` (see :mod:`rag_eval.impact`) is recorded too; ``impact`` also writes
     the impact postings, in the same transaction; ``auto`` is ``impact``
     (:func:`rag_eval.impact.build_engine`).
@@ -108,8 +109,12 @@ def build(
     started = time.perf_counter()
     source = Path(source)
     path = str(index_path)
-    if builder is None:
-        builder = _recorded_builder(path, db) or infer_builder(source)
+    if None in (builder, tokenizer, processing, engine):
+        kept = _recorded_settings(path, db)
+        builder = builder if builder is not None else kept.get("builder") or infer_builder(source)
+        tokenizer = tokenizer if tokenizer is not None else kept.get("tokenizer") or DEFAULT_TOKENIZER
+        processing = processing if processing is not None else kept.get("query_processing", "")
+        engine = engine if engine is not None else kept.get("engine") or "auto"
     builder = builder if isinstance(builder, Builder) else get_builder(builder)
     tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else get_tokenizer(tokenizer)
     chosen = processing if isinstance(processing, QueryProcessing) else QueryProcessing.parse(processing or "")
@@ -170,20 +175,27 @@ def build(
     return report
 
 
-def _recorded_builder(path: str, db: sqlite3.Connection | None) -> str | None:
-    """The builder spec an existing rag-eval index records, or None (a new path, or not an index of ours)."""
+#: The tokenizer of a new index built without one.
+DEFAULT_TOKENIZER = "bigram"
+
+
+def _recorded_settings(path: str, db: sqlite3.Connection | None) -> dict[str, str]:
+    """What an existing rag-eval index records of how it was built (builder, tokenizer, query_processing,
+    engine), or nothing (a new path, or not an index of ours)."""
     if db is None and (path == ":memory:" or not Path(path).is_file() or foreign_reason(path) is not None):
-        return None
+        return {}
     try:
         if db is not None:
-            return read_meta(db).get("builder") or None
-        reader = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro", uri=True)
-        try:
-            return read_meta(reader).get("builder") or None
-        finally:
-            reader.close()
+            meta = read_meta(db)
+        else:
+            reader = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro", uri=True)
+            try:
+                meta = read_meta(reader)
+            finally:
+                reader.close()
     except sqlite3.Error:
-        return None
+        return {}
+    return {key: meta[key] for key in ("builder", "tokenizer", "query_processing", "engine") if key in meta}
 
 
 #: Chunks tokenized and inserted together, by count or by characters awaiting tokenization, whichever

@@ -27,16 +27,21 @@ from .params import TEXT
 @click.option("--per-query", is_flag=True, help="Also print each judged query's values.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def evaluate_cmd(run_file: Path, qrels_file: Path, metrics: tuple[str, ...], per_query: bool, as_json: bool) -> None:
-    """Score a TREC run file against qrels (TREC four-column or BEIR TSV) with trec_eval's definitions."""
+    """Score a TREC run file against qrels (TREC four-column or BEIR TSV) with trec_eval's definitions.
+
+    Every judged query is scored, one without results as 0 (trec_eval -c); num_q is their count. A run and
+    qrels with no query in common are an error."""
     from ..eval.trec import evaluate_files
 
     means, values = evaluate_files(run_file, qrels_file, metrics)
     if as_json:
-        click.echo(json.dumps({"mean": means, **({"per_query": values} if per_query else {})}, indent=2))
+        found = {"mean": means, "num_q": len(values), **({"per_query": values} if per_query else {})}
+        click.echo(json.dumps(found, indent=2))
         return
     if per_query:
         for query_id, row in values.items():
             for metric, value in row.items():
                 click.echo(f"{metric}\t{query_id}\t{value:.4f}")
+    click.echo(f"num_q\tall\t{len(values)}")  # the judged queries, each scored (trec_eval -c prints it so)
     for metric, value in means.items():
         click.echo(f"{metric}\tall\t{value:.4f}")

@@ -46,13 +46,15 @@ def index_cmd() -> None:
     "tokenizer_spec",
     metavar="SPEC",
     type=TEXT,
-    help="Tokenizer spec, e.g. jieba, pkuseg:model=mini, or a hybrid such as unigram^2+bigram. Default: bigram.",
+    help="Tokenizer spec, e.g. jieba, pkuseg:model=mini, or a hybrid such as unigram^2+bigram. Default: the one "
+    "the index records (a sync), else bigram.",
 )
 @click.option(
     "--processing",
     metavar="SPEC",
     type=TEXT,
-    help="Query processing recorded in the index and used by its searches, e.g. stopwords=zh,max_df=0.3.",
+    help="Query processing recorded in the index and used by its searches, e.g. stopwords=zh,max_df=0.3. "
+    "Default: what the index records (a sync); '' for none.",
 )
 @click.option(
     "--from",
@@ -66,7 +68,8 @@ def index_cmd() -> None:
     type=click.Choice(BUILD_ENGINES),
     help="Recorded as the index's search engine. impact: also store bm25 impact postings, so searches rank "
     "from them (FTS5's exact scores and order, measured faster for every strategy: reports/latency.md; "
-    "a larger file and a longer build); fts5: FTS5's bm25 statement alone; auto: impact.  [default: auto]",
+    "a larger file and a longer build); fts5: FTS5's bm25 statement alone; auto: impact. Default: the one the "
+    "index records (a sync), else auto.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def index_build_cmd(
@@ -83,7 +86,8 @@ def index_build_cmd(
 
     Everything is validated before anything is written; a failed or killed build leaves the previous
     index exactly as it was. Re-running on the same index re-tokenizes only chunks whose text changed
-    (everything when the builder or tokenizer spec changed). INDEX must be new or an index rag-eval
+    (everything when the builder or tokenizer spec changed); what -b, -t, --processing and --engine leave
+    out is what the index records. INDEX must be new or an index rag-eval
     wrote: any other file is refused. A progress bar shows on a terminal.
 
     \b
@@ -97,9 +101,9 @@ def index_build_cmd(
     from ..writer import build
 
     if tokenizer_spec is not None and not tokenizer_spec.strip():
-        raise click.UsageError("-t is empty: name a tokenizer spec, e.g. -t jieba (leave -t out for bigram)")
+        raise click.UsageError("-t is empty: name a tokenizer spec, e.g. -t jieba (or leave -t out)")
     if builder_spec is not None and not builder_spec.strip():
-        raise click.UsageError("-b is empty: name a builder spec, e.g. -b sections (leave -b out to infer it)")
+        raise click.UsageError("-b is empty: name a builder spec, e.g. -b sections (or leave -b out)")
     if system_file is not None:
         from ..eval.compare import one_system
         from ..eval.engines import get_engine
@@ -115,10 +119,10 @@ def index_build_cmd(
             source,
             index_path,
             builder=builder_spec or None,
-            tokenizer=tokenizer_spec or "bigram",
+            tokenizer=tokenizer_spec or None,
             processing=processing,
             progress=progress,
-            engine=engine or "auto",
+            engine=engine,
         )
     if as_json:
         click.echo(json.dumps(report.__dict__))
