@@ -182,3 +182,18 @@ def test_a_sync_keeps_what_the_index_records(tmp_path: Path) -> None:
     with Index.open(fresh) as opened:
         assert opened.meta["tokenizer"].startswith("bigram") and opened.meta["engine"] == "impact"
         assert opened.meta["query_processing"] == ""
+
+
+def test_read_takes_the_place_plain_search_shows(built) -> None:
+    """Plain search output shows a line hit as path:line; read takes that too."""
+    runner, _root, index = built
+    shown = runner.invoke(cli, ["search", str(index), "导出"])
+    assert shown.exit_code == 0, shown.output
+    place = shown.output.splitlines()[0].split("\t")[2]
+    assert place.endswith((":1", ":2", ":3", ":4", ":5"))
+    as_json = runner.invoke(cli, ["search", str(index), "导出", "--json"])
+    first = json.loads(as_json.output)["hits"][0]
+    result = runner.invoke(cli, ["read", str(index), place])
+    assert result.exit_code == 0 and result.output.strip() == first["text"].strip(), result.output
+    result = runner.invoke(cli, ["read", str(index), place.rsplit(":", 1)[0] + ":999"])
+    assert result.exit_code == 1 and "error:" in result.output

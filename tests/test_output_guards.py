@@ -166,7 +166,7 @@ def test_markdown_names_with_whitespace_are_compared_judged_and_read(tmp_path: P
     index = tmp_path / "kb.sqlite"
     build(folder, index, builder="sections", tokenizer="bigram")
     for number, name in enumerate(AWKWARD_NAMES):
-        for target in (keys[name], f"{name}#导出{number}"):
+        for target in (keys[name], f"{name}#导出{number}", key_path(name), name):  # a section, or the whole file
             code, output = run("read", str(index), target)
             assert code == 0 and f"第{number}个导出文件" in output, (target, output)
     code, output = run("queries", "synth", str(folder), "-n", "6", "--kinds", "heading", "-o", str(tmp_path / "synth"))

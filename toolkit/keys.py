@@ -28,6 +28,34 @@ def key_path(path: str) -> str:
     return _UNFIT.sub(lambda found: quote(found.group(), safe=""), path)
 
 
+_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+
+
+def path_from_key(path: str) -> str:
+    """The path a key's path stands for: the escapes :func:`key_path` writes (whitespace and control
+    characters) decoded, every other ``%XX`` left as it is, so ``%2e%2e`` never becomes ``..``."""
+
+    def back(found: re.Match[str]) -> str:
+        escapes = found.group()
+        data = bytes.fromhex(escapes.replace("%", ""))
+        out, at = [], 0
+        while at < len(data):
+            for size in (1, 2, 3, 4):
+                try:
+                    char = data[at : at + size].decode("utf-8")
+                except UnicodeDecodeError:
+                    continue
+                out.append(char if _UNFIT.fullmatch(char) else escapes[3 * at : 3 * (at + size)])
+                at += size
+                break
+            else:
+                out.append(escapes[3 * at : 3 * at + 3])
+                at += 1
+        return "".join(out)
+
+    return _ESCAPES.sub(back, path)
+
+
 def section_key(path: str, anchor: str, part: int = 1) -> str:
     """``path#anchor``, or ``path#anchor~N`` for the N-th part (N > 1) of a split section; the path as
     :func:`key_path` writes it."""

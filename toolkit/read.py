@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 from .builders.base import SourceFile
 from .columns import all_field_columns
 from .errors import CorpusError, RagEvalError, ReadError
-from .keys import split_target
+from .keys import path_from_key, split_target
 from .paths import path_under
 from .records import Chunk
 from .store import Index
@@ -41,12 +42,13 @@ def read_entry(
     """
     text_argument(target, "target", ReadError)
     path, anchor = split_target(target)
+    named = path_from_key(path)  # a key's path, ``my%20notes.md``, names ``my notes.md``
     if anchor:
         with index.reading():
             row = index.db.execute(
                 "SELECT key, path, anchor, title, heading_path, category, sha256, text FROM chunks "
-                "WHERE path = ? AND anchor = ?",
-                (path, anchor),
+                "WHERE path IN (?, ?) AND anchor = ? ORDER BY path = ? DESC, id LIMIT 1",
+                (path, named, anchor, path),
             ).fetchone()
             if row is None:
                 known = [
@@ -64,11 +66,13 @@ def read_entry(
                 hint += f"; to read the whole file {target}, add a trailing '#'"
             raise ReadError(f"no section {target!r} in this index", hint=hint)
         return dict(row)
-    chunk = read_chunk(index, target)  # a passage id is a key without '#'
+    chunk = read_chunk(index, target) or _line_at(index, target)  # a passage id is a key without '#'
     if chunk is not None:
         return chunk.provenance()
     base = Path(root) if root is not None else index.source_root
     candidate = safe_path(base, path)
+    if named != path and not candidate.exists():
+        path, candidate = named, safe_path(base, named)
     label = display_name(path)
     try:
         data = read_bytes(candidate, ReadError, label=label, max_bytes=max_bytes)
@@ -90,6 +94,22 @@ def read_entry(
 
 
 _CHUNK_COLUMNS = ", ".join(Chunk._fields)
+_PATH_LINE = re.compile(r"(.+):([1-9][0-9]{0,9})")
+
+
+def _line_at(index: Index, target: str) -> Chunk | None:
+    """The chunk that starts at ``path:N``, as plain ``search`` output shows a line's place, or None."""
+    found = _PATH_LINE.fullmatch(target)
+    if found is None:
+        return None
+    with index.reading():
+        cursor = index.db.cursor()
+        cursor.row_factory = None
+        row = cursor.execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE path = ? AND line = ? ORDER BY id LIMIT 1",
+            (found.group(1), int(found.group(2))),
+        ).fetchone()
+    return None if row is None else Chunk(*row)
 
 
 def read_chunk(index: Index, key: str) -> Chunk | None:
