@@ -560,6 +560,8 @@ class CompareResult:
     output: Path
     baseline_written: Path | None = None
     gate: GateResult | None = None
+    #: Whether ``output`` held a report before, which this one replaced.
+    replaced: bool = False
 
 
 def run_compare(
@@ -666,6 +668,7 @@ def run_compare(
             "stale": gate.stale,
             "unmatched": gate.unmatched,
         }
+    replaced = (Path(folder) / "report.json").is_file()  # write_outputs replaces only a report compare wrote
     written = write_outputs(report, runs, folder)
     baseline_written = save_baseline(report, baseline_path) if baseline_path is not None else None
-    return CompareResult(report, runs, written, baseline_written, gate)
+    return CompareResult(report, runs, written, baseline_written, gate, replaced)

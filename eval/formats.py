@@ -64,7 +64,16 @@ def load_dataset(reference: str) -> Dataset:
             continue
         if fmt.detect(reference):
             return fmt.load(reference)
+    # A knowledge base without questions (a Markdown folder, a lines corpus) exists but is no dataset yet.
+    hint = (
+        "a knowledge base needs questions: compare SOURCE --queries FILE takes a file of them (one per line); "
+        "rag-eval queries synth SOURCE -n 50 -o DIR writes a dataset of synthetic, labelled ones that every "
+        "command takes"
+        if Path(reference).exists()
+        else None
+    )
     raise DatasetError(
         f"unknown dataset {reference!r}: not a shipped id ({', '.join(shipped_ids())}) nor a folder in a known format "
-        f"({', '.join(sorted(DATASET_FORMATS))})"
+        f"({', '.join(sorted(DATASET_FORMATS))})",
+        hint=hint,
     )

@@ -78,7 +78,7 @@ def test_verify_exit_codes(built) -> None:
     ("args", "message"),
     [
         (["search", "{index}", "导出", "--limit", "0"], "error: limit must be an integer from 1 to 20, not 0"),
-        (["search", "{index}", "导出", "--as-of", "tomorrow"], "error: as_of 'tomorrow': use YYYY-MM-DD"),
+        (["search", "{index}", "导出", "--as-of", "tomorrow"], "error: as-of date 'tomorrow': use YYYY-MM-DD"),
         (["read", "{index}", "../x.txt"], "error: ../x.txt: a '..' component is refused"),
         (["read", "{index}", "garden.txt#nope"], "error: no section 'garden.txt#nope' in this index"),
         (
@@ -197,3 +197,19 @@ def test_read_takes_the_place_plain_search_shows(built) -> None:
     assert result.exit_code == 0 and result.output.strip() == first["text"].strip(), result.output
     result = runner.invoke(cli, ["read", str(index), place.rsplit(":", 1)[0] + ":999"])
     assert result.exit_code == 1 and "error:" in result.output
+
+
+def test_plain_search_prints_one_hit_per_line(tmp_path: Path) -> None:
+    """Section snippets hold line breaks; the plain output keeps one hit per line of four tab-separated columns."""
+    from rag_eval.eval.shipped import corpus_dir
+    from rag_eval.writer import build
+
+    index = tmp_path / "hb.sqlite"
+    build(corpus_dir("handbook"), index, builder="sections", tokenizer="bigram")
+    shown = CliRunner().invoke(cli, ["search", str(index), "导出文件保留多久", "--limit", "10"])
+    as_json = CliRunner().invoke(cli, ["search", str(index), "导出文件保留多久", "--limit", "10", "--json"])
+    hits = json.loads(as_json.output)["hits"]
+    assert any("\n" in hit["snippet"] for hit in hits)  # the case this is about
+    lines = shown.stdout.splitlines()
+    assert len(lines) == len(hits) == 10 and all(len(line.split("\t")) == 4 for line in lines)
+    assert [line.split("\t")[2] for line in lines] == [hit["key"] for hit in hits]

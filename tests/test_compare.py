@@ -269,3 +269,25 @@ def test_timed_questions_run_with_the_harness_records_frozen(monkeypatch: pytest
     with pytest.raises(RuntimeError, match="a question failed"):
         runner.run_system(dataset, System("bigram", "", "", engine="fts5"))
     assert gc.get_freeze_count() == 0
+
+
+def test_a_knowledge_base_without_questions_is_told_how_to_get_some(tmp_path: Path) -> None:
+    from rag_eval.eval.shipped import corpus_dir
+
+    for command in (
+        ["compare", str(corpus_dir("handbook")), "-o", str(tmp_path / "x")],
+        ["tune", str(corpus_dir("handbook")), "-o", str(tmp_path / "y")],
+    ):
+        result = CliRunner().invoke(cli, command)
+        assert result.exit_code == 1 and "unknown dataset" in result.stderr, result.output
+        assert "--queries FILE" in result.stderr and "queries synth" in result.stderr
+    result = CliRunner().invoke(cli, ["compare", str(tmp_path / "missing"), "-o", str(tmp_path / "x")])
+    assert result.exit_code == 1 and "queries synth" not in result.stderr
+
+
+def test_compare_into_a_report_folder_says_it_replaced_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = CliRunner().invoke(cli, ["compare", "evidence-mini", "-t", "bigram", "-o", str(out)])
+    assert first.exit_code == 0 and "replacing" not in first.stderr, first.output
+    second = CliRunner().invoke(cli, ["compare", "evidence-mini", "-t", "unigram", "-o", str(out)])
+    assert second.exit_code == 0 and "and 1 run file (replacing the report that was there)" in second.stderr

@@ -143,7 +143,7 @@ def test_search_contract(corpus: Path, tmp_path: Path) -> None:
                 search(index, bad, as_of="2026-10-07")
         with pytest.raises(QueryError, match="limit must be an integer from 1 to 20"):
             search(index, "导出", limit=21)
-        with pytest.raises(QueryError, match="as_of '2026-1-1': use YYYY-MM-DD"):
+        with pytest.raises(QueryError, match="as-of date '2026-1-1': use YYYY-MM-DD"):
             search(index, "导出", as_of="2026-1-1")
         assert len(search(index, "导出", limit=200, deep=True).hits) == 8
         tool = search_tool(index, "导出 保留", as_of="2026-10-07")

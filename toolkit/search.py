@@ -92,7 +92,7 @@ def search(
             text_argument(value, name, QueryError)
     if as_of is not None:
         try:
-            iso_date(as_of, "as_of")
+            iso_date(as_of, "as-of date")
         except CorpusError as exc:
             raise QueryError(str(exc)) from None
     if engine is not None:

@@ -235,8 +235,10 @@ def compare_cmd(
         click.echo(json.dumps(summary(report, result.output, result.baseline_written), ensure_ascii=False, indent=2))
     else:
         print_comparison(report, _console())
+    runs = f"{len(result.runs)} run file{'' if len(result.runs) == 1 else 's'}"
     click.echo(
-        f"wrote {result.output}/report.json, report.md, report.html, per_query.tsv and {len(result.runs)} run files",
+        f"wrote {result.output}/report.json, report.md, report.html, per_query.tsv and {runs}"
+        + (" (replacing the report that was there)" if result.replaced else ""),
         err=True,
     )
     if result.baseline_written is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -135,6 +136,9 @@ def index_build_cmd(
         f"write {report.write_seconds:.2f} s)"
         + (f"; tokenized in {report.extra['tokenize_plan']}" if report.extra.get("tokenize_plan") else "")
     )
+
+
+_LINE_BREAKS = re.compile(r"\s*[\t\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 
 
 @index_cmd.command("info")
@@ -369,7 +373,10 @@ def search_cmd(
     for hit in result.hits:
         chunk = hit.chunk
         where = f"{chunk.path}:{chunk.line}" if chunk.line is not None else chunk.key
-        click.echo(f"{hit.rank}\t{hit.score:.4f}\t{where}\t{hit.snippet}")
+        # One hit per line, four tab-separated columns (cut and awk read them): a snippet's line breaks and
+        # tabs are shown as one space.
+        snippet = _LINE_BREAKS.sub(" ", hit.snippet)
+        click.echo(f"{hit.rank}\t{hit.score:.4f}\t{where}\t{snippet}")
     if not result.hits:
         click.echo("no hits", err=True)
 
