@@ -148,4 +148,4 @@ def main() -> None:
 
 
 # Commands register themselves on the group when their modules are imported.
-from . import compare, datasets, evaluate, fuse, index, judge, models, queries, segeval, serve, tokenize, tune  # noqa: E402,F401
+from . import cache, compare, datasets, evaluate, fuse, index, judge, models, queries, segeval, serve, tokenize, tune  # noqa: E402,F401
