@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import RagEvalError
 from ..indexmeta import RagEvalWarning
 from ..outputs import OutputError, checked_target, write_text_atomic
-from ..textio import decode_utf8, display_name, fits_trec_column, parse_json, read_bytes, split_lines
+from ..textio import counted, decode_utf8, display_name, fits_trec_column, parse_json, read_bytes, split_lines  # noqa: F401
 from .trec import read_trec_qrels, trec_qrels_text
 
 FORMAT = "rag-eval judgments"
@@ -44,11 +44,6 @@ class JudgmentsError(RagEvalError):
 
 class JudgmentsWriteError(JudgmentsError):
     """A grade, undo or skip that could not be written; the files and the grades in memory are as before it."""
-
-
-def counted(number: int, singular: str, plural: str | None = None) -> str:
-    """``1 question``, ``2 questions``: a count with its noun in the right number."""
-    return f"{number} {singular if number == 1 else plural or singular + 's'}"
 
 
 def named_target(path: str | Path, *, what: str, example: str) -> Path:

@@ -73,6 +73,11 @@ def control_character(text: str) -> str | None:
     return found.group() if found else None
 
 
+def counted(number: int, singular: str, plural: str | None = None) -> str:
+    """``1 question``, ``2 questions``: a count with its noun in the right number."""
+    return f"{number} {singular if number == 1 else plural or singular + 's'}"
+
+
 def fits_trec_column(value: str) -> bool:
     """Whether ``value`` can be one column of a TREC run or qrels line: non-empty, without whitespace (the column
     separator) or a control character."""

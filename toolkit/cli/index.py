@@ -99,6 +99,7 @@ def index_build_cmd(
       rag-eval index build docs/ -b sections -t unigram^2+bigram^2+jieba^2 --processing stopwords=zh -o docs.sqlite
       rag-eval index build docs/ -b sections --from out/tune/recommendation.toml -o docs.sqlite
     """
+    from ..textio import counted
     from ..writer import build
 
     if tokenizer_spec is not None and not tokenizer_spec.strip():
@@ -129,9 +130,10 @@ def index_build_cmd(
         click.echo(json.dumps(report.__dict__))
         return
     click.echo(
-        f"indexed {report.chunks} chunks from {report.files} files into {index_path} "
+        f"indexed {counted(report.chunks, 'chunk')} from {counted(report.files, 'file')} into {index_path} "
         f"({report.index_bytes / 1e6:.2f} MB) in {report.seconds:.2f} s; "
-        f"tokenized {report.chunks_tokenized} chunks from {report.files_tokenized} changed files "
+        f"tokenized {counted(report.chunks_tokenized, 'chunk')} from "
+        f"{counted(report.files_tokenized, 'changed file')} "
         f"(tokenizer load {report.tokenizer_load_seconds:.2f} s, tokenize {report.tokenize_seconds:.2f} s, "
         f"write {report.write_seconds:.2f} s)"
         + (f"; tokenized in {report.extra['tokenize_plan']}" if report.extra.get("tokenize_plan") else "")

@@ -66,7 +66,7 @@ def models_install_cmd(model: str, sdist: Path | None) -> None:
     """Install pkuseg's real default model from the pkuseg 0.0.25 sdist on PyPI (no GitHub).
 
     pip downloads the sdist, rag-eval checks its pinned sha256, extracts pkuseg/models/default into
-    the cache dir and converts it to the format spacy-pkuseg loads (49 MB download, 167 MB installed).
+    the cache dir and converts it to the format spacy-pkuseg loads (49 MB download, 175 MB installed).
     """
     from ..models import install_pkuseg_model
 

@@ -64,6 +64,7 @@ def tokenize_cmd(specs: tuple[str, ...], as_json: bool, text: str) -> None:
       rag-eval tokenize -t jieba:mode=precise -t pkuseg:model=mini 导出文件保留三十天
       cat notes.txt | rag-eval tokenize -t bigram --json -
     """
+    from ..textio import counted
     from ..tokenizers import tokenize_many
 
     if text == "-":
@@ -81,7 +82,7 @@ def tokenize_cmd(specs: tuple[str, ...], as_json: bool, text: str) -> None:
         return
     if len(specs) == 1:
         only = results[0]
-        click.echo(f"# {only.spec}: {len(only.tokens)} tokens")
+        click.echo(f"# {only.spec}: {counted(len(only.tokens), 'token')}")
         for token in only.tokens:
             click.echo(f"{token.start}\t{token.end}\t{token.text}")
         return
