@@ -316,6 +316,7 @@ def oracle(
             budget=budget,
             until_settled=0,
             seed=seed,
+            progress=None if progress is None else functools.partial(progress, "oracle study"),
         )
         summary = replaying.summarise(raw)[chosen]
         study = {key: summary[key] for key in ("samples", "correct", "settled_by", "first_settled_right")} | {

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import RagEvalError
 from ..outputs import write_text_atomic
+from ..records import Progress
 from .judgments import counted
 from .metrics import judged_queries, ranked_ids
 from .selection import DEFAULT_SAMPLES, METHODS, Runs, SelectionError, Selector
@@ -29,6 +30,8 @@ CUT = 10
 CHECKPOINTS = (50, 100, 150)
 #: Ties of mean nDCG@10 closer than this are exact ties (sums in another order differ in the last bits).
 TIE = 1e-9
+#: The phase a sampling study reports its progress under: samples done of the samples to run.
+STUDY_PHASE = "samples"
 
 
 def per_query_ndcg(runs: Runs, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, float]]:
@@ -141,9 +144,14 @@ def sampling_study(
     mc_samples: int = DEFAULT_SAMPLES,
     first: int = 0,
     count: int | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Replay every method on ``samples`` seeded random samples of ``sample_queries`` judged queries; summarise
-    how often the pick equals the full-qrels winner, and how calibrated the settled signal is."""
+    how often the pick equals the full-qrels winner, and how calibrated the settled signal is.
+
+    ``progress("samples", done, total)`` is called before the first sample and after each one (every method
+    replayed), since a study of the default 200 samples runs for minutes; it only observes, so the study is the
+    same with or without it."""
     if type(samples) is not int or samples < 1 or type(sample_queries) is not int or sample_queries < 1:
         raise RagEvalError("samples and sample queries must be whole numbers of at least 1")
     for method in methods:
@@ -158,7 +166,9 @@ def sampling_study(
     draws = [sorted(rng.sample(judged, sample_queries)) for _ in range(samples)]
     chosen = range(first, samples if count is None else min(samples, first + count))
     records: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
-    for number in chosen:
+    if progress is not None:
+        progress(STUDY_PHASE, 0, len(chosen))
+    for done, number in enumerate(chosen, start=1):
         for method in methods:
             result = replay(
                 runs,
@@ -183,6 +193,8 @@ def sampling_study(
                     ],
                 }
             )
+        if progress is not None:
+            progress(STUDY_PHASE, done, len(chosen))
     return {
         "samples": samples,
         "sample_queries": sample_queries,

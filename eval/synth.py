@@ -35,6 +35,8 @@ KIND_PREFIX = f"{SYNTHETIC_KIND}:"
 #: Largest -n accepted.
 MAX_QUERIES = 100_000
 SYNTH_WHAT = "synthetic query folder"
+#: What helps a corpus too small for words to recur in it.
+LARGER = "use a larger corpus, in which words recur"
 #: Terms per ``terms`` query: drawn uniformly from this range.
 MIN_TERMS, MAX_TERMS = 2, 4
 #: Question templates (simplified script; converted to traditional for a traditional-script corpus).
@@ -83,11 +85,13 @@ Generator = Callable[[Unit, Context], "str | None"]
 
 @dataclass(frozen=True)
 class Kind:
-    """A documented kind of synthetic query."""
+    """A documented kind of synthetic query; ``needs`` says what a unit must have for it, beyond sampled terms
+    (for the message when no unit has it)."""
 
     name: str
     summary: str
     make: Generator
+    needs: str
 
 
 @dataclass(frozen=True)
@@ -182,13 +186,43 @@ def _typo(unit: Unit, context: Context) -> str | None:
 KINDS: dict[str, Kind] = {
     kind.name: kind
     for kind in (
-        Kind("heading", "the unit's own heading (last part of its title), when no other unit has it", _heading),
-        Kind("terms", "2-4 corpus-found words sampled by tf x idf from the unit, space-separated", _terms),
-        Kind("question", "two sampled words in a question template (是什么, 有什么关系, 如何, ...)", _question),
-        Kind("traditional", "the terms query in traditional script (OpenCC s2tw), when that changes it", _traditional),
-        Kind("simplified", "the terms query in simplified script (OpenCC t2s), when that changes it", _simplified),
-        Kind("typo", "the terms query with one Han character replaced by a corpus character", _typo),
-        Kind("compacted", "the terms query run together, no spaces", _compacted),
+        Kind(
+            "heading",
+            "the unit's own heading (last part of its title), when no other unit has it",
+            _heading,
+            "a heading that no other unit has",
+        ),
+        Kind(
+            "terms",
+            "2-4 corpus-found words sampled by tf x idf from the unit, space-separated",
+            _terms,
+            "sampled words that fit in a query",
+        ),
+        Kind(
+            "question",
+            "two sampled words in a question template (是什么, 有什么关系, 如何, ...)",
+            _question,
+            "sampled words that fit in a question",
+        ),
+        Kind(
+            "traditional",
+            "the terms query in traditional script (OpenCC s2tw), when that changes it",
+            _traditional,
+            "sampled words that traditional script writes differently (a simplified-script corpus)",
+        ),
+        Kind(
+            "simplified",
+            "the terms query in simplified script (OpenCC t2s), when that changes it",
+            _simplified,
+            "sampled words that simplified script writes differently (a traditional-script corpus)",
+        ),
+        Kind(
+            "typo",
+            "the terms query with one Han character replaced by a corpus character",
+            _typo,
+            "a sampled Han word, in a corpus of two Han characters or more",
+        ),
+        Kind("compacted", "the terms query run together, no spaces", _compacted, "sampled words that fit in a query"),
     )
 }
 
@@ -272,6 +306,57 @@ def _allocate(n: int, supply: dict[str, int]) -> dict[str, int]:
     return share
 
 
+def _made(name: str, units: list[Unit], context: Context) -> list[tuple[Unit, str]]:
+    """Each unit that supports kind ``name``, with its query text."""
+    made = []
+    for unit in units:
+        text = KINDS[name].make(unit, context) if (unit.terms or name == "heading") else None
+        if text and text.strip() and len(text) <= context.max_chars:
+            made.append((unit, text))
+    return made
+
+
+def _no_words(units: list[Unit]) -> bool:
+    """Whether no unit holds the words a query samples: every kind but ``heading`` needs them."""
+    return not any(unit.terms for unit in units)
+
+
+def _why_not(name: str, units: list[Unit], lexicon: Lexicon) -> str:
+    """Why no unit supports kind ``name``: most often, too little text for words to recur in."""
+    if not units:
+        return "each of its units has the same text as another, and a known item must be unique"
+    if name != "heading" and _no_words(units):
+        return (
+            f"none of its {len(units)} units holds the {MIN_TERMS} words a query samples; a word is a Latin word "
+            f"of {MIN_LEN} characters or more, a number of 3 digits or more, or a Chinese word of {MIN_LEN} to "
+            f"{MAX_LEN} characters that occurs at least {MIN_COUNT} times in the corpus with varied characters "
+            f"on both sides (this corpus has {len(lexicon.words)} such words)"
+        )
+    return f"it needs {KINDS[name].needs}, and no unit has that"
+
+
+def _unsupported(
+    name: str, units: list[Unit], lexicon: Lexicon, context: Context, *, kinds_named: bool
+) -> DatasetError:
+    """The error for a kind no unit supports: why, and what helps (naming the kinds that do work, if any)."""
+    working = [kind for kind in KINDS if kind != name and _made(kind, units, context)]
+    which = "query kind" if kinds_named else "the default query kind"
+    message = f"no unit of this source supports {which} {name!r} ({KINDS[name].summary}): "
+    message += _why_not(name, units, lexicon)
+    larger = LARGER if units and name != "heading" and _no_words(units) else ""
+    if not working:
+        hint = f"{larger}: this source supports no kind of query" if larger else "this source supports no kind of query"
+    elif kinds_named:
+        hint = f"drop it from --kinds (this source supports: {', '.join(working)})" + (
+            f", or {larger}" if larger else ""
+        )
+    else:
+        hint = f"name the kinds this source supports: --kinds {','.join(working)}" + (
+            f"; or {larger}" if larger else ""
+        )
+    return DatasetError(message, hint=hint)
+
+
 def generate(
     corpus: dict[str, Passage],
     n: int,
@@ -279,30 +364,24 @@ def generate(
     kinds: tuple[str, ...] | None = None,
     seed: int = 0,
     max_chars: int = 200,
+    kinds_named: bool = True,
 ) -> tuple[list[SynthQuery], dict[str, Any]]:
-    """``n`` synthetic queries over ``kinds`` (None: every kind a unit supports), and generation facts."""
+    """``n`` synthetic queries over ``kinds`` (None: every kind a unit supports), and generation facts.
+    ``kinds_named``: whether the caller chose ``kinds`` rather than took ``DEFAULT_KINDS``, so that an error
+    about an unsupported kind suggests dropping it only when the caller named it."""
     if not 1 <= n <= MAX_QUERIES:
         raise DatasetError(f"-n must be from 1 to {MAX_QUERIES}, got {n}")
     units, lexicon, chars = prepare(corpus, seed)
     han = sorted(chars)
     context = Context(lexicon, (tuple(han), tuple(chars[c] for c in han)), _is_traditional(chars), max_chars, seed)
-    candidates: dict[str, list[tuple[Unit, str]]] = {}
-    for name in kinds or tuple(KINDS):
-        made = []
-        for unit in units:
-            text = KINDS[name].make(unit, context) if (unit.terms or name == "heading") else None
-            if text and text.strip() and len(text) <= max_chars:
-                made.append((unit, text))
-        candidates[name] = made
+    candidates = {name: _made(name, units, context) for name in kinds or tuple(KINDS)}
     empty = tuple(name for name, made in candidates.items() if not made)
     if kinds is not None and empty:
-        raise DatasetError(
-            f"no unit of this source supports query kind {empty[0]!r} ({KINDS[empty[0]].summary})",
-            hint="drop it from --kinds",
-        )
+        raise _unsupported(empty[0], units, lexicon, context, kinds_named=kinds_named)
     supply = {name: len(made) for name, made in candidates.items() if made}
     if not supply:
-        raise DatasetError("no unit of this source supports any query kind (too little text to find words in)")
+        why = _why_not("terms", units, lexicon) + ("; and no unit has a heading of its own" if units else "")
+        raise DatasetError(f"no unit of this source supports any query kind: {why}", hint=LARGER if units else None)
     share = _allocate(n, supply)
     queries = []
     for name, count in share.items():
@@ -328,15 +407,24 @@ def synthesize(
     kinds: tuple[str, ...] | None = None,
     seed: int = 0,
     builder: str | None = None,
+    kinds_named: bool = True,
 ) -> SynthSummary:
     """Write ``n`` synthetic known-item queries of ``source`` as a new BEIR folder ``target`` (corpus.jsonl of
-    the source's units, queries.jsonl with ``synthetic:<kind>``, qrels/test.tsv, synthetic.json)."""
+    the source's units, queries.jsonl with ``synthetic:<kind>``, qrels/test.tsv, synthetic.json);
+    ``kinds_named`` as in :func:`generate`."""
     if not 1 <= n <= MAX_QUERIES:
         raise DatasetError(f"-n must be from 1 to {MAX_QUERIES}, got {n}")
     check_new_target(target, what=SYNTH_WHAT)  # before the corpus is read and the queries made
     _root, chosen, corpus = source_units(source, builder)
     check_trec_ids(Dataset(str(source), corpus, {}, {}))
-    queries, facts = generate(corpus, n, kinds=kinds, seed=seed, max_chars=chosen.query_defaults().max_query_chars)
+    queries, facts = generate(
+        corpus,
+        n,
+        kinds=kinds,
+        seed=seed,
+        max_chars=chosen.query_defaults().max_query_chars,
+        kinds_named=kinds_named,
+    )
     counts = dict(Counter(query.kind for query in queries))
     dataset = Dataset(
         f"synthetic-{Path(source).name}",

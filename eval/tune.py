@@ -9,10 +9,16 @@ test queries, and recommend one system with the evidence.
    queries, and the best ``budget`` of them (the singles always) run on all of them. Only dev judgements
    are read until step 5.
 4. The dev Pareto front over (quality up, p95 latency down, index size down) among the candidates that
-   meet the constraints; the recommendation is the front's best by dev quality.
+   meet the constraints; the recommendation is the best by dev quality. Among candidates whose dev quality
+   ties (within ``QUALITY_TIE``), p95 latency counts only when it is clearly slower than the fastest tied
+   candidate's (``LATENCY_RATIO`` times and ``LATENCY_MARGIN_MS`` more: sub-millisecond p95s of a few dev
+   queries vary from run to run); of the rest, the smallest index wins, then the first name. So the same
+   inputs give the same recommendation.
 5. The front and every single tokenizer run once on the test queries (or on another dataset, ``eval_on``);
    each front member is tested against the best single tokenizer on test (paired randomization test,
    Holm-corrected over the front).
+6. With fewer than ``FEW_QUERIES`` judged queries on either side (the number below which ``compare`` warns),
+   the report and the printed recommendation carry a warning with the difference such a test can detect.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from ..textio import read_text
 from ..tokenize_pool import remembering_tokens
 from ..tokenizers import get_tokenizer, written_spec
 from ..tokenizers.hybrid import MAX_WEIGHT, valid_weight
+from .agreement import ALPHA, FEW_QUERIES, POWER, detectable_difference
 from .compare import compare, environment
 from .engines import DEFAULT_ENGINE, get_engine, written_engine
 from .formats import load_dataset
@@ -51,6 +58,20 @@ SCHEMA = "rag-eval/tune/1"
 FIRST_ROUND_SHARE = 0.25
 SEED = 20261130
 MAX_SPACE_BYTES = 100_000
+#: Dev qualities this close are a tie: a merged mean sums the queries in another order and differs in the last bits.
+QUALITY_TIE = 1e-9
+#: Among tied candidates, a p95 counts as slower than another only when it is more than this many times it and
+#: more than LATENCY_MARGIN_MS above it; anything closer is timing noise (identical runs differ by 40% or more
+#: on small dev sets).
+LATENCY_RATIO = 1.5
+LATENCY_MARGIN_MS = 1.0
+#: How a dev-quality tie is broken, as the report and the recommendation state it.
+TIE_RULE = (
+    f"the smallest index, then the first name, leaving out any whose p95 is over {LATENCY_RATIO:g} times and over "
+    f"{LATENCY_MARGIN_MS:g} ms above the fastest's"
+)
+#: Tied candidates the recommendation names before it says how many more there are.
+TIED_NAMED = 3
 
 #: ``progress(phase, done, total)``.
 TuneProgress = Callable[[str, float, int], None]
@@ -298,6 +319,24 @@ class Search:
     front: list[Trial]
     #: Wall time of each round, index builds included.
     seconds: dict[str, float] = field(default_factory=dict)
+    #: The other feasible candidates whose dev quality ties the recommendation's (``front[0]``).
+    tied: list[Trial] = field(default_factory=list)
+
+
+def clearly_slower(p95_ms: float, than_ms: float) -> bool:
+    """Whether a p95 latency is above another by more than timing noise (see ``LATENCY_RATIO``)."""
+    return p95_ms > than_ms * LATENCY_RATIO and p95_ms - than_ms > LATENCY_MARGIN_MS
+
+
+def pick(feasible: list[Trial]) -> tuple[Trial, list[Trial]]:
+    """The recommendation and the candidates tied with it: the best dev quality; among ties, the smallest index
+    of those not clearly slower than the fastest tied one, then the first name (no timing noise decides)."""
+    best = max(t.quality for t in feasible)
+    tied = [t for t in feasible if t.quality >= best - QUALITY_TIE]
+    fastest = min(t.p95_ms or 0.0 for t in tied)
+    eligible = [t for t in tied if not clearly_slower(t.p95_ms or 0.0, fastest)]
+    chosen = min(eligible, key=lambda t: (t.index_mb or 0.0, t.candidate.name))
+    return chosen, [t for t in tied if t is not chosen]
 
 
 def search_space(
@@ -353,9 +392,22 @@ def search_space(
             "no candidate meets the constraints on the dev queries", hint="relax --max-p95-ms or --max-index-mb"
         )
     points = [(t.quality, t.p95_ms or 0.0, t.index_mb or 0.0) for t in feasible]
-    on_front = [feasible[i] for i in front(points, (True, False, False))]
+    chosen, tied = pick(feasible)
+    tied_names = {t.candidate.name for t in tied}
+    # A tied candidate no smaller and not clearly faster is no better than the pick: it leaves the front, which
+    # the pick then heads (only such a candidate can dominate the pick, by noise).
+    on_front = [
+        t
+        for t in (feasible[i] for i in front(points, (True, False, False)))
+        if t is not chosen
+        and not (
+            t.candidate.name in tied_names
+            and (t.index_mb or 0.0) >= (chosen.index_mb or 0.0)
+            and not clearly_slower(chosen.p95_ms or 0.0, t.p95_ms or 0.0)
+        )
+    ]
     on_front.sort(key=lambda t: (-t.quality, t.p95_ms or 0.0, t.index_mb or 0.0, t.candidate.name))
-    return Search(trials, on_front, seconds)
+    return Search(trials, [chosen, *on_front], seconds, tied)
 
 
 def tune(
@@ -401,7 +453,8 @@ def tune(
         phases = {**found.seconds, "test": round(time.perf_counter() - clock, 1)}
         test_report = _test_evidence(held, test_rows, on_front, singles, metric)
         queries = "held-back queries" if eval_on is None else f"queries of {held.id}"
-        paragraph = _paragraph(best, test_report, metric, on_front, queries)
+        paragraph = _paragraph(best, test_report, metric, on_front, queries, found.tied)
+        warning = few_queries_warning(len(_judged(dev)), test_report, metric, queries)
         report = {
             "schema": SCHEMA,
             "environment": started_in,
@@ -422,8 +475,11 @@ def tune(
             "trials": [_trial_json(t) for t in trials],
             "front": [t.candidate.name for t in on_front],
             "recommendation": best.candidate.name,
+            "tied_on_dev": [t.candidate.name for t in found.tied],
+            "tie_rule": TIE_RULE,
             "test": test_report,
             "paragraph": paragraph,
+            "warning": warning,
             "seconds": round(time.perf_counter() - started, 1),
             "phase_seconds": phases,
         }
@@ -481,6 +537,17 @@ def _test_evidence(
 
     best_single = max(singles, key=lambda t: rows[t.candidate.name]["metrics"][metric])
     base = values(best_single.candidate.name)
+    # The pair the detectable difference is measured on: the recommendation and the best single tokenizer, or,
+    # when the recommendation is that tokenizer, the next best single one.
+    rivals = sorted(
+        (t for t in singles if t.candidate.name != on_front[0].candidate.name),
+        key=lambda t: -rows[t.candidate.name]["metrics"][metric],
+    )
+    pair = (on_front[0].candidate.name, rivals[0].candidate.name) if rivals else None
+    detectable = None
+    if pair is not None:
+        first, second = values(pair[0]), values(pair[1])
+        detectable = detectable_difference([a - b for a, b in zip(first, second, strict=True)])
     members = [t for t in on_front if t.candidate.name != best_single.candidate.name]
     p_values = [randomization_test(values(t.candidate.name), base) for t in members]
     adjusted = holm(p_values)
@@ -505,20 +572,63 @@ def _test_evidence(
         "best_single_quality": rows[best_single.candidate.name]["metrics"][metric],
         "singles": single_rows,
         "front": out,
+        "detectable_difference": None
+        if detectable is None or pair is None
+        else {"between": list(pair), metric: round(detectable, 4), "alpha": ALPHA, "power": POWER},
     }
 
 
+def few_queries_warning(dev_judged: int, test: dict[str, Any], metric: str, queries: str) -> str | None:
+    """A warning when the dev or the held-back judged queries number fewer than ``FEW_QUERIES``, the size below
+    which ``compare`` warns too: with the difference the held-back test can detect at this size."""
+    test_judged = test["judged_queries"]
+    if dev_judged >= FEW_QUERIES and test_judged >= FEW_QUERIES:
+        return None
+    reach = ""
+    found = test.get("detectable_difference")
+    if found is not None:
+        value, (first, second) = found[metric], found["between"]
+        spread = (
+            f"(paired, alpha {ALPHA}, power {POWER}, from the spread of the per-query differences between {first} "
+            f"and {second})"
+        )
+        if value >= 1:
+            reach = f"; the randomization test on them cannot be expected to detect any difference in {metric} "
+            reach += f"(it would need {value:.2f}) {spread}"
+        else:
+            reach = f"; the randomization test on them can only be expected to detect a difference in {metric} "
+            reach += f"of about {value:.3f} or more {spread}"
+    return (
+        f"the recommendation rests on few judged queries: it was picked on {dev_judged} judged dev queries and "
+        f"checked on {test_judged} judged {queries}{reach}; judge more questions (at least {FEW_QUERIES} on each "
+        f"side) before trusting the choice"
+    )
+
+
 def _paragraph(
-    best: Trial, test: dict[str, Any], metric: str, on_front: list[Trial], queries: str = "held-back queries"
+    best: Trial,
+    test: dict[str, Any],
+    metric: str,
+    on_front: list[Trial],
+    queries: str = "held-back queries",
+    tied: list[Trial] | None = None,
 ) -> str:
-    """The recommendation in plain words: chosen on dev, judged on the held-back queries (or another set's)."""
+    """The recommendation in plain words: chosen on dev (how a tie was broken), judged on the held-back queries
+    (or another set's)."""
     name = best.candidate.name
+    chosen = "the best on dev"
+    if tied:
+        names = [t.candidate.name for t in tied]
+        listed = ", ".join(names[:TIED_NAMED]) + (
+            f" and {len(names) - TIED_NAMED} more" if len(names) > TIED_NAMED else ""
+        )
+        chosen += f" (tied with {listed} at {metric} {best.quality:.4f}; of tied candidates tune takes {TIE_RULE})"
     single = test["best_single"]
     found = next((item for item in test["front"] if item["candidate"] == name), None)
     cost = f"{best.p95_ms:.2f} ms p95 search latency and {best.index_mb:.1f} MB (dev)"
     if found is None:  # the recommendation is itself the best single tokenizer on the held-back queries
         evidence = (
-            f"the best on dev, and the best single strategy on the {test['judged_queries']} {queries} "
+            f"{chosen}, and the best single strategy on the {test['judged_queries']} {queries} "
             f"too ({metric} {test['best_single_quality']:.4f}), at {cost}"
         )
     else:
@@ -531,11 +641,11 @@ def _paragraph(
             else "not significantly different from"
         )
         evidence = (
-            f"the best on dev; on {test['judged_queries']} {queries} it is {verdict} the best single "
+            f"{chosen}; on {test['judged_queries']} {queries} it is {verdict} the best single "
             f"strategy {single} ({found['delta']:+.4f} {metric}, p = {found['p_holm']:.4f} Holm-corrected), "
             f"at {cost}"
         )
-    faster = sorted((t for t in on_front if t is not best), key=lambda t: t.p95_ms or 0)
+    faster = sorted((t for t in on_front if (t.p95_ms or 0) < (best.p95_ms or 0)), key=lambda t: t.p95_ms or 0)
     alternative = (
         f"; if latency matters more, {faster[0].candidate.name} ({faster[0].p95_ms:.2f} ms p95, "
         f"{metric} {faster[0].quality:.4f} on dev)"
@@ -590,6 +700,7 @@ def render_tune(report: dict[str, Any]) -> str:
         "",
         report["paragraph"],
         "",
+        *([f"Warning: {report['warning']}.", ""] if report.get("warning") else []),
         f"Dev and test: {split['dev_queries']} and {split['test_queries']} queries ({split['rule']}, salt "
         f"`{split['salt']}`, dev fraction {split['dev_fraction']}); evaluated on `{report['evaluated_on']}`. "
         f"Space: {report['space_size']} candidates, budget {report['budget']}; {report['seconds']} s.",

@@ -104,8 +104,8 @@ class IndexSet:
         if root is None:
             return {}
         if isinstance(root, (list, tuple)):
-            root = self._given_roots(root)
-        if not isinstance(root, Mapping):
+            return self._check_roots(self._given_roots(root))
+        if isinstance(root, (str, Path)):
             if len(self._slots) > 1:
                 raise ServeError(
                     f"--root {root}: several indexes are served ({', '.join(self._slots)}); name the index each "
@@ -113,6 +113,7 @@ class IndexSet:
                     hint=f"--root {next(iter(self._slots))}=DIR, once per index whose files may be read",
                 )
             root = {next(iter(self._slots)): root}
+        assert isinstance(root, Mapping)
         roots = {}
         for name, folder in root.items():
             if name not in self._slots:

@@ -109,12 +109,15 @@ def build(
     started = time.perf_counter()
     source = Path(source)
     path = str(index_path)
-    if None in (builder, tokenizer, processing, engine):
-        kept = _recorded_settings(path, db)
-        builder = builder if builder is not None else kept.get("builder") or infer_builder(source)
-        tokenizer = tokenizer if tokenizer is not None else kept.get("tokenizer") or DEFAULT_TOKENIZER
-        processing = processing if processing is not None else kept.get("query_processing", "")
-        engine = engine if engine is not None else kept.get("engine") or "auto"
+    kept = _recorded_settings(path, db) if None in (builder, tokenizer, processing, engine) else {}
+    if builder is None:
+        builder = kept.get("builder") or infer_builder(source)
+    if tokenizer is None:
+        tokenizer = kept.get("tokenizer") or DEFAULT_TOKENIZER
+    if processing is None:
+        processing = kept.get("query_processing", "")
+    if engine is None:
+        engine = kept.get("engine") or "auto"
     builder = builder if isinstance(builder, Builder) else get_builder(builder)
     tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else get_tokenizer(tokenizer)
     chosen = processing if isinstance(processing, QueryProcessing) else QueryProcessing.parse(processing or "")

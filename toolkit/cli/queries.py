@@ -26,7 +26,9 @@ SOURCE is a shipped id (handbook, evidence-mini) or anything `rag-eval index bui
 folder, a lines corpus with manifest.json, corpus.jsonl or a BEIR folder). Each query is judged relevant
 (grade 1) to the one unit it came from. Terms are words found by the corpus's own statistics (recurring,
 cohesive, free on both sides), sampled by tf x idf, never tokens of a strategy under test. N is shared
-evenly over the kinds; with --kinds all a kind no unit supports is skipped (an error when named).
+evenly over the kinds; with --kinds all a kind no unit supports is skipped (an error when named). A small
+corpus may support no terms (a Chinese word must recur in it to be found): the error then names the kinds
+it does support.
 
 \b
 Kinds (queries.jsonl records them as synthetic:KIND):
@@ -60,7 +62,9 @@ Examples:
 def synth_cmd(source: str, count: int, output: Path, kinds: str | None, seed: int, builder: str | None) -> None:
     from ..eval.synth import parse_kinds, synthesize
 
-    summary = synthesize(source, count, output, kinds=parse_kinds(kinds), seed=seed, builder=builder)
+    summary = synthesize(
+        source, count, output, kinds=parse_kinds(kinds), seed=seed, builder=builder, kinds_named=kinds is not None
+    )
     total = sum(summary.counts.values())
     click.echo(
         f"wrote {summary.target}: {total} synthetic queries over {summary.units} units ({summary.builder}), "

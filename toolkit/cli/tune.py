@@ -74,6 +74,11 @@ def tune_cmd(
     there. Writes tune.json, report.md and recommendation.toml (a --systems file for compare; with one
     system, also for index build --from).
 
+    The recommendation is the best on dev. Of candidates that tie on dev quality it takes the smallest
+    index, then the first name, leaving out only those clearly slower than the fastest (by a p95 margin
+    well beyond timing noise, stated in tune.json), so identical runs recommend the same system. When the
+    dev or test part has few judged queries, tune warns that the choice rests on them, as compare does.
+
     \b
     Examples:
       rag-eval tune handbook -o out/tune
@@ -97,8 +102,11 @@ def tune_cmd(
         )
     if as_json:
         report = result.report
-        summary = {key: report[key] for key in ("recommendation", "front", "test", "paragraph", "split", "seconds")}
+        keys = ("recommendation", "front", "tied_on_dev", "test", "paragraph", "warning", "split", "seconds")
+        summary = {key: report[key] for key in keys}
         click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
     else:
         click.echo(result.paragraph)
+        if result.report["warning"]:
+            click.echo(f"warning: {result.report['warning']}")
     click.echo(f"wrote {result.output}/tune.json, report.md, recommendation.toml", err=True)
