@@ -97,7 +97,7 @@ def report_owned(path: Path) -> str | None:
             return parts[0] in REPORT_FILES or parts[0] == "runs"
         return len(parts) == 2 and parts[0] == "runs" and parts[1] in runs
 
-    return only_names(path, wrote)
+    return only_names(path, wrote, what="compare report folder")
 
 
 def check_output(output: str | Path) -> Path:

@@ -679,7 +679,8 @@ def recommendation_toml(candidate: Candidate, paragraph: str) -> str:
 
 def tune_owned(path: Path) -> str | None:
     """None when ``path`` is a folder ``tune`` wrote (its tune.json has the tune schema), else why not."""
-    found = only_names(path, lambda name: str(name) in {"tune.json", "recommendation.toml", "report.md", "pareto.svg"})
+    written = {"tune.json", "recommendation.toml", "report.md", "pareto.svg"}
+    found = only_names(path, lambda name: str(name) in written, what="tune output folder")
     if found is not None:
         return found
     try:

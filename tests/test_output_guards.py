@@ -60,7 +60,7 @@ def test_a_run_file_the_report_did_not_write_is_refused_not_deleted(kb: Path, qu
     args = ["compare", str(kb), "--queries", str(questions), "-t", "bigram", "-o", str(report)]
     for extra in ([], ["--run", f"other={mine}"]):
         code, output = run(*args, *extra)
-        assert code != 0 and "runs/other-engine.run, which rag-eval did not write" in one_error(output)
+        assert code != 0 and "runs/other-engine.run, which is not part of a compare report folder" in one_error(output)
         assert {path.name: path.read_bytes() for path in (report / "runs").iterdir()} == before
 
 
@@ -334,3 +334,15 @@ def test_a_new_index_never_takes_the_log_of_a_deleted_one(tmp_path: Path) -> Non
     with Index.open(path) as index:
         texts = [row[0] for row in index.db.execute("SELECT text FROM chunks")]
     assert texts == ["导出记录"]
+
+
+def test_a_folder_of_another_command_is_refused_by_name(tmp_path: Path) -> None:
+    """tune into a compare report folder: refused, saying the file is not part of a tune output folder (it said
+    rag-eval did not write it, which was false)."""
+    out = tmp_path / "report"
+    code, output = run("compare", "evidence-mini", "-t", "bigram", "-o", str(out))
+    assert code == 0, output
+    before = sorted(path.name for path in out.rglob("*"))
+    code, output = run("tune", "evidence-mini", "--budget", "2", "-o", str(out))
+    assert code != 0 and "which is not part of a tune output folder" in one_error(output)
+    assert sorted(path.name for path in out.rglob("*")) == before

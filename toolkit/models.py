@@ -246,7 +246,9 @@ def _smoke_test(model_dir: Path) -> None:
 
 
 def _holds_only_a_model(folder: Path) -> str | None:
-    return only_names(folder, lambda name: len(name.parts) == 1 and name.name in MODEL_FILES)
+    return only_names(
+        folder, lambda name: len(name.parts) == 1 and name.name in MODEL_FILES, what="pkuseg model folder"
+    )
 
 
 def train_pkuseg_model(training_text: Path, output: Path, *, iterations: int = 20) -> Path:

@@ -159,9 +159,11 @@ def write_text_atomic(target: str | Path, text: str, *, owned: Ownership | None,
     return path
 
 
-def only_names(path: Path, allowed: Callable[[Path], bool]) -> str | None:
-    """None when every entry under folder ``path`` passes ``allowed``, else the first one that does not."""
+def only_names(path: Path, allowed: Callable[[Path], bool], what: str = "") -> str | None:
+    """None when every entry under folder ``path`` passes ``allowed`` (the names a command writes), else the first
+    one that does not, for a refusal message; ``what`` names the kind of folder that command writes."""
     for entry in sorted(path.rglob("*")):
         if not allowed(entry.relative_to(path)):
-            return f"it holds {entry.relative_to(path)}, which rag-eval did not write"
+            kind = f"a {what}" if what else "this command's output"
+            return f"it holds {entry.relative_to(path)}, which is not part of {kind}"
     return None
