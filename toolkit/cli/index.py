@@ -397,8 +397,15 @@ def search_cmd(
 def read_cmd(index_path: str, target: str, root: Path | None, as_json: bool) -> None:
     """Print a stored section (PATH#ANCHOR) or a whole source file (PATH) that stays under the root.
 
-    TARGET splits at its last '#', so paths may contain '#'; a whole file whose name contains '#' is
-    read with a trailing '#' (notes#1.md#). Only regular files are read.
+    PATH#ANCHOR splits at its last '#', so paths may contain '#'; a whole file whose name contains '#' is
+    read with a trailing '#' (notes#1.md#). Only regular files are read. Also taken: any key search prints
+    (a key's %20 is the file name's space), and PATH:N, the stored line N of a lines index.
+
+    \b
+    Examples:
+      rag-eval read handbook.sqlite guide/export.md#导出指南
+      rag-eval read handbook.sqlite guide/export.md --json
+      rag-eval read evidence.sqlite refund-policy.txt:2
     """
     from ..read import read_entry
     from ..store import Index

@@ -82,8 +82,8 @@ def tune_cmd(
     \b
     Examples:
       rag-eval tune handbook -o out/tune
-      rag-eval tune ../shared/datasets/cmrc2018_dev_trial_sent --max-p95-ms 20 -o out/tune-cmrc
-      rag-eval tune ../shared/datasets/cmrc2018_dev_trial_sent --eval-on ../shared/datasets/drcd_dev -o out/transfer
+      rag-eval tune my-beir-set/ --max-p95-ms 20 -o out/tune-mine       # a BEIR folder with qrels
+      rag-eval tune my-beir-set/ --eval-on other-beir-set/ -o out/transfer
     """
     from ..eval.tune import tune
 
