@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..errors import RagEvalError
 from ..textio import parse_json
-from .judgments import JudgmentsWriteError
+from .judgments import JudgmentsConflict, JudgmentsWriteError
 
 if TYPE_CHECKING:
     from .judge_session import Session
@@ -278,6 +278,9 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._refuse(HTTPStatus.NOT_FOUND, "not found")
                 return
+        except JudgmentsConflict as exc:  # another tab graded this passage: the page reloads where judging stands
+            self._json(HTTPStatus.CONFLICT, {"error": str(exc)})
+            return
         except JudgmentsWriteError as exc:
             # the grade is not on disk and not in memory: the page says so and the assessor may try again
             self.app.log(f"judge: not saved: {exc}")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RagEvalError
 from ..tokenizers import Tokenizer
-from .judgments import Judgments, counted
+from .judgments import Judgments, JudgmentsConflict, counted
 
 if TYPE_CHECKING:
     from .judge import Pool
@@ -92,9 +92,16 @@ class Session:
             return self._state(position)
 
     def grade(self, query_id: str, doc_id: str, grade: int, position: int | None = None) -> dict[str, Any]:
-        """Grade a pooled pair (again, to change it) and move on."""
+        """Grade a pooled pair (again, to change it, from its ``position`` in the history) and move on. A new grade
+        (no ``position``) for a pair already graded is :class:`JudgmentsConflict`: another page graded it meanwhile,
+        and this one would overwrite that grade without having seen it."""
         with self.lock:
             self._check_pair(query_id, doc_id)
+            if position is None and self.judgments.grade_of(query_id, doc_id) is not None:
+                raise JudgmentsConflict(
+                    "this passage was graded meanwhile, in another tab or window; the page now shows where "
+                    "judging stands (step back with k to change that grade)"
+                )
             self.judgments.record(query_id, doc_id, grade)
             self.selector.record(query_id, doc_id, grade)
             self.grade_times.append(time.monotonic())
@@ -120,7 +127,15 @@ class Session:
                 if self.grade_times:
                     self.grade_times.pop()
             state = self._state(None)
-            state["undone"] = None if undone is None else {"query": undone.query_id, "doc": undone.doc_id}
+            state["undone"] = (
+                None
+                if undone is None
+                else {
+                    "query": undone.query_id,
+                    "doc": undone.doc_id,
+                    "grade": self.judgments.grade_of(undone.query_id, undone.doc_id),
+                }
+            )
             return state
 
     def skip(self, query_id: str, doc_id: str) -> dict[str, Any]:

@@ -42,6 +42,10 @@ class JudgmentsError(RagEvalError):
     """A judgments file that cannot be used: another pool's, not rag-eval's, damaged or in use."""
 
 
+class JudgmentsConflict(JudgmentsError):
+    """A grade for a passage that was graded meanwhile from another page (a second tab): refused, not applied."""
+
+
 class JudgmentsWriteError(JudgmentsError):
     """A grade, undo or skip that could not be written; the files and the grades in memory are as before it."""
 

@@ -153,6 +153,11 @@ def test_judge_in_headless_chromium(tmp_path: Path, servers: list[Server]) -> No
             page.click("#grade-2")  # re-grade by mouse; forward to the next unjudged one
             expect(page.locator("#where")).to_have_text("")
             graded[two] = 2
+            # The clicked button gave its focus back: Enter and Space do not grade the passage now shown, unseen.
+            page.keyboard.press("Enter")
+            page.keyboard.press(" ")
+            page.wait_for_timeout(400)
+            expect(progress).to_contain_text(f"2 of {pooled}")
             assert problems == []
 
             first.stop(signal.SIGKILL)
@@ -186,6 +191,10 @@ def test_judge_in_headless_chromium(tmp_path: Path, servers: list[Server]) -> No
         sized = post | {"Content-Length": str(len(body))}
         assert status(second.port, "/api/grade", sized, "POST", body) == 400, body[:20]
     assert status(second.port, "/api/state", cookie) == 200
+    # A second tab grading, as new, a passage this one graded: 409, and the grade on disk stays.
+    (question, key), kept = next(iter(graded.items()))
+    body = json.dumps({"query": question_id(question), "doc": key, "grade": 1 - min(kept, 1)}).encode()
+    assert status(second.port, "/api/grade", post | {"Content-Length": str(len(body))}, "POST", body) == 409
     err = second.stop(signal.SIGINT)  # Ctrl-C: a clean stop
     assert second.process.returncode == 0, err
     assert "stopped (interrupted); 3 of" in err

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from rag_eval.cli import cli
 from rag_eval.eval.judge import plan
 from rag_eval.eval.judge_session import query_marks
-from rag_eval.eval.judgments import Judgments, log_path
+from rag_eval.eval.judgments import Judgments, JudgmentsConflict, log_path
 from rag_eval.tokenizers import get_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -262,10 +262,16 @@ def test_a_session_grades_steps_back_regrades_undoes_and_skips(tmp_path: Path) -
         after = session.grade(*first, 1, position=0)  # re-grade from history: on to the next judged one
         assert pair(after) == second and after["position"] == 1
         assert judgments.grades[first[0]][first[1]] == 1
-        session.undo()  # the re-grade: the earlier grade is back
+        restored = session.undo()  # the re-grade: the earlier grade is back, and the page is told so
+        assert judgments.grades[first[0]][first[1]] == 2
+        assert restored["undone"] == {"query": first[0], "doc": first[1], "grade": 2}
+        # A second page that still shows ``first`` as new would overwrite its grade unseen: refused.
+        with pytest.raises(JudgmentsConflict, match="graded meanwhile"):
+            session.grade(*first, 0)
         assert judgments.grades[first[0]][first[1]] == 2
         undone = session.undo()
         assert pair(undone) == third and undone["item"]["grade"] is None
+        assert undone["undone"] == {"query": third[0], "doc": third[1], "grade": None}
         skipped_to = session.skip(*third)
         assert pair(skipped_to) not in (first, second, third) and skipped_to["skipped"] == 1
         assert session.selector.judged == judgments.grades
