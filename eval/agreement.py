@@ -113,8 +113,9 @@ def disagreements(runs: Ranked, queries: Sequence[str], count: int = 10, depth: 
 def judged_at(
     runs: Ranked, qrels: Mapping[str, Mapping[str, int]], queries: Sequence[str], depth: int = DEPTH
 ) -> dict[str, dict[str, Any]]:
-    """Per system: Judged@depth (the share of its top ``depth`` that has a judgment, averaged over
-    ``queries``, as ir_measures' Judged defines it) and the number of unjudged passages in those tops."""
+    """Per system: Judged@depth (the judged passages in its top ``depth`` over ``depth``, averaged over
+    ``queries``: a shorter list's missing places count as unjudged, where ir_measures' Judged divides by the
+    list's length) and the number of unjudged passages in those tops."""
     out = {}
     for system, docs in runs.items():
         shares, unjudged = [], 0
@@ -131,12 +132,19 @@ def judged_at(
     return out
 
 
+def smallest_p(queries: int) -> float:
+    """The smallest two-sided p-value the exact sign-flip test can give on ``queries`` paired queries:
+    ``2 ** (1 - n)`` (every difference with the same sign); above alpha, nothing can be significant."""
+    return min(1.0, 2.0 ** (1 - queries))
+
+
 def detectable_difference(differences: Sequence[float], alpha: float = ALPHA, power: float = POWER) -> float | None:
     """The smallest mean difference a paired two-sided test at ``alpha`` detects with ``power``, from the
     spread of the observed per-query differences (normal approximation: (z_{1-a/2} + z_power) sd / sqrt(n));
-    None with fewer than two queries."""
+    None with fewer than two queries, or so few that the sign-flip test cannot reach ``alpha`` at all
+    (:func:`smallest_p`: five or fewer at 0.05)."""
     n = len(differences)
-    if n < 2:
+    if n < 2 or smallest_p(n) > alpha:
         return None
     mean = sum(differences) / n
     sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1))
@@ -191,21 +199,37 @@ def label_free(
     scored = [row for row in rows if row.get("metrics")]
     if metrics and len(scored) > 1:
         first = metrics[0]
-        leader, second = sorted(scored, key=lambda row: -row["metrics"][first])[:2]
-        common = sorted(set(per_query[leader["name"]]) & set(per_query[second["name"]]))
-        diffs = [per_query[leader["name"]][q][first] - per_query[second["name"]][q][first] for q in common]
-        detectable = detectable_difference(diffs)
+        ordered = sorted(scored, key=lambda row: -row["metrics"][first])
+        leader = ordered[0]["name"]
+        # The leader against every other system: the widest spread of per-query differences is the one the
+        # statement rests on (two near-identical systems would promise a sensitivity the others do not have).
+        found = []
+        for other in ordered[1:]:
+            common = sorted(set(per_query[leader]) & set(per_query[other["name"]]))
+            diffs = [per_query[leader][q][first] - per_query[other["name"]][q][first] for q in common]
+            found.append((len(common), detectable_difference(diffs)))
+        count = min(n for n, _ in found)
+        reachable = [value for _, value in found if value is not None]
+        detectable = max(reachable) if reachable and len(reachable) == len(found) else None
         section["detectable_difference"] = None if detectable is None else round(detectable, 4)
-        if len(common) < FEW_QUERIES:
-            if detectable is None:
+        if count < FEW_QUERIES:
+            if smallest_p(count) > ALPHA:
+                reach = (
+                    f"can find no difference significant: with {count} queries the smallest p-value it can give "
+                    f"is {smallest_p(count):.3f}, over alpha {ALPHA}"
+                )
+            elif detectable is None:
                 reach = "cannot be expected to detect any difference"
             elif detectable >= 1:
                 reach = f"cannot be expected to detect any difference in {first} (it would need {detectable:.2f})"
             else:
-                reach = f"can only be expected to detect a difference in {first} of about {detectable:.3f} or more"
+                reach = (
+                    f"can only be expected to detect a difference in {first} of about {detectable:.3f} or more "
+                    f"(paired, alpha {ALPHA}, power {POWER}, from the widest spread of per-query differences "
+                    "between the leading system and another)"
+                )
             section["warning"] = (
-                f"conclusions rest on {len(common)} judged queries: at this size the randomization test {reach} "
-                f"(paired, alpha {ALPHA}, power {POWER}, from the spread of the two leading systems' per-query "
-                f"differences); judge more questions (at least {FEW_QUERIES}) before trusting a smaller difference"
+                f"conclusions rest on {count} judged queries: at this size the randomization test {reach}; judge "
+                f"more questions (at least {FEW_QUERIES}) before trusting a smaller difference"
             )
     return section

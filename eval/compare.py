@@ -21,7 +21,7 @@ from ..builders import get_builder
 from ..errors import RagEvalError
 from ..processing import QueryProcessing
 from ..query import MODES
-from ..textio import read_text
+from ..textio import control_character, read_text
 from ..tokenizers import TOKENIZERS, get_tokenizer, tokenizer_class, written_spec
 from ..tokenizers.base import library_version
 from .agreement import label_free
@@ -242,6 +242,15 @@ def compare(
         get_engine(system.engine).check(tokenizer, builder, system.mode, system.name)
     fused = fused_systems(fusions or [], {s.name: s.tokenizer for s in systems}, [r.name for r in outside or []])
     names = [system.name for system in systems] + [run.name for run in outside or []] + [f[1] for f in fused]
+    for name in names:
+        # A name is a column of per_query.tsv and a line of the reports: a tab or line break would split them.
+        bad = control_character(name)
+        if bad is not None or not name.strip():
+            raise RagEvalError(
+                f"system name {name!r} is empty or holds a control character (a tab or line break would split "
+                "per_query.tsv's columns and the report's lines)",
+                hint="give --run and [[system]] names of visible characters",
+            )
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         # Rows, runs and per-query values are keyed by name: a second one would silently replace the first.
@@ -386,6 +395,9 @@ def compare(
         "significance": {
             "test": "paired randomization (sign flips), two-sided",
             "permutations": PERMUTATIONS,
+            # With 2**n <= PERMUTATIONS sign vectors for n judged queries, all of them are tried (an exact test).
+            "exact": 2 ** len(judged) <= PERMUTATIONS,
+            "sign_vectors": min(2 ** min(len(judged), 64), PERMUTATIONS),
             "seed": SEED,
             "correction": "Holm over the systems compared with the reference",
             "alpha": 0.05,

@@ -52,7 +52,13 @@ def write_outputs(report: dict[str, Any], runs: dict[str, list[RankedDoc]], outp
     file_names = run_file_names(list(runs))
     # Recorded so that a later compare into this folder replaces these run files and no other (a user's own
     # run put beside them is refused, not deleted).
-    recorded = {**report, "run_files": sorted(f"{file_name}.run" for file_name in file_names.values())}
+    # ``run_file_of`` says which file holds which system's run (names are made safe for files, and two names
+    # can become one file name with a suffix): tools need not re-derive it.
+    recorded = {
+        **report,
+        "run_files": sorted(f"{file_name}.run" for file_name in file_names.values()),
+        "run_file_of": {name: f"runs/{file_name}.run" for name, file_name in file_names.items()},
+    }
     with publish_folder(output, owned=report_owned, what=REPORT_WHAT) as staging:
         (staging / "runs").mkdir()
         for name, file_name in file_names.items():
@@ -229,6 +235,7 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
         "gate": None,
         "engines": _engines(report, rows, label),
         "untimed": [label[row["name"]] for row in rows if "latency_ms" not in row],
+        "cached": [],
     }
     timed = [row for row in rows if "latency_ms" in row]
     if timed:
@@ -236,6 +243,7 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
         # A fused system builds nothing (its members are built): "-", never a best-of-column 0 s.
         own = [None if row.get("fusion") else row["build"] for row in timed]
         fused = {row["name"] for row in timed if row.get("fusion")}
+        page["cached"] = [label[row["name"]] for row in timed if not row.get("fusion") and row["build"].get("cached")]
         page["cost"] = _table(
             [
                 "build s",

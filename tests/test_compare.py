@@ -291,3 +291,48 @@ def test_compare_into_a_report_folder_says_it_replaced_the_report(tmp_path: Path
     assert first.exit_code == 0 and "replacing" not in first.stderr, first.output
     second = CliRunner().invoke(cli, ["compare", "evidence-mini", "-t", "unigram", "-o", str(out)])
     assert second.exit_code == 0 and "and 1 run file (replacing the report that was there)" in second.stderr
+
+
+@pytest.mark.parametrize("name", ["a\tb", "a\nb", " "])
+def test_a_run_name_that_would_split_the_reports_is_refused(tmp_path: Path, name: str) -> None:
+    run = tmp_path / "x.run"
+    run.write_text("q1 Q0 d1 1 1.0 x\n", encoding="utf-8")
+    result = CliRunner().invoke(
+        cli, ["compare", "evidence-mini", "-t", "bigram", "--run", f"{name}={run}", "-o", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 1 and "control character" in result.stderr and not (tmp_path / "o").exists()
+
+
+def test_the_report_says_when_its_significance_test_is_exact(tmp_path: Path) -> None:
+    """evidence-mini's judged queries: fewer than log2(10000), so every sign vector is tried."""
+    out = tmp_path / "o"
+    result = CliRunner().invoke(cli, ["compare", "evidence-mini", "-t", "bigram", "-t", "unigram", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    n = report["judged_queries"]
+    assert report["significance"]["exact"] == (2**n <= 10_000)
+    if report["significance"]["exact"]:
+        assert f"exact: all {2**n} sign vectors" in (out / "report.md").read_text(encoding="utf-8")
+    else:
+        assert "10000 random sign vectors" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_report_json_maps_each_system_to_its_run_file(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    result = CliRunner().invoke(cli, ["compare", "evidence-mini", "-t", "bigram", "-t", "unigram", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert set(report["run_file_of"]) == {row["name"] for row in report["systems"]}
+    assert sorted(path.split("/")[1] for path in report["run_file_of"].values()) == report["run_files"]
+    assert all((out / path).is_file() for path in report["run_file_of"].values())
+
+
+def test_the_report_says_which_builds_came_from_the_cache_and_what_qps_is(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("RAG_EVAL_CACHE", str(tmp_path / "cache"))
+    for out in ("a", "b"):
+        result = CliRunner().invoke(cli, ["compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / out)])
+        assert result.exit_code == 0, result.output
+    first, second = ((tmp_path / out / "report.md").read_text(encoding="utf-8") for out in ("a", "b"))
+    assert "QPS: queries answered one after another" in first and "reused from rag-eval's cache" not in first
+    assert "reused from rag-eval's cache for `bigram`" in second
+    assert "reused from rag-eval's cache for <code>bigram</code>" in (tmp_path / "b" / "report.html").read_text("utf-8")

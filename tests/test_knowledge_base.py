@@ -11,7 +11,15 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import CorpusError
-from rag_eval.eval.agreement import detectable_difference, disagreements, jaccard, overlaps, rbo, zero_hit_rate
+from rag_eval.eval.agreement import (
+    detectable_difference,
+    disagreements,
+    jaccard,
+    overlaps,
+    rbo,
+    smallest_p,
+    zero_hit_rate,
+)
 from rag_eval.eval.shipped import corpus_dir
 from rag_eval.eval.sources import infer_builder, question_id, read_questions, source_dataset
 from rag_eval.eval.trec import read_trec_qrels
@@ -58,10 +66,50 @@ def test_jaccard_overlap_and_disagreements_by_hand() -> None:
 
 
 def test_detectable_difference_shrinks_with_more_queries() -> None:
-    few = detectable_difference([0.5, -0.2, 0.1, 0.0, 0.3])
-    many = detectable_difference([0.5, -0.2, 0.1, 0.0, 0.3] * 8)
+    few = detectable_difference([0.5, -0.2, 0.1, 0.0, 0.3, 0.2])
+    many = detectable_difference([0.5, -0.2, 0.1, 0.0, 0.3, 0.2] * 8)
     assert few is not None and many is not None and many < few / 2
     assert detectable_difference([0.4]) is None
+    # Five queries: the exact sign-flip test's smallest p is 2 ** -4 = 0.0625, over 0.05: nothing is detectable.
+    assert smallest_p(5) == 0.0625 and smallest_p(6) == 0.03125
+    assert detectable_difference([0.5, -0.2, 0.1, 0.0, 0.3]) is None
+
+
+def test_few_queries_warning_says_when_nothing_can_be_significant(questions: Path, tmp_path: Path) -> None:
+    """Four judged questions: the warning says no difference can be significant (it promised 0.149)."""
+    from rag_eval.eval.shipped import corpus_dir
+
+    texts = [line for line in questions.read_text(encoding="utf-8").splitlines() if line.strip()][:4]
+    few = tmp_path / "few.txt"
+    few.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    root = corpus_dir("handbook")
+    first_key = next(iter(source_dataset(str(root), few).corpus))
+    qrels = tmp_path / "few.qrels"
+    qrels.write_text("".join(f"{question_id(t)} 0 {first_key} 1\n" for t in texts), encoding="utf-8")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "compare",
+            str(root),
+            "--queries",
+            str(few),
+            "--qrels",
+            str(qrels),
+            "-t",
+            "bigram",
+            "-t",
+            "unigram",
+            "-o",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    warning = report["without_labels"]["warning"]
+    assert "can find no difference significant: with 4 queries the smallest p-value it can give is 0.125" in warning
+    assert report["without_labels"]["detectable_difference"] is None
+    assert report["significance"]["exact"] and "exact: all 16 sign vectors" in (out / "report.md").read_text("utf-8")
 
 
 def test_builders_declare_which_sources_they_read(tmp_path: Path) -> None:
