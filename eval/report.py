@@ -171,18 +171,20 @@ def _fmt(value: Any, digits: int) -> str:
 
 
 def _column(values: list[Any], digits: int, better: str | None = None) -> list[dict[str, Any]]:
-    """Formatted cells of one column; ``better`` ("high"/"low") marks the best value(s) bold when they differ."""
-    present = [value for value in values if value is not None]
+    """Formatted cells of one column; ``better`` ("high"/"low") marks the best value(s) bold when they differ.
+    Values are compared as shown (rounded to ``digits``): two cells that read the same are both bold or neither."""
+    shown = [round(value, digits) if isinstance(value, (int, float)) else None for value in values]
+    present = [value for value in shown if value is not None]
     best = None
     if better and len(set(present)) > 1:
         best = max(present) if better == "high" else min(present)
     return [
         {
             "text": value if isinstance(value, str) else _fmt(value, digits),
-            "best": value is not None and value == best,
+            "best": rounded is not None and rounded == best,
             "arrow": "",
         }
-        for value in values
+        for value, rounded in zip(values, shown, strict=True)
     ]
 
 
@@ -443,7 +445,8 @@ def _without_labels(report: dict[str, Any], rows: list[dict[str, Any]], label: d
         columns += [f"Judged@{depth}", f"unjudged in top {depth}"]
         cells += [
             _column([row.get(judged_key) for row in rows], 4, "high"),
-            _column([row.get(unjudged_key) for row in rows], 0, "low"),
+            # Not bolded: a system that returns nothing has the fewest unjudged passages.
+            _column([row.get(unjudged_key) for row in rows], 0),
         ]
     overlap = [
         {

@@ -354,3 +354,13 @@ def test_short_labels_drop_the_shared_builder_and_mode_but_keep_query_processing
     }
     mixed, none_shared = labels({"systems": [row(names[0]), row("unigram | lines | and")]})
     assert none_shared is None and mixed == {names[0]: names[0], "unigram | lines | and": "unigram | lines | and"}
+
+
+def test_bold_compares_values_as_shown() -> None:
+    """Two cells that read 0.00 are both bold or neither (bold was decided on unrounded values)."""
+    from rag_eval.eval.report import _column
+
+    cells = _column([0.001, 0.004, 0.5], 2, "low")
+    assert [c["text"] for c in cells] == ["0.00", "0.00", "0.50"] and [c["best"] for c in cells] == [True, True, False]
+    assert not any(c["best"] for c in _column([0.001, 0.004], 2, "low"))  # they read the same: no best
+    assert [c["best"] for c in _column([None, "-", 3, 5], 0, "high")] == [False, False, False, True]
