@@ -152,6 +152,23 @@ def detectable_difference(differences: Sequence[float], alpha: float = ALPHA, po
     return z * sd / math.sqrt(n)
 
 
+def test_reach(queries: int, detectable: float | None, metric: str, basis: str) -> str:
+    """What a paired randomization test on ``queries`` queries can be expected to detect, in words, for a
+    few-queries warning: nothing at all when the exact test's smallest p-value is over alpha, else the
+    ``detectable`` difference in ``metric``, with ``basis`` saying whose per-query differences it comes from."""
+    if smallest_p(queries) > ALPHA:
+        return (
+            f"can find no difference significant: with {queries} queries the smallest p-value it can give "
+            f"is {smallest_p(queries):.3f}, over alpha {ALPHA}"
+        )
+    if detectable is None:
+        return "cannot be expected to detect any difference"
+    stated = f"(paired, alpha {ALPHA}, power {POWER}, {basis})"
+    if detectable >= 1:
+        return f"cannot be expected to detect any difference in {metric} (it would need {detectable:.2f}) {stated}"
+    return f"can only be expected to detect a difference in {metric} of about {detectable:.3f} or more {stated}"
+
+
 def _top(docs: Mapping[str, Sequence[str]], query: str, depth: int) -> Sequence[str]:
     return docs.get(query, ())[:depth]
 
@@ -213,21 +230,8 @@ def label_free(
         detectable = max(reachable) if reachable and len(reachable) == len(found) else None
         section["detectable_difference"] = None if detectable is None else round(detectable, 4)
         if count < FEW_QUERIES:
-            if smallest_p(count) > ALPHA:
-                reach = (
-                    f"can find no difference significant: with {count} queries the smallest p-value it can give "
-                    f"is {smallest_p(count):.3f}, over alpha {ALPHA}"
-                )
-            elif detectable is None:
-                reach = "cannot be expected to detect any difference"
-            elif detectable >= 1:
-                reach = f"cannot be expected to detect any difference in {first} (it would need {detectable:.2f})"
-            else:
-                reach = (
-                    f"can only be expected to detect a difference in {first} of about {detectable:.3f} or more "
-                    f"(paired, alpha {ALPHA}, power {POWER}, from the widest spread of per-query differences "
-                    "between the leading system and another)"
-                )
+            basis = "from the widest spread of per-query differences between the leading system and another"
+            reach = test_reach(count, detectable, first, basis)
             section["warning"] = (
                 f"conclusions rest on {count} judged queries: at this size the randomization test {reach}; judge "
                 f"more questions (at least {FEW_QUERIES}) before trusting a smaller difference"

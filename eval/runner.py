@@ -11,18 +11,18 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from .. import __version__, impact
 from ..builders import Builder, get_builder
 from ..builders.base import resolve_inside
 from ..cache import cache_dir
 from ..errors import CorpusError, IndexFileError, RagEvalError
+from ..indexmeta import recorded_meta
 from ..locks import remove_database
 from ..outputs import write_text_atomic
 from ..processing import QueryProcessing
 from ..records import Progress
-from ..store import SCHEMA_VERSION, Index, read_meta
+from ..store import SCHEMA_VERSION, Index
 from ..textio import open_regular, read_json
 from ..tokenizers import Tokenizer, get_tokenizer
 from ..writer import BuildReport, build, corpus_checksum
@@ -151,19 +151,11 @@ def index_path(source: Path, builder: Builder, tokenizer_spec: str, engine: str 
 def _recorded_meta(path: Path, postings: bool = False) -> dict[str, str]:
     """The index's meta; with ``postings``, also ``postings_layout``: ``current`` when its impact postings are
     in the layout this version writes, else ``older`` (a build of an earlier version, or none)."""
-    try:
-        db = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return {}
-    try:
-        meta = read_meta(db)
-        if postings:
-            meta["postings_layout"] = "current" if impact.postings_table(db) == impact.BLOCKS_TABLE else "older"
-        return meta
-    except sqlite3.Error:
-        return {}
-    finally:
-        db.close()
+    return recorded_meta(path, _postings_layout if postings else None)
+
+
+def _postings_layout(db: sqlite3.Connection) -> dict[str, str]:
+    return {"postings_layout": "current" if impact.postings_table(db) == impact.BLOCKS_TABLE else "older"}
 
 
 def _cached_report(path: Path, expected: dict[str, str], engine: str = REFERENCE_ENGINE) -> dict[str, Any] | None:

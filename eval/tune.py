@@ -42,7 +42,7 @@ from ..textio import read_text
 from ..tokenize_pool import remembering_tokens
 from ..tokenizers import get_tokenizer, written_spec
 from ..tokenizers.hybrid import MAX_WEIGHT, valid_weight
-from .agreement import ALPHA, FEW_QUERIES, POWER, detectable_difference
+from .agreement import ALPHA, FEW_QUERIES, POWER, detectable_difference, test_reach
 from .compare import compare, environment
 from .engines import DEFAULT_ENGINE, get_engine, written_engine
 from .formats import load_dataset
@@ -587,17 +587,8 @@ def few_queries_warning(dev_judged: int, test: dict[str, Any], metric: str, quer
     reach = ""
     found = test.get("detectable_difference")
     if found is not None:
-        value, (first, second) = found[metric], found["between"]
-        spread = (
-            f"(paired, alpha {ALPHA}, power {POWER}, from the spread of the per-query differences between {first} "
-            f"and {second})"
-        )
-        if value >= 1:
-            reach = f"; the randomization test on them cannot be expected to detect any difference in {metric} "
-            reach += f"(it would need {value:.2f}) {spread}"
-        else:
-            reach = f"; the randomization test on them can only be expected to detect a difference in {metric} "
-            reach += f"of about {value:.3f} or more {spread}"
+        basis = f"from the spread of the per-query differences between {' and '.join(found['between'])}"
+        reach = f"; the randomization test on them {test_reach(test_judged, found[metric], metric, basis)}"
     return (
         f"the recommendation rests on few judged queries: it was picked on {dev_judged} judged dev queries and "
         f"checked on {test_judged} judged {queries}{reach}; judge more questions (at least {FEW_QUERIES} on each "

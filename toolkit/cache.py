@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import RagEvalError
+from .locks import SIDE_FILES
 
 CACHE_ENV = "RAG_EVAL_CACHE"
 
@@ -29,7 +30,6 @@ def cache_dir() -> Path:
 #: ``indexes/<16 hex>/<32 hex>.sqlite``, each with its ``.build.json`` report and SQLite side files.
 _CACHED_INDEX = re.compile(r"[0-9a-f]{32}\.sqlite")
 _CORPUS_FOLDER = re.compile(r"[0-9a-f]{16}")
-_SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
 
 
 @dataclass
@@ -83,7 +83,7 @@ def clear_indexes(older_than_days: float | None = None) -> tuple[int, int, int]:
     cutoff = time.time() - older_than_days * 86400 if older_than_days is not None else None
     removed = freed = busy = 0
     for path in list(_cached_indexes(folder)):
-        companions = [Path(f"{path}{suffix}") for suffix in _SIDE_SUFFIXES] + [path.with_suffix(".build.json")]
+        companions = [Path(f"{path}{suffix}") for suffix in SIDE_FILES] + [path.with_suffix(".build.json")]
         present = [p for p in (path, *companions) if p.is_file()]
         if cutoff is not None and max(p.stat().st_mtime for p in present) > cutoff:
             continue

@@ -8,7 +8,10 @@ import json
 import sqlite3
 import typing
 import warnings
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from .builders import QueryDefaults, get_builder
 from .errors import IndexFileError, RagEvalError, SpecError
@@ -42,6 +45,26 @@ def read_meta(db: sqlite3.Connection) -> dict[str, str]:
             return {}
         raise
     return {row[0]: row[1] for row in rows if isinstance(row[0], str) and isinstance(row[1], str)}
+
+
+def recorded_meta(
+    path: str | Path, also: Callable[[sqlite3.Connection], dict[str, str]] | None = None
+) -> dict[str, str]:
+    """The meta table of the index file at ``path``, read through a read-only connection (nothing is created
+    or written), with what ``also`` reads on the same connection added; empty when it cannot be read."""
+    try:
+        db = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return {}
+    try:
+        meta = read_meta(db)
+        if also is not None:
+            meta.update(also(db))
+        return meta
+    except sqlite3.Error:
+        return {}
+    finally:
+        db.close()
 
 
 def check_fingerprint(path: str, recorded: dict[str, str], tokenizer: Tokenizer) -> None:

@@ -78,7 +78,7 @@ def read_entry(
         data = read_bytes(candidate, ReadError, label=label, max_bytes=max_bytes)
     except ReadError as exc:
         if "file not found" in str(exc):
-            raise ReadError(f"no file {label if label != path else repr(path)} under the corpus root") from None
+            raise ReadError(f"no file {path!r} under the corpus root") from None
         raise
     text = decode_utf8(data, label, ReadError)
     return {

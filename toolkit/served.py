@@ -68,7 +68,7 @@ class _Slot:
 
 #: What ``root`` may be: one folder (one index served), folders by index name, or ``--root`` values as given
 #: (``DIR`` or ``NAME=DIR`` each).
-Roots = str | Path | Mapping[str, str | Path] | Sequence[str | Path] | None
+Roots = str | Path | Mapping[str, str | Path] | list[str | Path] | tuple[str | Path, ...] | None
 
 
 class IndexSet:
@@ -99,23 +99,9 @@ class IndexSet:
             raise
 
     def _check_roots(self, root: Roots) -> dict[str, Path]:
-        """Each index's whole-file root: one folder serves one index only (an index's files are its own corpus's;
-        a folder shared by several indexes answered one index's reads from another's corpus)."""
-        if root is None:
-            return {}
-        if isinstance(root, (list, tuple)):
-            return self._check_roots(self._given_roots(root))
-        if isinstance(root, (str, Path)):
-            if len(self._slots) > 1:
-                raise ServeError(
-                    f"--root {root}: several indexes are served ({', '.join(self._slots)}); name the index each "
-                    "folder belongs to",
-                    hint=f"--root {next(iter(self._slots))}=DIR, once per index whose files may be read",
-                )
-            root = {next(iter(self._slots)): root}
-        assert isinstance(root, Mapping)
+        """Each index's whole-file root, checked: a folder of each, by the index's name."""
         roots = {}
-        for name, folder in root.items():
+        for name, folder in self._named_roots(root).items():
             if name not in self._slots:
                 raise ServeError(
                     f"--root {name}={folder}: no served index is named {name!r}; served: {', '.join(self._slots)}"
@@ -127,27 +113,39 @@ class IndexSet:
                 )
         return roots
 
-    def _given_roots(self, values: Sequence[str | Path]) -> Roots:
-        """``--root`` values: one ``DIR``, or ``NAME=DIR`` for each index whose files may be read (a ``DIR``
-        whose text before an ``=`` is no served index's name is a folder)."""
-        if not values:
-            return None
-        named: dict[str, str | Path] = {}
-        bare: list[str | Path] = []
-        for value in values:
-            name, equals, folder = str(value).partition("=")
-            if equals and name in self._slots:
-                if name in named:
-                    raise ServeError(f"--root {value}: index {name!r} is given a root twice")
-                named[name] = folder
-            else:
-                bare.append(value)
-        if bare and (named or len(bare) > 1):
+    def _named_roots(self, root: Roots) -> Mapping[str, str | Path]:
+        """``root`` by index name. ``--root`` values as given are one ``DIR``, or ``NAME=DIR`` for each index whose
+        files may be read (a ``DIR`` whose text before an ``=`` is no served index's name is a folder). One folder
+        serves one index only: an index's files are its own corpus's, and a folder shared by several indexes
+        answered one index's reads from another's corpus."""
+        if root is None or isinstance(root, Mapping):
+            return root or {}
+        if isinstance(root, (list, tuple)):
+            named: dict[str, str | Path] = {}
+            bare: list[str | Path] = []
+            for value in root:
+                name, equals, folder = str(value).partition("=")
+                if equals and name in self._slots:
+                    if name in named:
+                        raise ServeError(f"--root {value}: index {name!r} is given a root twice")
+                    named[name] = folder
+                else:
+                    bare.append(value)
+            if bare and (named or len(bare) > 1):
+                raise ServeError(
+                    f"--root {bare[0]}: give one folder for one index, or NAME=DIR for each index",
+                    hint=f"served: {', '.join(self._slots)}",
+                )
+            if not bare:
+                return named
+            root = bare[0]
+        if len(self._slots) > 1:
             raise ServeError(
-                f"--root {bare[0]}: give one folder for one index, or NAME=DIR for each index",
-                hint=f"served: {', '.join(self._slots)}",
+                f"--root {root}: several indexes are served ({', '.join(self._slots)}); name the index each "
+                "folder belongs to",
+                hint=f"--root {next(iter(self._slots))}=DIR, once per index whose files may be read",
             )
-        return named or bare[0]
+        return {next(iter(self._slots)): root}
 
     def root_of(self, name: str) -> Path | None:
         """The folder whole files of index ``name`` are read from, or None (whole-file reads refused)."""

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from .builders import Builder, get_builder, infer_builder
 from .builders.base import FileRef
@@ -23,7 +22,7 @@ from .columns import all_field_columns, field_columns
 from .errors import CorpusError, IndexFileError, RagEvalError
 from .impact import TABLES as IMPACT_TABLES
 from .impact import build_engine, write_impacts
-from .indexmeta import SCHEMA_VERSION, read_meta
+from .indexmeta import SCHEMA_VERSION, read_meta, recorded_meta
 from .locks import remove_database
 from .outputs import umask
 from .processing import QueryProcessing
@@ -185,19 +184,15 @@ DEFAULT_TOKENIZER = "bigram"
 def _recorded_settings(path: str, db: sqlite3.Connection | None) -> dict[str, str]:
     """What an existing rag-eval index records of how it was built (builder, tokenizer, query_processing,
     engine), or nothing (a new path, or not an index of ours)."""
-    if db is None and (path == ":memory:" or not Path(path).is_file() or foreign_reason(path) is not None):
-        return {}
-    try:
-        if db is not None:
+    if db is not None:
+        try:
             meta = read_meta(db)
-        else:
-            reader = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro", uri=True)
-            try:
-                meta = read_meta(reader)
-            finally:
-                reader.close()
-    except sqlite3.Error:
+        except sqlite3.Error:
+            return {}
+    elif path == ":memory:" or not Path(path).is_file() or foreign_reason(path) is not None:
         return {}
+    else:
+        meta = recorded_meta(path)
     return {key: meta[key] for key in ("builder", "tokenizer", "query_processing", "engine") if key in meta}
 
 
