@@ -13,7 +13,7 @@ from .hybrid import HybridTokenizer, is_hybrid, split_fields
 from .normalise import normalise, normalise_with_offsets
 
 #: Every tokenizer, built-in or plug-in, keyed by name (entry-point group ``rag_eval.tokenizers``).
-TOKENIZERS: Registry[Tokenizer] = Registry("rag_eval.tokenizers", "tokenizer")
+TOKENIZERS: Registry[Tokenizer] = Registry("rag_eval.tokenizers", "tokenizer", Tokenizer)
 
 
 def tokenizer_class(name: str) -> type[Tokenizer]:

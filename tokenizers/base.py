@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib.metadata import PackageNotFoundError, version
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 import regex
 
-from ..errors import SpecError, UnavailableError
+from ..errors import RagEvalError, SpecError, UnavailableError
+from ..registry import PluginError, plugin_failure
 from ..spec import Configurable, Option, OptionSet, parse_bool
 from .normalise import Normalised, check_text, normalise, normalise_with_offsets
 
@@ -91,7 +93,12 @@ class Tokenizer(Configurable):
     segmentation_options: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+        try:
+            super().__init__(**options)
+        except RagEvalError:
+            raise
+        except Exception as exc:  # a plug-in's option parser that raised something other than ValueError
+            raise plugin_failure("tokenizer", self.name, f"parsing its options {options}", exc) from exc
         self._loaded = False
 
     def _check_options(self, given: dict[str, str]) -> None:
@@ -153,7 +160,12 @@ class Tokenizer(Configurable):
         """Load models and dictionaries now rather than on the first ``tokenize`` call."""
         if not self._loaded:
             self.check_available()
-            self._load()
+            try:
+                self._load()
+            except RagEvalError:
+                raise
+            except Exception as exc:  # a plug-in's loader: one line, not a traceback
+                raise plugin_failure("tokenizer", self.name, "to load", exc) from exc
             self._loaded = True
 
     def _load(self) -> None:
@@ -173,7 +185,46 @@ class Tokenizer(Configurable):
         """Tokens of ``text`` ordered by (start, end); offsets index the original, un-normalised text."""
         check_text(text)
         self.load()
-        return self._tokenize(text)
+        return self._checked(text, lambda: self._tokenize(text))
+
+    def _checked(self, text: str, make: Callable[[], Iterable[Token]]) -> list[Token]:
+        """The tokens ``make()`` gives for ``text``, checked against the contract; a failure of the strategy's
+        own code is one error line naming it and the text, never a traceback (and never an index)."""
+        try:
+            tokens = make()
+            if not isinstance(tokens, list):
+                tokens = list(tokens)
+        except RagEvalError:
+            raise
+        except Exception as exc:  # a strategy's own code
+            raise self._failure(text, exc) from exc
+        problem = self._token_problem(text, tokens)
+        if problem is not None:
+            raise self._broken(text, problem)
+        return tokens
+
+    def _failure(self, text: str, exc: BaseException) -> PluginError:
+        return plugin_failure("tokenizer", self.system, f"on {_excerpt(text)}", exc)
+
+    def _broken(self, text: str, problem: str) -> PluginError:
+        return PluginError(f"tokenizer {self.system!r} broke the tokenizer contract on {_excerpt(text)}: {problem}")
+
+    def _token_problem(self, text: str, tokens: list[Any]) -> str | None:
+        """What is wrong with ``tokens`` as :meth:`tokenize` must return them, or None: ``Token``s of non-empty
+        strings with offsets inside ``text``, holding no whitespace or control character when they are stored
+        space-joined (every Python strategy, and any strategy that declares ``whitespace_free_tokens``)."""
+        length = len(text)
+        for number, token in enumerate(tokens):
+            if not isinstance(token, Token):
+                return f"token {number} is {token!r}, not a rag_eval.tokenizers.Token"
+            piece, start, end = token
+            if not isinstance(piece, str) or not piece:
+                return f"token {number} has the text {piece!r}, not a non-empty str"
+            if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= length):
+                return f"token {number} ({piece!r}) has offsets ({start!r}, {end!r}) outside [0, {length}]"
+        if self.whitespace_free_tokens or not self.native:
+            return _separator_problem([token.text for token in tokens])
+        return None
 
     def _tokenize(self, text: str) -> list[Token]:
         raise NotImplementedError
@@ -195,8 +246,34 @@ class Tokenizer(Configurable):
 UNICODE_VERSION = unicodedata.unidata_version
 
 _WORDLIKE = regex.compile(r"[\p{L}\p{N}]")
-_NON_SPACE = regex.compile(r"\S+")
+#: Runs between separators: whitespace, and the control characters FTS5's whitespace clause also separates on
+#: (``\x00`` even ends the column's text): a token holding one would be stored as other terms than it is.
+_NON_SPACE = regex.compile(r"[^\s\x00-\x1f\x7f]+")
 _HAS_SPACE = regex.compile(r"\s")
+_SEPARATOR = regex.compile(r"[\s\x00-\x1f\x7f]")
+
+
+def _separator_problem(terms: list[Any]) -> str | None:
+    """Why ``terms`` cannot be stored space-joined, or None: a term that is not a str, is empty, or holds
+    whitespace or a control character (FTS5 would store other terms than the strategy gave)."""
+    try:
+        joined = "".join(terms)
+    except TypeError:
+        bad = next(term for term in terms if not isinstance(term, str))
+        return f"a token is {bad!r}, not a str"
+    if "" in terms:
+        return "a token is the empty string"
+    found = _SEPARATOR.search(joined)
+    if found is not None:
+        bad = next(term for term in terms if _SEPARATOR.search(term))
+        return f"the token {bad!r} holds {found.group()!r}; a stored token holds no whitespace or control character"
+    return None
+
+
+def _excerpt(text: str) -> str:
+    """A text named in an error: its start, quoted, and its length."""
+    shown = text[:40] + ("…" if len(text) > 40 else "")
+    return f"the text {shown!r} ({len(text)} characters)"
 
 
 class PythonTokenizer(Tokenizer):
@@ -252,18 +329,32 @@ class PythonTokenizer(Tokenizer):
         self.load()
         normalised = normalise_with_offsets(text, t2s=bool(self.options.get("t2s")))
         if not normalised.identity:
-            return _taken_apart(self._tokens(normalised))
+            return _taken_apart(self._checked(text, lambda: self._tokens(normalised)))
         norm = normalised.text
-        spans = self._clean(norm)
-        # (start, end) is the order of tokens
-        ordered = spans if self.ordered_spans and isinstance(spans, list) else sorted(spans)
-        return [norm[start:end] for start, end in ordered], ordered
+        try:
+            spans = self._clean(norm)
+            # (start, end) is the order of tokens
+            ordered = spans if self.ordered_spans and isinstance(spans, list) else sorted(spans)
+            terms = [norm[start:end] for start, end in ordered]
+        except RagEvalError:
+            raise
+        except Exception as exc:  # the strategy's _spans: one line naming it and the text
+            raise self._failure(text, exc) from exc
+        # Checked in C over the whole list (a unigram build makes millions of spans): inside the text, none
+        # empty (which also catches start >= end), none holding a separator (only when _spans is trusted).
+        if ordered and (ordered[0][0] < 0 or max(map(itemgetter(1), ordered)) > len(norm)):
+            raise self._broken(text, f"_spans gave a span outside [0, {len(norm)}]")
+        problem = _separator_problem(terms) if self.clean_spans else ("" in terms and "_spans gave an empty span")
+        if problem:
+            raise self._broken(text, problem)
+        return terms, ordered
 
     def _clean(self, norm: str) -> Iterable[tuple[int, int]]:
         spans = self._spans(norm)
         return spans if self.clean_spans else self._word_spans(norm, spans)
 
     def _tokenize(self, text: str) -> list[Token]:
+        # ``tokenize`` turns a failure of ``_spans`` into one line and checks these tokens.
         return self._tokens(normalise_with_offsets(text, t2s=bool(self.options.get("t2s"))))
 
     def _tokens(self, normalised: Normalised) -> list[Token]:

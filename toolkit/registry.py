@@ -2,14 +2,56 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, TypeVar
 
-from .errors import RegistryError
+from .errors import RagEvalError, RegistryError
 
 T = TypeVar("T")
 _Source = EntryPoint | type
+
+#: What a spec can name (``NAME[:key=value,...]``): a plug-in or option with another name could be registered
+#: but never named, and an index recording it could never be opened again.
+_NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
+_KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
+
+
+class PluginError(RagEvalError):
+    """A plug-in's own code failed or broke its contract (raised, returned the wrong thing): one line naming
+    the plug-in, never a traceback, and never an index built from what it returned."""
+
+
+def plugin_failure(kind: str, name: str, doing: str, exc: BaseException) -> PluginError:
+    """The error for a plug-in whose code raised ``exc`` while ``doing`` something."""
+    return PluginError(f"{kind} {name!r} failed {doing}: {type(exc).__name__}: {exc}")
+
+
+def declaration_problem(cls: type, kind: str, base: type | None) -> str | None:
+    """Why ``cls`` cannot be a plug-in of this registry (None when it can): not a subclass of ``base``, a name
+    or an option key a spec cannot hold, an option default its own parser refuses."""
+    if base is not None and not (isinstance(cls, type) and issubclass(cls, base)):
+        return f"is {cls!r}, not a subclass of {base.__module__}.{base.__qualname__}"
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not _NAME.match(name):
+        return f"has the name {name!r}; a name is lowercase letters, digits, '-' and '_', starting with a letter"
+    option_set = getattr(cls, "option_set", None)
+    from .spec import format_value
+
+    for option in getattr(option_set, "options", ()):
+        if not isinstance(option.name, str) or not _KEY.match(option.name):
+            return f"declares the option {option.name!r}; a key is lowercase letters, digits and '_'"
+        written = format_value(option.default)
+        if not written:
+            continue  # no value: the spec leaves the option out
+        try:
+            again = format_value(option.convert(written))
+        except Exception as exc:  # the plug-in's parser: any failure is its own
+            return f"declares option {option.name!r} with default {written!r}, which it refuses: {exc}"
+        if again != written:
+            return f"declares option {option.name!r} with default {written!r}, which its parser reads as {again!r}"
+    return None
 
 
 class Registry(Mapping[str, type], Generic[T]):
@@ -19,9 +61,11 @@ class Registry(Mapping[str, type], Generic[T]):
     plug-in; a plug-in that fails to import raises RegistryError for its own name only.
     """
 
-    def __init__(self, group: str, kind: str) -> None:
+    def __init__(self, group: str, kind: str, base: type | None = None) -> None:
         self.group = group
         self.kind = kind
+        #: The class every plug-in must subclass (its entry point loading anything else is an error).
+        self.base = base
         self._sources: dict[str, _Source] | None = None
         self._loaded: dict[str, type] = {}
         self._conflicts: dict[str, str] = {}
@@ -43,6 +87,9 @@ class Registry(Mapping[str, type], Generic[T]):
         name = getattr(cls, "name", None)
         if not isinstance(name, str) or not name:
             raise RegistryError(f"cannot register {cls!r}: it has no 'name' attribute")
+        problem = declaration_problem(cls, self.kind, self.base)
+        if problem is not None:
+            raise RegistryError(f"cannot register {cls!r}: it {problem}")
         sources = self._discover()
         if name in sources:
             raise RegistryError(f"duplicate {self.kind} name {name!r}: already registered")
@@ -82,6 +129,10 @@ class Registry(Mapping[str, type], Generic[T]):
                 ) from exc
         if getattr(cls, "name", None) != name:
             raise RegistryError(f"{self.kind} entry point {name!r} loads a class named {getattr(cls, 'name', None)!r}")
+        problem = declaration_problem(cls, self.kind, self.base)
+        if problem is not None:
+            where = f" (from {source.value})" if isinstance(source, EntryPoint) else ""
+            raise RegistryError(f"{self.kind} {name!r}{where} {problem}")
         self._loaded[name] = cls
         return cls
 

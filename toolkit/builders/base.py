@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import CorpusError, MissingSourceError
+from ..errors import CorpusError, MissingSourceError, RagEvalError
 from ..paths import path_under, printable_path
 from ..records import Chunk
+from ..registry import PluginError, plugin_failure
 from ..spec import Configurable, real, whole
-from ..textio import decode_utf8, file_kind, read_bytes
+from ..textio import control_character, decode_utf8, file_kind, read_bytes
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,18 @@ class Builder(Configurable):
     list_by: ClassVar[str] = "chunk"
     #: Where this builder comes when several recognise a source (lower first: the most specific layout).
     recognise_order: ClassVar[int] = 100
+    #: The layout ``recognises`` accepts, in words, for the error when no builder recognises a source
+    #: (``a lines manifest.json``); empty for a builder that must be named with ``-b``.
+    recognised_layout: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass's own ``_plan``, ``chunks`` and ``query_defaults`` are guarded: an exception of its code
+        becomes one error line naming the builder (inside a build, whose transaction then rolls back), and
+        what they return is checked against the contract before an index is made of it."""
+        super().__init_subclass__(**kwargs)
+        for method, check in (("_plan", None), ("chunks", _checked_chunks), ("query_defaults", _checked_defaults)):
+            if method in cls.__dict__ and not getattr(cls.__dict__[method], "_guarded", False):
+                setattr(cls, method, _guarded(cls.__dict__[method], method, check))
 
     @classmethod
     def recognises(cls, source: Path) -> bool:
@@ -179,3 +193,61 @@ class Builder(Configurable):
     def query_defaults(self) -> QueryDefaults:
         """Interactive search defaults for indexes this builder makes."""
         raise NotImplementedError
+
+
+def _guarded(function: Callable[..., Any], method: str, check: Callable[..., Any] | None) -> Callable[..., Any]:
+    """``function`` (a builder's own method) with its failures as PluginError and its result checked."""
+
+    @functools.wraps(function)
+    def guarded(self: Builder, *args: Any) -> Any:
+        doing = f"in {method}" + (f" on {args[0].path}" if args and isinstance(args[0], SourceFile) else "")
+        try:
+            result = function(self, *args)
+        except RagEvalError:
+            raise
+        except Exception as exc:  # the builder's own code: one line naming it
+            raise plugin_failure("builder", self.name, doing, exc) from exc
+        return result if check is None else check(self, doing, result)
+
+    guarded._guarded = True  # type: ignore[attr-defined]
+    return guarded
+
+
+def _checked_chunks(builder: Builder, doing: str, chunks: Iterable[Chunk]) -> Iterator[Chunk]:
+    """Each chunk as it comes (a builder may stream them), checked: a Chunk with a non-empty str key without
+    control characters, and str text, title, path and doc."""
+    iterator = iter(chunks)
+    while True:
+        try:
+            chunk = next(iterator)
+        except StopIteration:
+            return
+        except RagEvalError:
+            raise
+        except Exception as exc:  # a streaming builder's own code
+            raise plugin_failure("builder", builder.name, doing, exc) from exc
+        problem = _chunk_problem(chunk)
+        if problem is not None:
+            raise PluginError(f"builder {builder.name!r} broke the builder contract {doing}: {problem}")
+        yield chunk
+
+
+def _chunk_problem(chunk: Any) -> str | None:
+    if not isinstance(chunk, Chunk):
+        return f"it gave {chunk!r:.80}, not a rag_eval.records.Chunk"
+    if not isinstance(chunk.key, str) or not chunk.key or control_character(chunk.key) is not None:
+        # a key is one line of search output and one column of run files and qrels
+        return f"the chunk key {chunk.key!r:.80} is not a non-empty str without control characters"
+    for field in ("text", "title", "path", "doc"):
+        if not isinstance(getattr(chunk, field), str):
+            return f"chunk {chunk.key!r}: {field} is {getattr(chunk, field)!r:.80}, not a str"
+    return None
+
+
+def _checked_defaults(builder: Builder, doing: str, defaults: Any) -> QueryDefaults:
+    if not isinstance(defaults, QueryDefaults):
+        raise PluginError(
+            f"builder {builder.name!r} broke the builder contract {doing}: it gave {defaults!r:.80}, "
+            "not a rag_eval.builders.QueryDefaults"
+        )
+    return defaults

@@ -49,6 +49,7 @@ class LinesBuilder(Builder):
     index_title = False
     list_by = "document"
     recognise_order = 10
+    recognised_layout = "a lines manifest.json"
 
     @classmethod
     def recognises(cls, source: Path) -> bool:

@@ -104,6 +104,7 @@ class PassagesBuilder(Builder):
     )
 
     recognise_order = 20
+    recognised_layout = "a corpus.jsonl"
 
     @classmethod
     def recognises(cls, source: Path) -> bool:

@@ -199,6 +199,7 @@ class SectionsBuilder(Builder):
     )
 
     recognise_order = 30
+    recognised_layout = "Markdown files"
 
     @classmethod
     def recognises(cls, source: Path) -> bool:
