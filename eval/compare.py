@@ -19,6 +19,7 @@ import numpy as np
 from .. import __version__
 from ..builders import get_builder
 from ..errors import RagEvalError
+from ..outputs import recorded_name
 from ..processing import QueryProcessing
 from ..query import MODES
 from ..textio import control_character, read_text
@@ -28,8 +29,15 @@ from .agreement import label_free
 from .engines import DEFAULT_ENGINE, get_engine, written_engine
 from .formats import load_dataset
 from .fusion import Fusion, fuse_runs, fused_row, fused_systems, fusion_from_table, parse_fusion
-from .gate import DEFAULT_TOLERANCE, GateResult, check, check_baseline_target, check_tolerance, load_baseline
-from .gate import write_baseline as save_baseline
+from .gate import (
+    DEFAULT_TOLERANCE,
+    GateResult,
+    check,
+    check_baseline_target,
+    check_tolerance,
+    load_baseline,
+    stage_baseline,
+)
 from .metrics import DEFAULT_METRICS, RankedDoc, check_qrels, evaluate, judged_queries, metric_names, parse_metric
 from .records import NO_ANSWER, SYNTHETIC_KIND, Dataset, Qrel
 from .report import check_output, write_outputs
@@ -192,8 +200,18 @@ def environment() -> dict[str, Any]:
         },
         "commit": _commit(),
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": " ".join(["rag-eval", *sys.argv[1:]]) if sys.argv and "rag-eval" in Path(sys.argv[0]).name else "",
+        "command": command_line(),
     }
+
+
+def command_line() -> str:
+    """The ``rag-eval ...`` command that runs, as the outputs record it ("" when not run as rag-eval). An argument
+    holding bytes that are not UTF-8 (a file name) shows them as ``\\xff``: recorded as they came (lone
+    surrogates), they made every JSON output unwritable after the whole run."""
+    if not sys.argv or "rag-eval" not in Path(sys.argv[0]).name:
+        return ""
+    words = ["rag-eval", *sys.argv[1:]]
+    return " ".join(recorded_name(word) for word in words)
 
 
 def compare(
@@ -611,7 +629,7 @@ def run_compare(
     both exact engines side by side; a systems file names its own."""
     tolerance = check_tolerance(tolerance)
     folder = check_output(output)
-    if queries is not None and Path(dataset).is_dir():
+    if Path(dataset).is_dir():  # a knowledge base, or a dataset folder (an export's corpus/ is one too)
         root = Path(dataset).resolve()
         if folder.resolve() == root or root in folder.resolve().parents:
             raise RagEvalError(
@@ -672,7 +690,7 @@ def run_compare(
     gate = check(report, baseline, tolerance=tolerance) if baseline is not None else None
     if gate is not None:
         report["gate"] = {
-            "against": str(against),
+            "against": recorded_name(against),
             "tolerance": tolerance,
             "compared": gate.compared,
             "regressions": gate.regressions,
@@ -681,6 +699,14 @@ def run_compare(
             "unmatched": gate.unmatched,
         }
     replaced = (Path(folder) / "report.json").is_file()  # write_outputs replaces only a report compare wrote
-    written = write_outputs(report, runs, folder)
-    baseline_written = save_baseline(report, baseline_path) if baseline_path is not None else None
+    # The baseline is written in full before the report folder is replaced, and put in place after it: a
+    # failure writing either (a full disk) leaves both as they were.
+    staged = stage_baseline(report, baseline_path) if baseline_path is not None else None
+    try:
+        written = write_outputs(report, runs, folder)
+    except BaseException:
+        if staged is not None:
+            staged.discard()
+        raise
+    baseline_written = staged.commit() if staged is not None else None
     return CompareResult(report, runs, written, baseline_written, gate, replaced)

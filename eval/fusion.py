@@ -22,6 +22,7 @@ multiplies the unweighted sum by the sum of the weights of the members that retu
 from __future__ import annotations
 
 import math
+import os
 import re
 import statistics
 import sys
@@ -383,6 +384,15 @@ def fused_row(
     }
 
 
+def _file_identity(name: str) -> tuple[object, ...]:
+    """What tells two run arguments apart: the file they open (device and inode), else the normalised path."""
+    try:
+        info = os.stat(name)
+    except (OSError, ValueError):
+        return ("path", os.path.abspath(name))
+    return ("file", info.st_dev, info.st_ino)
+
+
 def fuse_files(
     paths: Sequence[str | Path],
     output: str | Path,
@@ -407,9 +417,16 @@ def fuse_files(
             f"{target}: refusing to replace it: it already exists", hint="choose a new path, or move the file away"
         )
     names = [str(path) for path in paths]
-    repeated = sorted({name for name in names if names.count(name) > 1})
+    # One file named twice, however spelled (../a.run and /abs/a.run, a symbolic or hard link to it): counted
+    # twice, it would silently double that run's weight.
+    identities = [_file_identity(name) for name in names]
+    repeated = [name for name, identity in zip(names, identities, strict=True) if identities.count(identity) > 1]
     if repeated:
-        raise FusionError(f"run {repeated[0]!r} is given twice")
+        first = identities.index(_file_identity(repeated[0]))
+        again = [name for name, identity in zip(names, identities, strict=True) if identity == identities[first]]
+        if len(set(again)) == 1:
+            raise FusionError(f"run {again[0]!r} is given twice")
+        raise FusionError(f"runs {again[0]!r} and {again[1]!r} are one file, given twice")
     options: dict[str, Any] = {key: value for key, value in (("k", k), ("normalise", normalise)) if value is not None}
     fusion = _declared(method, names, tuple(weights) if weights else None, options, "fusion of " + ", ".join(names))
     runs = [read_run(path) for path in paths]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RagEvalError
-from ..outputs import check_file_target, write_text_atomic
+from ..outputs import StagedFile, check_file_target, stage_text, write_text_atomic
 from ..textio import read_json
 
 DEFAULT_TOLERANCE = 0.005
@@ -135,12 +135,25 @@ def baseline_owned(path: Path) -> str | None:
         or not data["schema"].startswith("rag-eval/")
     ):
         return "it is not a rag-eval baseline or report (no rag-eval schema)"
+    schema = data["schema"]
+    if not schema.startswith(("rag-eval/baseline/", "rag-eval/compare/")):
+        # tune.json, a judge replay, synthetic.json: rag-eval's, but another command's record, not a baseline
+        return f"it is another command's output ({schema}), not a baseline"
+    if schema.startswith("rag-eval/compare/") and path.name == "report.json":
+        # the report.json of a report folder: replaced by a baseline, the folder is no longer a report
+        return "it is the report.json of a compare report folder, not a baseline"
     return None
 
 
 def check_baseline_target(path: str | Path) -> Path:
     """Refuse now a ``--write-baseline`` target that ``write_baseline`` would refuse later."""
     return check_file_target(path, owned=baseline_owned, what=BASELINE_WHAT)
+
+
+def stage_baseline(report: dict[str, Any], path: str | Path) -> StagedFile:
+    """``baseline_of(report)`` written beside ``path``, put in place by ``commit()`` (see :func:`write_baseline`)."""
+    text = json.dumps(baseline_of(report), ensure_ascii=False, indent=2) + "\n"
+    return stage_text(path, text, owned=baseline_owned, what=BASELINE_WHAT)
 
 
 def write_baseline(report: dict[str, Any], path: str | Path) -> Path:

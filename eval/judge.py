@@ -20,7 +20,7 @@ from typing import Any
 
 from ..builders import get_builder
 from ..errors import RagEvalError
-from ..outputs import check_file_target, write_text_atomic
+from ..outputs import check_file_target, recorded_name, write_text_atomic
 from ..records import Progress
 from ..tokenizers import Tokenizer, get_tokenizer, written_spec
 from .compare import Skipped, SystemProgress, default_systems
@@ -333,9 +333,9 @@ def oracle(
         steps=steps,
         study=study,
         parameters={
-            "source": source,
-            "questions": str(questions),
-            "qrels": str(qrels),
+            "source": recorded_name(source),
+            "questions": recorded_name(questions),
+            "qrels": recorded_name(qrels),
             "depth": depth,
             "builder": next(iter(systems.values())).builder,
         },

@@ -98,6 +98,11 @@ def read_run(path: str | Path) -> list[RankedDoc]:
         if not math.isfinite(score):  # nan, inf, 1e999: they would sort arbitrarily
             raise DatasetError(f"{name}:{number}: score {parts[4][:40]!r} is not a finite number")
         rows.setdefault(parts[0], []).append((score, parts[2]))
+    if not rows:  # scored, it would be a row of zeros; fused, a run that adds nothing
+        raise DatasetError(
+            f"{name}: no results: the run file is empty or blank",
+            hint="a TREC run has one 'qid Q0 docid rank score tag' line per result",
+        )
     return [
         RankedDoc(query_id, doc_id, rank, score)
         for query_id, docs in rows.items()

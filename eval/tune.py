@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import random
 import time
 import tomllib
@@ -432,6 +433,16 @@ def tune(
     for value, name in ((max_p95_ms, "--max-p95-ms"), (max_index_mb, "--max-index-mb")):
         if value is not None and not (value > 0 and math.isfinite(value)):  # tune.json is strict JSON
             raise RagEvalError(f"{name} must be a finite number above 0, not {value}")
+    folder = Path(os.path.abspath(output))
+    for source in (dataset_ref, eval_on):
+        if source is not None and Path(source).is_dir():
+            root = Path(source).resolve()
+            if folder.resolve() == root or root in folder.resolve().parents:
+                raise RagEvalError(
+                    f"{output}: the tune folder cannot go inside the dataset {source}: its report.md would be read "
+                    "as part of a Markdown corpus there the next time",
+                    hint="write it beside the dataset, e.g. -o out/tune",
+                )
     space = load_space(space_file)
     pool = candidates(space)
     started, started_in = time.perf_counter(), environment()

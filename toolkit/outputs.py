@@ -9,8 +9,11 @@ schema, ...); anything else is an :class:`OutputError` and nothing is touched.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +37,12 @@ def umask() -> int:
     return mask
 
 
+def recorded_name(value: str | Path) -> str:
+    """A path or argument as an output records it: its bytes that are not UTF-8 (which Python passes on as lone
+    surrogates, and no UTF-8 file can hold) shown as ``\\xff``, everything else unchanged."""
+    return str(value).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def checked_target(target: str | Path, *, what: str) -> Path:
     """``target`` as an absolute path with a name, never the working folder or one of its parents."""
     raw = str(target)
@@ -45,6 +54,11 @@ def checked_target(target: str | Path, *, what: str) -> Path:
         raise OutputError(
             f"{raw}: the {what} cannot be the current folder or one of its parents",
             hint="name a new file or folder, e.g. out/report",
+        )
+    if os.path.basename(raw.rstrip(os.sep)) == "..":
+        # "a/../.." names a folder only once "a" exists; normalised it would be another path than the one written.
+        raise OutputError(
+            f"{raw}: invalid {what} path: it ends in '..'", hint="name a new file or folder, e.g. out/report"
         )
     # Refused now rather than after the work: a parent that is a file (or a link to one) cannot hold it.
     parent = path.parent
@@ -62,32 +76,139 @@ def _refuse(path: Path, reason: str, what: str) -> OutputError:
     )
 
 
+#: What a write leaves beside its target while it runs: ``.NAME.XXXXXXXX.partial`` (the file or folder being
+#: written) and ``.NAME.XXXXXXXX.old`` (the previous folder, moved aside for a moment). The writing process holds
+#: an exclusive ``flock`` on each; one nobody holds was left by a killed command and is cleared by the next write.
+_LEFT_BEHIND = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.(?P<kind>partial|old)")
+
+
+def missing_parents(path: str | Path) -> list[Path]:
+    """``path``'s parent folders that do not exist yet, deepest first: what writing it will create, and what
+    :func:`remove_made` removes again when the write fails."""
+    missing = []
+    parent = Path(path).parent
+    while not os.path.lexists(parent) and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    return missing
+
+
+def _make_parents(path: Path) -> list[Path]:
+    """Create ``path``'s missing parent folders; the ones created, deepest first (for :func:`remove_made`)."""
+    missing = missing_parents(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def remove_made(folders: list[Path]) -> None:
+    """Remove the folders a failed write created (see :func:`missing_parents`), deepest first, while empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+def _hold(path: Path) -> int:
+    """An exclusive ``flock`` on ``path`` (a file or a folder), held while the returned descriptor is open."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _release(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def clear_left_behind(target: str | Path) -> None:
+    """Remove what writes of ``target`` that were killed (SIGKILL, a power cut) left beside it: staging files and
+    folders no running command holds. A previous folder moved aside just before the kill is put back when
+    ``target`` is missing, so the kill leaves the target as it was."""
+    path = Path(target)
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return
+    found = [e for e in entries if (m := _LEFT_BEHIND.fullmatch(e.name)) is not None and m["name"] == path.name]
+    # The previous folder first: put back before the staged new one is removed.
+    for entry in sorted(found, key=lambda e: not e.name.endswith(".old")):
+        left = Path(entry.path)
+        try:
+            info = os.lstat(left)
+            if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+                continue
+            fd = _hold(left)
+        except OSError:
+            continue  # gone, or held by a command still writing
+        try:
+            if entry.name.endswith(".old"):
+                previous = left / "previous"
+                if not os.path.lexists(path) and os.path.lexists(previous):
+                    previous.rename(path)
+            if stat.S_ISDIR(info.st_mode):
+                shutil.rmtree(left, ignore_errors=True)
+            else:
+                left.unlink(missing_ok=True)
+        except OSError:
+            pass
+        finally:
+            _release(fd)
+
+
 @contextmanager
 def publish_folder(target: str | Path, *, owned: Ownership, what: str) -> Iterator[Path]:
     """Yield an empty staging folder; when the block ends without error, it replaces ``target`` in one rename.
 
     ``target`` must not exist, or ``owned(target)`` must return None. A failure (or Ctrl-C) inside the
-    block removes the staging folder and leaves ``target`` untouched. The previous folder is moved aside
-    under a unique name and deleted only after the new one is in place.
+    block removes the staging folder (and the parent folders it created) and leaves ``target`` untouched. The
+    previous folder is moved aside under a unique name and deleted only after the new one is in place. What a
+    write killed outright (SIGKILL) left is cleared by the next write of the same target
+    (:func:`clear_left_behind`).
     """
     path = checked_target(target, what=what)
+    clear_left_behind(path)  # first: a previous folder a killed write had moved aside is back before it is checked
     _check_folder(path, owned, what)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    made = _make_parents(path)
+    held = -1
     try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    except BaseException:
+        remove_made(made)
+        raise
+    try:
+        held = _hold(staging)  # a later write of the same target leaves it alone while this one runs
         staging.chmod(0o777 & ~umask())  # mkdtemp makes it private; the folder gets what mkdir would give
         yield staging
         _check_folder(path, owned, what)  # again: the block may have run for minutes
         if path.exists() or path.is_symlink():
             trash = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
-            path.rename(trash / "previous")
-            staging.rename(path)
-            shutil.rmtree(trash, ignore_errors=True)
+            trash_held = _hold(trash)
+            try:
+                path.rename(trash / "previous")
+                try:
+                    staging.rename(path)
+                except BaseException:
+                    (trash / "previous").rename(path)  # the previous folder goes back under its name
+                    raise
+                shutil.rmtree(trash, ignore_errors=True)
+            finally:
+                _release(trash_held)
         else:
             staging.rename(path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        remove_made(made)  # a failed or interrupted command leaves no folder it created either
         raise
+    finally:
+        if held >= 0:
+            _release(held)
 
 
 def _check_folder(path: Path, owned: Ownership, what: str) -> None:
@@ -138,25 +259,78 @@ def check_file_target(target: str | Path, *, owned: Ownership | None, what: str)
     return path
 
 
+class StagedFile:
+    """A file written in full beside its target and not yet in place: :meth:`commit` moves it there in one
+    rename, :meth:`discard` removes it. Lets a command write several outputs and put them in place only once
+    every one of them was written (a failure in any leaves every target as it was)."""
+
+    def __init__(
+        self, path: Path, temporary: Path, held: int, owned: Ownership | None, what: str, made: list[Path]
+    ) -> None:
+        self.path, self._temporary, self._held, self._owned, self._what = path, temporary, held, owned, what
+        self._made = made  # the parent folders staging created, removed again when the file is discarded
+
+    def commit(self) -> Path:
+        """Put the file in place (an existing target is checked again: it may have changed meanwhile)."""
+        try:
+            check_file_target(self.path, owned=self._owned, what=self._what)
+            os.replace(self._temporary, self.path)
+        except BaseException:
+            self.discard()
+            raise
+        self._close()
+        return self.path
+
+    def discard(self) -> None:
+        """Remove the staged file (and the folders made for it); the target is left as it was."""
+        Path(self._temporary).unlink(missing_ok=True)
+        self._close()
+        remove_made(self._made)
+
+    def _close(self) -> None:
+        if self._held >= 0:
+            _release(self._held)
+            self._held = -1
+
+
+def stage_text(target: str | Path, text: str, *, owned: Ownership | None, what: str) -> StagedFile:
+    """Write ``text`` (UTF-8) beside ``target`` (checked as :func:`write_text_atomic` checks it) and return it
+    staged, not yet in place."""
+    clear_left_behind(checked_target(target, what=what))
+    path = check_file_target(target, owned=owned, what=what)
+    made = _make_parents(path)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    except BaseException:
+        remove_made(made)
+        raise
+    held = -1
+    try:
+        try:
+            held = _hold(Path(temporary))  # a later write of the same target leaves it alone while this one runs
+            os.fchmod(handle, 0o666 & ~umask())  # mkstemp makes it private; the file gets what open() would give
+        except BaseException:
+            os.close(handle)
+            raise
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        if held >= 0:
+            _release(held)
+        remove_made(made)
+        raise
+    return StagedFile(path, Path(temporary), held, owned, what, made)
+
+
 def write_text_atomic(target: str | Path, text: str, *, owned: Ownership | None, what: str) -> Path:
     """Write ``text`` (UTF-8) to ``target`` through a temporary file and one rename.
 
     An existing ``target`` is replaced only when ``owned`` allows it (``owned=None``: never).
     """
-    path = check_file_target(target, owned=owned, what=what)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        os.fchmod(handle, 0o666 & ~umask())  # mkstemp makes it private; the file gets what open() would give
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    return stage_text(target, text, owned=owned, what=what).commit()
 
 
 def only_names(path: Path, allowed: Callable[[Path], bool], what: str = "") -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import sys
 from typing import Any
@@ -43,6 +44,14 @@ class _Group(click.Group):
         except OSError as exc:  # a file system problem rag-eval did not anticipate: still one line
             if debug:
                 raise
+            if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list) and exc.args[0]:
+                # copytree gathers every file that failed, (source, destination, why): one line names the first
+                failed = exc.args[0]
+                first = failed[0]
+                why = first[2] if isinstance(first, tuple) and len(first) == 3 else first
+                more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+                _report(f"{why}{more}", None)
+                ctx.exit(1)
             where = f": {exc.filename}" if exc.filename else ""
             _report(f"{exc.strerror or exc}{where}", None)
             ctx.exit(1)

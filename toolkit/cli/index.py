@@ -12,7 +12,7 @@ import click
 from ..impact import BUILD_ENGINES, ENGINES
 from ..query import MODES
 from . import cli
-from .params import TEXT
+from .params import TEXT, UTF8_PATH
 from .progress import Bars
 
 
@@ -22,7 +22,7 @@ def index_cmd() -> None:
 
 
 @index_cmd.command("build")
-@click.argument("source", type=click.Path(path_type=Path))
+@click.argument("source", type=UTF8_PATH)
 @click.option(
     "-o",
     "--output",
@@ -99,8 +99,13 @@ def index_build_cmd(
       rag-eval index build docs/ -b sections -t unigram^2+bigram^2+jieba^2 --processing stopwords=zh -o docs.sqlite
       rag-eval index build docs/ -b sections --from out/tune/recommendation.toml -o docs.sqlite
     """
+    from ..outputs import checked_target, missing_parents, remove_made
     from ..textio import counted
     from ..writer import build
+
+    # Refused before anything is read: the working folder, one of its parents, a path ending in '..' (whose
+    # folders the build would create before finding it names an existing folder), NUL, a parent that is a file.
+    checked_target(index_path, what="index")
 
     if tokenizer_spec is not None and not tokenizer_spec.strip():
         raise click.UsageError("-t is empty: name a tokenizer spec, e.g. -t jieba (or leave -t out)")
@@ -116,16 +121,21 @@ def index_build_cmd(
         processing = processing if processing is not None else chosen.query
         if engine is None and get_engine(chosen.engine).build_engine == "impact":
             engine = "impact"
-    with Bars() as progress:
-        report = build(
-            source,
-            index_path,
-            builder=builder_spec or None,
-            tokenizer=tokenizer_spec or None,
-            processing=processing,
-            progress=progress,
-            engine=engine,
-        )
+    made = missing_parents(index_path)  # the build creates them: a failed one leaves none behind
+    try:
+        with Bars() as progress:
+            report = build(
+                source,
+                index_path,
+                builder=builder_spec or None,
+                tokenizer=tokenizer_spec or None,
+                processing=processing,
+                progress=progress,
+                engine=engine,
+            )
+    except BaseException:
+        remove_made(made)
+        raise
     if as_json:
         click.echo(json.dumps(report.__dict__))
         return

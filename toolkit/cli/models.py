@@ -68,8 +68,14 @@ def models_install_cmd(model: str, sdist: Path | None) -> None:
     pip downloads the sdist, rag-eval checks its pinned sha256, extracts pkuseg/models/default into
     the cache dir and converts it to the format spacy-pkuseg loads (49 MB download, 175 MB installed).
     """
+    from ..errors import ModelError
     from ..models import install_pkuseg_model
+    from ..textio import open_regular
 
+    if sdist is not None and sdist.exists():
+        # Checked here, never opened for a blocking read: a FIFO would hang the sha256 and a device never end.
+        with open_regular(sdist, ModelError, label=f"--sdist {sdist}"):
+            pass
     install_pkuseg_model(sdist, progress=lambda message: click.echo(f"… {message}", err=True))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -47,3 +48,19 @@ def _name(param: click.Parameter | None) -> str:
 
 #: The type of every free-text option and argument (queries, categories, prefixes, targets, specs).
 TEXT = Utf8Text()
+
+
+class Utf8Path(click.Path):
+    """A path argument whose name must be valid UTF-8, for commands that record the path in a JSON or SQLite
+    output (a report, tune.json, an index's meta): refused up front, as :class:`Utf8Text` refuses text, rather
+    than after the work when the path cannot be written into that output."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert(TEXT.convert(value, param, ctx), param, ctx)
+
+
+#: The type of a path option that a command records in what it writes.
+UTF8_PATH = Utf8Path()
