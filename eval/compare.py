@@ -84,9 +84,10 @@ def default_systems(dataset: Dataset, builder: str | None, mode: str | None) -> 
     chosen_mode = mode or dataset.meta.get("mode") or "or"
     systems, skipped = [], []
     for name in TOKENIZERS:
-        if not tokenizer_class(name).in_default_comparison:
-            continue
         try:
+            # A plug-in that fails to import, or breaks its declarations, is left out like a missing library.
+            if not tokenizer_class(name).in_default_comparison:
+                continue
             get_tokenizer(name).check_available()
         except RagEvalError as exc:
             skipped.append(Skipped(name, str(exc).removeprefix(f"tokenizer {name!r} is unavailable: "), exc.hint or ""))

@@ -287,3 +287,32 @@ def test_tokens_never_hold_a_control_character_fts5_separates_on(spec: str) -> N
     terms = tokenizer.terms("ab\x01cd 导出\x7f文件 x \x00z 后面")
     assert not any(regex.search(r"[\x00-\x1f\x7f]", term) for term in terms), terms
     assert [t.text for t in tokenizer.tokenize("ab\x01cd")] == tokenizer.terms("ab\x01cd")
+
+
+def test_a_plug_in_that_fails_to_import_is_left_out_of_a_default_compare(tmp_path: Path) -> None:
+    """docs/plugins.md: a plug-in that fails to import is reported as unavailable without breaking the others;
+    `compare` without -t aborted on it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    dist = tmp_path / "audit_missing_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: audit-missing-plugin\nVersion: 1.0\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text(
+        "[rag_eval.tokenizers]\naudit-import-fails = audit_no_such_module:Tokenizer\n", encoding="utf-8"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    out = tmp_path / "report"
+    result = subprocess.run(
+        [sys.executable, "-m", "rag_eval", "compare", "evidence-mini", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "audit-import-fails" in result.stdout + result.stderr  # named as left out, with its reason
+    systems = json.loads((out / "report.json").read_text(encoding="utf-8"))["systems"]
+    assert systems and not any("audit-import-fails" in json.dumps(system) for system in systems)
