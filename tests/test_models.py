@@ -5,13 +5,16 @@ from __future__ import annotations
 import hashlib
 import io
 import pickle
+import signal
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 import srsly
 
-from rag_eval.errors import ModelError, UnavailableError
+from rag_eval.errors import ModelError, RagEvalError, UnavailableError
 from rag_eval.models import (
     PKUSEG_MODEL_ENV,
     default_model_dir,
@@ -84,6 +87,40 @@ def test_install_refuses_a_wrong_checksum_and_keeps_the_previous_model(tmp_path:
     with pytest.raises(ModelError, match="expected 0000"):
         install_pkuseg_model(sdist, target=target, expected_sha256="0" * 64)
     assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+
+
+def test_install_never_replaces_a_folder_that_holds_more_than_a_model(tmp_path: Path) -> None:
+    sdist = fake_sdist(tmp_path)
+    target = tmp_path / "default"
+    target.mkdir()
+    (target / "notes.txt").write_text("mine\n", encoding="utf-8")
+    with pytest.raises(RagEvalError, match="notes.txt"):
+        install_pkuseg_model(sdist, target=target, expected_sha256=sha256(sdist))
+    assert sorted(p.name for p in target.iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["default", sdist.name]  # nothing left beside it
+
+
+def test_what_a_killed_install_left_is_cleared_by_the_next(tmp_path: Path) -> None:
+    """An install killed outright left its hidden folder beside the model for ever (found by the data-safety
+    audit); now it is in the system's temporary folder or a staging folder the next install clears."""
+    sdist = fake_sdist(tmp_path)
+    target = tmp_path / "models" / "default"
+    target.parent.mkdir()
+    code = (
+        "import os, sys, signal\n"
+        "from pathlib import Path\n"
+        "from rag_eval import models\n"
+        "def killed(*args):\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "models._smoke_test = killed\n"
+        "models.install_pkuseg_model(Path(sys.argv[1]), target=Path(sys.argv[2]), expected_sha256=sys.argv[3])\n"
+    )
+    died = subprocess.run([sys.executable, "-c", code, str(sdist), str(target), sha256(sdist)], check=False)
+    assert died.returncode == -signal.SIGKILL
+    left = [p.name for p in target.parent.iterdir()]
+    assert left and all(name.startswith(".default.") for name in left), left
+    install_pkuseg_model(sdist, target=target, expected_sha256=sha256(sdist))
+    assert sorted(p.name for p in target.parent.iterdir()) == ["default"]
 
 
 def test_install_rejects_an_archive_without_the_model(tmp_path: Path) -> None:

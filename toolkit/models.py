@@ -167,8 +167,10 @@ def install_pkuseg_model(
     place in one rename, so a failure leaves any previous install untouched.
     """
     target = target or default_model_dir()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".install-") as scratch:
+    # The download and the extraction go to the system's temporary folder; the model is assembled in a hidden
+    # folder beside the target that a killed install leaves for the next one to clear (publish_folder), and
+    # an existing target is replaced only when it holds nothing but an installed model.
+    with tempfile.TemporaryDirectory(prefix="rag-eval-install-") as scratch:
         work = Path(scratch)
         if sdist is None:
             progress(f"downloading {PKUSEG_SDIST} sdist from PyPI with pip (about 49 MB)")
@@ -178,22 +180,19 @@ def install_pkuseg_model(
         if actual != expected_sha256:
             raise ModelError(f"{sdist} has sha256 {actual}, expected {expected_sha256}; refusing to install it")
         progress("extracting pkuseg/models/default")
-        staged = work / "model"
-        staged.mkdir()
-        _extract_model(sdist, staged)
-        progress("converting features.pkl to features.msgpack")
-        _convert_features(staged / "features.pkl", staged / "features.msgpack")
-        (staged / "features.pkl").unlink()
-        progress("checking that spacy-pkuseg loads the model")
-        _smoke_test(staged)
-        (staged / "rag-eval-install.json").write_text(
-            json.dumps({"source": PKUSEG_SDIST, "sdist_sha256": actual, "model_sha256": model_checksum(staged)}),
-            encoding="utf-8",
-        )
-        if target.exists():
-            old = work / "previous"
-            target.rename(old)
-        staged.rename(target)
+        extracted = work / "model"
+        extracted.mkdir()
+        _extract_model(sdist, extracted)
+        with publish_folder(target, owned=_holds_only_an_installed_model, what="pkuseg model folder") as staged:
+            shutil.copyfile(extracted / "weights.npz", staged / "weights.npz")
+            progress("converting features.pkl to features.msgpack")
+            _convert_features(extracted / "features.pkl", staged / "features.msgpack")
+            progress("checking that spacy-pkuseg loads the model")
+            _smoke_test(staged)
+            (staged / INSTALL_RECORD).write_text(
+                json.dumps({"source": PKUSEG_SDIST, "sdist_sha256": actual, "model_sha256": model_checksum(staged)}),
+                encoding="utf-8",
+            )
     progress(f"installed the pkuseg default model in {target}")
     return target
 
@@ -243,6 +242,18 @@ def _smoke_test(model_dir: Path) -> None:
     if result.returncode != 0 or result.stderr.strip() or not result.stdout.strip():
         detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise ModelError(f"spacy-pkuseg could not load the converted model cleanly: {detail}")
+
+
+#: What ``models install`` writes beside the model files: where the model came from.
+INSTALL_RECORD = "rag-eval-install.json"
+
+
+def _holds_only_an_installed_model(folder: Path) -> str | None:
+    return only_names(
+        folder,
+        lambda name: len(name.parts) == 1 and name.name in (*MODEL_FILES, INSTALL_RECORD),
+        what="pkuseg model folder",
+    )
 
 
 def _holds_only_a_model(folder: Path) -> str | None:
