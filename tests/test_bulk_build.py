@@ -12,6 +12,7 @@ from conftest import make_docs
 
 from rag_eval import writer
 from rag_eval.cli import cli
+from rag_eval.errors import IndexFileError, RagEvalError
 from rag_eval.search import search
 from rag_eval.store import Index
 
@@ -86,3 +87,32 @@ def test_a_first_build_that_cannot_reach_the_disk_leaves_nothing(
     lines = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "cannot write the new index to disk" in lines[0] and "Traceback" not in result.output
     assert sorted(p.name for p in out.iterdir()) == []
+
+
+def test_a_failed_first_build_removes_the_folders_it_created(tmp_path: Path) -> None:
+    """Through the library too (the CLI used to be the only one cleaning up): a source with an undecodable file
+    fails after the folders of ``-o`` were made."""
+    docs = make_docs(tmp_path / "docs")
+    (docs / "broken.md").write_bytes(b"# \xff\xfe\n")
+    with pytest.raises(RagEvalError):
+        writer.build(docs, tmp_path / "a" / "b" / "new.sqlite", builder="sections", tokenizer="bigram")
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(RagEvalError):
+        writer.build(docs, tmp_path / "kept" / "c" / "new.sqlite", builder="sections", tokenizer="bigram")
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == []  # its own folder stays, c is gone
+
+
+def test_a_source_or_index_path_that_is_not_utf8_is_refused_before_the_work(tmp_path: Path) -> None:
+    docs = make_docs(tmp_path / "docs")
+    odd = Path(os.fsdecode(bytes(tmp_path / "docs") + b"\xff"))
+    docs.rename(odd)
+    with pytest.raises(IndexFileError, match="source path is not valid UTF-8") as caught:
+        writer.build(odd, tmp_path / "new.sqlite", builder="sections", tokenizer="bigram")
+    assert "\\xff" in str(caught.value)
+    fine = make_docs(tmp_path / "fine")
+    with pytest.raises(IndexFileError, match="index path is not valid UTF-8"):
+        writer.build(
+            fine, Path(os.fsdecode(bytes(tmp_path) + b"/n\xff.sqlite")), builder="sections", tokenizer="bigram"
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([odd.name, "fine"])

@@ -24,7 +24,7 @@ from .impact import TABLES as IMPACT_TABLES
 from .impact import build_engine, write_impacts
 from .indexmeta import SCHEMA_VERSION, read_meta, recorded_meta
 from .locks import remove_database
-from .outputs import umask
+from .outputs import missing_parents, recorded_name, remove_made, umask
 from .processing import QueryProcessing
 from .records import Chunk, Progress
 from .search import weights_for
@@ -108,6 +108,14 @@ def build(
     started = time.perf_counter()
     source = Path(source)
     path = str(index_path)
+    for value, what in ((str(source), "source"), (path, "index")):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a file name's non-UTF-8 bytes: the index records both paths as text
+            raise IndexFileError(
+                f"{recorded_name(value)}: the {what} path is not valid UTF-8, and the index records it",
+                hint="rename it with UTF-8 characters",
+            ) from None
     kept = _recorded_settings(path, db) if None in (builder, tokenizer, processing, engine) else {}
     if builder is None:
         builder = kept.get("builder") or infer_builder(source)
@@ -144,38 +152,43 @@ def build(
     # (``db``) is the caller's, built where it points.
     aside = created and db is None
     building = path
-    if created:
-        try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+    made = missing_parents(path) if created else []  # the folders this build creates, removed if it fails
+    try:
+        if created:
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                if aside:
+                    _remove_stale_builds(path)
+                    building = _new_building_file(path)
+                else:
+                    Path(path).touch()
+            except OSError as exc:
+                raise IndexFileError(f"{path}: cannot create the index file: {exc.strerror or exc}") from None
+        with build_lock(building, remove_on_error=created):
+            own_db = db is None
+            try:
+                if db is None:
+                    try:
+                        db = connect(building)
+                        if aside:
+                            _bulk_load(db)
+                    except sqlite3.Error as exc:
+                        raise IndexFileError(
+                            f"{path}: cannot open the index for writing ({exc})",
+                            hint="check that the folder and the file are writable",
+                        ) from None
+                report = _write(db, path, source, root, refs, builder, tokenizer, progress, on_insert, recorded, engine)
+                if aside:
+                    db.execute("PRAGMA journal_mode = WAL")  # what every index of ours uses once published
+            finally:
+                if own_db and db is not None:
+                    db.close()
             if aside:
-                _remove_stale_builds(path)
-                building = _new_building_file(path)
-            else:
-                Path(path).touch()
-        except OSError as exc:
-            raise IndexFileError(f"{path}: cannot create the index file: {exc.strerror or exc}") from None
-    with build_lock(building, remove_on_error=created):
-        own_db = db is None
-        try:
-            if db is None:
-                try:
-                    db = connect(building)
-                    if aside:
-                        _bulk_load(db)
-                except sqlite3.Error as exc:
-                    raise IndexFileError(
-                        f"{path}: cannot open the index for writing ({exc})",
-                        hint="check that the folder and the file are writable",
-                    ) from None
-            report = _write(db, path, source, root, refs, builder, tokenizer, progress, on_insert, recorded, engine)
-            if aside:
-                db.execute("PRAGMA journal_mode = WAL")  # what every index of ours uses once published
-        finally:
-            if own_db and db is not None:
-                db.close()
-        if aside:
-            _flush_to_disk(building)
-            _publish(building, path)
+                _flush_to_disk(building)
+                _publish(building, path)
+    except BaseException:
+        remove_made(made)
+        raise
     report.tokenizer_load_seconds = load_seconds
     report.seconds = time.perf_counter() - started
     report.index_bytes = index_size(path)

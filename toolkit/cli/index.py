@@ -99,7 +99,7 @@ def index_build_cmd(
       rag-eval index build docs/ -b sections -t unigram^2+bigram^2+jieba^2 --processing stopwords=zh -o docs.sqlite
       rag-eval index build docs/ -b sections --from out/tune/recommendation.toml -o docs.sqlite
     """
-    from ..outputs import checked_target, missing_parents, remove_made
+    from ..outputs import checked_target
     from ..textio import counted
     from ..writer import build
 
@@ -121,21 +121,16 @@ def index_build_cmd(
         processing = processing if processing is not None else chosen.query
         if engine is None and get_engine(chosen.engine).build_engine == "impact":
             engine = "impact"
-    made = missing_parents(index_path)  # the build creates them: a failed one leaves none behind
-    try:
-        with Bars() as progress:
-            report = build(
-                source,
-                index_path,
-                builder=builder_spec or None,
-                tokenizer=tokenizer_spec or None,
-                processing=processing,
-                progress=progress,
-                engine=engine,
-            )
-    except BaseException:
-        remove_made(made)
-        raise
+    with Bars() as progress:
+        report = build(
+            source,
+            index_path,
+            builder=builder_spec or None,
+            tokenizer=tokenizer_spec or None,
+            processing=processing,
+            progress=progress,
+            engine=engine,
+        )
     if as_json:
         click.echo(json.dumps(report.__dict__))
         return
