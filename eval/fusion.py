@@ -47,6 +47,9 @@ NORMALISATIONS = ("minmax", "sum", "zmuv")
 DEFAULT_K = 60
 DEFAULT_NORMALISATION = "minmax"
 MAX_K = 1_000_000
+#: Largest fusion weight (only the weights' ratios matter): two members weighted 1e308 summed to inf, a score no
+#: run may hold.
+MAX_FUSION_WEIGHT = 1000.0
 #: Deepest fused run ``rag-eval fuse`` writes (trec_eval's cutoffs stop at the same bound).
 MAX_DEPTH = 10_000
 FUSED_RUN_WHAT = "fused run"
@@ -109,6 +112,11 @@ class Fusion:
             for weight in self.weights:
                 if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < math.inf:
                     raise FusionError(f"a fusion weight must be a finite number above 0, not {weight!r}")
+                if weight > MAX_FUSION_WEIGHT:
+                    raise FusionError(
+                        f"a fusion weight must be at most {MAX_FUSION_WEIGHT:g} (only the weights' ratios matter), "
+                        f"not {weight!r}"
+                    )
 
     @property
     def options(self) -> str:
@@ -243,7 +251,10 @@ def fuse(
             scores[doc] = scores.get(doc, 0.0) + weight * value
     if fusion.method == "combmnz":
         scores = {doc: score * sum(r != _ABSENT for r in ranks[doc]) for doc, score in scores.items()}
-    order = sorted(scores, key=lambda doc: (-round(scores[doc], TIE_DECIMALS), ranks[doc], doc))
+    # Ties are judged on the scores as if the largest weight were 1: weights scaled alike rank alike (weights of 1e-12
+    # rounded every score to 0 at 12 decimals, and the members' ranks alone ordered the list).
+    scale = max(weights)
+    order = sorted(scores, key=lambda doc: (-round(scores[doc] / scale, TIE_DECIMALS), ranks[doc], doc))
     return [(doc, scores[doc]) for doc in order[:depth]]
 
 

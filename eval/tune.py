@@ -178,14 +178,20 @@ def load_space(path: Path | None) -> dict[str, Any]:
 def candidates(space: dict[str, Any]) -> list[Candidate]:
     """Every candidate of a space, the available single tokenizers first; unavailable tokenizers are left out."""
     tokenizers = []
+    canonical: set[str] = set()
     for spec in space["tokenizers"]:
         tokenizer = get_tokenizer(spec)
-        if tokenizer.availability() is None:
+        # Two spellings of one tokenizer (bigram, bigram:t2s=false) are one candidate, as a value listed twice is.
+        if tokenizer.availability() is None and tokenizer.system not in canonical:
+            canonical.add(tokenizer.system)
             tokenizers.append(spec)
-    processing = [QueryProcessing.parse(p).written if p else "" for p in space.get("processing", [""])] or [""]
+    processing = list(
+        dict.fromkeys(QueryProcessing.parse(p).written if p else "" for p in space.get("processing", [""]))
+    ) or [""]
     # Each system under each engine that ranks it (an engine for one field skips hybrids); the default engine if none.
     engines = [written_engine(spec) for spec in space.get("engines", [])] or [DEFAULT_ENGINE]
     found: list[Candidate] = []
+    seen: set[str] = set()
 
     def add(system: System) -> None:
         fields = len(get_tokenizer(system.tokenizer).fields)
@@ -195,16 +201,25 @@ def candidates(space: dict[str, Any]) -> list[Candidate]:
                 continue
             suffix = f" | engine={spec}" if spec != DEFAULT_ENGINE else ""
             name = system.tokenizer + (f" | {system.query}" if system.query else "") + suffix
-            found.append(Candidate(name, replace(system, engine=spec)))
+            # Weights that print alike (1 and 1.0000001 both as ^1) make one system: one candidate, not an error.
+            if name not in seen:
+                seen.add(name)
+                found.append(Candidate(name, replace(system, engine=spec)))
 
     for spec in tokenizers:
         for query in processing:
             add(System(spec, "", "", query))
-    storable = [spec for spec in tokenizers if get_tokenizer(spec).whitespace_free_tokens]
+    # A hybrid listed as a tokenizer is a candidate of its own, not a field: its fields would repeat.
+    storable = [
+        spec
+        for spec in tokenizers
+        if get_tokenizer(spec).whitespace_free_tokens and len(get_tokenizer(spec).fields) == 1
+    ]
     for size in space.get("hybrid_sizes", []):
         for combination in itertools.combinations(storable, size):
-            for weight in space.get("weights", [1]):
-                suffix = f"^{weight:g}" if weight != 1 else ""
+            # A weight as a hybrid spec writes it: weights that print alike (1 and 1.0000001) are one system.
+            for written in dict.fromkeys(f"{weight:g}" for weight in space.get("weights", [1])):
+                suffix = f"^{written}" if written != "1" else ""
                 hybrid = "+".join(spec + suffix for spec in combination)
                 for query in processing:
                     add(System(hybrid, "", "", query))
@@ -351,16 +366,18 @@ def search_space(
     progress: TuneProgress | None = None,
 ) -> Search:
     """Run the space on the dev queries only (it is given nothing else) and find the front, best first."""
-    if not any(q in dev.qrels for q in dev.queries):
+    if not _judged(dev):
         raise RagEvalError(f"{dev.id}: no judged query falls in the dev part", hint="raise --split")
     trials: list[Trial] = []
     seconds: dict[str, float] = {}
     finalists = _draw(pool, budget)
     earlier: dict[str, dict[str, Any]] = {}
     remaining = dev
-    if len(pool) > budget:  # successive halving: a wider field on a quarter of dev, the best on all of it
-        first_ids, rest_ids = split_ids(list(dev.queries), FIRST_ROUND_SHARE, salt=SALT + "/round1")
-        first = subset(dev, first_ids, "round1")
+    first_ids, rest_ids = split_ids(list(dev.queries), FIRST_ROUND_SHARE, salt=SALT + "/round1")
+    first = subset(dev, first_ids, "round1")
+    # Successive halving: a wider field on a quarter of dev, the best on all of it. A quarter without a judged
+    # query could rank nothing: then the budget's draw runs on all of dev in one round.
+    if len(pool) > budget and _judged(first):
         wide = _draw(pool, 3 * budget)
         clock = time.perf_counter()
         rows = _evaluate(first, wide, metric, progress, 1)
@@ -445,11 +462,24 @@ def tune(
                 )
     space = load_space(space_file)
     pool = candidates(space)
+    if not any(candidate.single for candidate in pool):
+        # Step 5 tests the recommendation against the best plain single tokenizer: without one it has no baseline.
+        where = str(space_file) if space_file is not None else "the default space"
+        raise RagEvalError(
+            f"{where}: no single tokenizer without query processing under the default engine, which the "
+            "recommendation is tested against",
+            hint='list a tokenizer that is not a hybrid, with "" in processing (and the default engine in engines)',
+        )
     started, started_in = time.perf_counter(), environment()
     with publish_folder(output, owned=tune_owned, what="tune folder") as staging, remembering_tokens():
         data = load_dataset(dataset_ref)
         dev_ids, test_ids = split_ids(list(data.queries), dev_fraction)
         dev = subset(data, dev_ids, "dev")
+        if not _judged(dev):
+            raise RagEvalError(f"{dev.id}: no judged query falls in the dev part", hint="raise --split")
+        if eval_on is None and not _judged(subset(data, test_ids, "test")):
+            # Checked before the search, not after it: whether there is a held-back part at all, nothing it holds.
+            raise RagEvalError(f"{data.id}[test]: no judged query falls in the test part", hint="lower --split")
         found = search_space(
             dev, pool, budget=budget, metric=metric, max_p95_ms=max_p95_ms, max_index_mb=max_index_mb, progress=progress
         )
@@ -466,6 +496,16 @@ def tune(
         queries = "held-back queries" if eval_on is None else f"queries of {held.id}"
         paragraph = _paragraph(best, test_report, metric, on_front, queries, found.tied)
         warning = few_queries_warning(len(_judged(dev)), test_report, metric, queries)
+        if eval_on:
+            reused = reused_dev_queries(dev, held)
+            if reused:
+                # The same questions in another copy of the set are the dev queries the choice was made on.
+                note = (
+                    f"{len(reused)} of the {test_report['judged_queries']} judged {queries} are dev queries tune "
+                    f"chose on (same id and text, e.g. {reused[0]}), so these figures are not evidence on unseen "
+                    "queries; leave out --eval-on to test on the held-back part"
+                )
+                warning = f"{note}; {warning}" if warning else note
         report = {
             "schema": SCHEMA,
             "environment": started_in,
@@ -589,6 +629,11 @@ def _test_evidence(
     }
 
 
+def reused_dev_queries(dev: Dataset, held: Dataset) -> list[str]:
+    """The judged dev queries that ``held`` asks again: the same id and the same text."""
+    return [q for q in _judged(dev) if q in held.queries and held.queries[q].text == dev.queries[q].text]
+
+
 def few_queries_warning(dev_judged: int, test: dict[str, Any], metric: str, queries: str) -> str | None:
     """A warning when the dev or the held-back judged queries number fewer than ``FEW_QUERIES``, the size below
     which ``compare`` warns too: with the difference the held-back test can detect at this size."""
@@ -642,10 +687,17 @@ def _paragraph(
             if significant
             else "not significantly different from"
         )
+        # Holm's correction runs over the tested front, whose size follows measured latency: say over how many, and
+        # give the recommendation's own p, which does not move with it.
+        tested = len(test["front"])
+        corrected = (
+            f"p = {found['p']:.4f}; {found['p_holm']:.4f} Holm-corrected over the {tested} front members tested"
+            if tested > 1
+            else f"p = {found['p_holm']:.4f}"
+        )
         evidence = (
             f"{chosen}; on {test['judged_queries']} {queries} it is {verdict} the best single "
-            f"strategy {single} ({found['delta']:+.4f} {metric}, p = {found['p_holm']:.4f} Holm-corrected), "
-            f"at {cost}"
+            f"strategy {single} ({found['delta']:+.4f} {metric}, {corrected}), at {cost}"
         )
     faster = sorted((t for t in on_front if (t.p95_ms or 0) < (best.p95_ms or 0)), key=lambda t: t.p95_ms or 0)
     alternative = (

@@ -206,3 +206,17 @@ def test_compare_takes_a_hybrid_system(tmp_path: Path) -> None:
     rows = {row["name"]: row for row in json.loads(result.stdout)["systems"]}
     hybrid = rows["unigram^2+bigram | lines | and"]
     assert all(math.isfinite(value) for value in hybrid["metrics"].values())
+
+
+@pytest.mark.parametrize("weight", ["1.0000001", "1.2345678", "0.333333333"])
+def test_a_weight_finer_than_the_recorded_spec_is_refused(weight: str) -> None:
+    """The canonical spec, which an index records and reopens with, writes 6 significant digits: ``^1.0000001``
+    was recorded as ``^1`` (found by the tune audit), so a reopened index ranked with another weight."""
+    with pytest.raises(SpecError, match="more than 6 significant digits"):
+        get_tokenizer(f"bigram^{weight}+unigram")
+
+
+def test_weights_with_six_significant_digits_are_recorded_as_given() -> None:
+    tokenizer = get_tokenizer("bigram^1.23457+unigram^0.5")
+    assert tokenizer.system == "bigram:t2s=false^1.23457+unigram:t2s=false^0.5"
+    assert [field.weight for field in tokenizer.fields] == [1.23457, 0.5]

@@ -58,6 +58,13 @@ def split_fields(spec: str) -> list[tuple[str, float]]:
                 raise SpecError(
                     f"weight {found.group(1)} in {spec!r} must be from {1 / MAX_WEIGHT:g} to {MAX_WEIGHT:g}"
                 )
+            if float(f"{weight:g}") != weight:
+                # The canonical spec (what an index records and reopens with) writes 6 significant digits: a
+                # finer weight would be recorded as another one, and the reopened index would rank with it.
+                raise SpecError(
+                    f"weight {found.group(1)} in {spec!r} has more than 6 significant digits",
+                    hint=f"write it with at most 6, e.g. ^{weight:g}",
+                )
             part = part[: found.start()].strip()
         if not part:
             raise SpecError(f"empty field in hybrid spec {spec!r}: expected FIELD[^WEIGHT]+FIELD[^WEIGHT]...")

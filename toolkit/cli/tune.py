@@ -19,7 +19,7 @@ from .progress import Bars
     "--space",
     "space_file",
     type=click.Path(path_type=Path),
-    help="A TOML search space (keys: tokenizers, hybrid_sizes, weights, processing, fusion). "
+    help="A TOML search space (keys: tokenizers, hybrid_sizes, weights, processing, fusion, engines). "
     "Default: the shipped space.",
 )
 @click.option(
