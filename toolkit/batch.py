@@ -9,9 +9,11 @@ The run is what ``compare`` ranks for the same index and queries: every query go
 from __future__ import annotations
 
 import functools
+import os
 import re
 import time
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,7 +132,7 @@ def rank_queries(
     as_of: str | None = None,
     category: str | None = None,
     path_prefix: str | None = None,
-    processing: QueryProcessing | None = None,
+    processing: QueryProcessing | str | None = None,
     engine: str | None = None,
     progress: Progress | None = None,
 ) -> Iterator[tuple[Query, list[RankedDoc]]]:
@@ -157,7 +159,7 @@ def rank_queries(
 
 
 def batch_search(
-    index_path: str | Path,
+    index_path: str | Path | Index,
     topics: str | Path,
     output: str | Path,
     *,
@@ -167,13 +169,14 @@ def batch_search(
     as_of: str | None = None,
     category: str | None = None,
     path_prefix: str | None = None,
-    processing: QueryProcessing | None = None,
+    processing: QueryProcessing | str | None = None,
     engine: str | None = None,
     progress: Progress | None = None,
 ) -> BatchReport:
     """``rag-eval search INDEX --queries FILE --run OUT``: every query of ``topics`` against one index, written
     to ``output`` as a TREC run (``qid Q0 docid rank score tag``), ``limit`` chunks deep per query (default
-    ``DEPTH``, as ``compare`` ranks them) and tagged ``tag`` (default ``DEFAULT_TAG``).
+    ``DEPTH``, as ``compare`` ranks them) and tagged ``tag`` (default ``DEFAULT_TAG``). ``index_path`` is the
+    index file, or an open :class:`~rag_eval.store.Index` (used as it is and left open).
 
     Everything is checked before the first search (arguments, the output path, every query); ``output``
     must be a new file and is written once, atomically, at the end: a failed or interrupted batch leaves
@@ -181,10 +184,14 @@ def batch_search(
     """
     limit = check_limit(DEPTH if limit is None else limit)
     tag = check_tag(DEFAULT_TAG if tag is None else tag)
+    for value, what in ((topics, "topics"), (output, "output")):
+        if not isinstance(value, (str, os.PathLike)):
+            raise QueryError(f"{what} must be a path (str or os.PathLike), not {type(value).__name__}")
     check_new_file(output)
     queries = read_topics_file(topics)
     started = time.perf_counter()
-    with Index.open(index_path) as index:
+    opened = nullcontext(index_path) if isinstance(index_path, Index) else Index.open(index_path)
+    with opened as index:
         index.tokenizer.load()
         warm(index, engine)
         loaded = time.perf_counter()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from typing import Any
 
 from .builders.base import SourceFile
 from .columns import all_field_columns
-from .errors import CorpusError, RagEvalError, ReadError
+from .errors import CorpusError, QueryError, RagEvalError, ReadError
 from .keys import path_from_key, split_target
 from .paths import path_under
 from .records import Chunk
@@ -41,6 +42,8 @@ def read_entry(
     ``max_bytes`` refuses a whole file larger than that (the MCP server's bound on what one call returns).
     """
     text_argument(target, "target", ReadError)
+    if max_bytes is not None:
+        _count_argument(max_bytes, "max_bytes", 1)
     path, anchor = split_target(target)
     named = path_from_key(path)  # a key's path, ``my%20notes.md``, names ``my notes.md``
     if anchor:
@@ -69,7 +72,7 @@ def read_entry(
     chunk = read_chunk(index, target) or _line_at(index, target)  # a passage id is a key without '#'
     if chunk is not None:
         return chunk.provenance()
-    base = Path(root) if root is not None else index.source_root
+    base = _root_of(index, root)
     candidate = safe_path(base, path)
     if named != path and not candidate.exists():
         path, candidate = named, safe_path(base, named)
@@ -112,6 +115,22 @@ def _line_at(index: Index, target: str) -> Chunk | None:
     return None if row is None else Chunk(*row)
 
 
+def _root_of(index: Index, root: str | Path | None) -> Path:
+    """The corpus root a read or verify uses: ``root`` (a ``str`` or ``os.PathLike``), else the recorded one."""
+    if root is None:
+        return index.source_root
+    if not isinstance(root, (str, os.PathLike)):
+        raise ReadError(f"root must be a str or os.PathLike, not {type(root).__name__}")
+    return Path(root)
+
+
+def _count_argument(value: object, what: str, minimum: int) -> int:
+    """``value`` if it is an integer (not a bool) of at least ``minimum``, else one QueryError naming ``what``."""
+    if type(value) is not int or value < minimum:
+        raise QueryError(f"{what} must be an integer of at least {minimum}, not {value!r}")
+    return value
+
+
 def read_chunk(index: Index, key: str) -> Chunk | None:
     """The stored chunk whose key is ``key`` (a line's source id, a section's ``path#anchor``, a passage id)."""
     text_argument(key, "key", ReadError)
@@ -129,7 +148,7 @@ def verify_chunk(index: Index, chunk: Chunk, root: str | Path | None = None) -> 
     ``verify_source`` checks); ``stale``: they changed; ``missing``: the file is gone or cannot be read
     under the root (default: the recorded corpus root). Reads one file, never re-chunks or re-tokenizes.
     """
-    base = Path(root) if root is not None else index.source_root
+    base = _root_of(index, root)
     try:
         raw = read_bytes(safe_path(base, chunk.path), ReadError, label=chunk.path)
     except RagEvalError as exc:
@@ -195,7 +214,7 @@ def verify_index(index: Index, root: str | Path | None = None, *, per_chunk: boo
     The recorded builder re-reads the source listing (new files) and re-chunks every unchanged file;
     Python strategies re-tokenize its chunks, so this costs about as much as a build's tokenization.
     """
-    base = Path(root) if root is not None else index.source_root
+    base = _root_of(index, root)
     builder = index.builder
     with index.reading():
         files = [tuple(row) for row in index.db.execute("SELECT path, sha256, chunks FROM files ORDER BY rowid")]
@@ -263,7 +282,11 @@ def list_entries(
     """Documents (lines indexes) or sections (other builders), in index order, optionally one category;
     ``offset`` and ``limit`` give one page of them."""
     where, params = _category_filter(category)
-    page = f" LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else ""
+    _count_argument(offset, "offset", 0)
+    if limit is not None:
+        _count_argument(limit, "limit", 0)
+    # SQLite reads a negative LIMIT as "no limit": an offset alone skips entries and keeps the rest.
+    page = f" LIMIT {-1 if limit is None else limit} OFFSET {offset}" if limit is not None or offset else ""
     with index.reading():
         if index.builder.list_by == "document":
             sql = (

@@ -65,7 +65,7 @@ def search(
     snippets: bool = True,
     deep: bool = False,
     explain: bool = False,
-    processing: QueryProcessing | None = None,
+    processing: QueryProcessing | str | None = None,
     engine: str | None = None,
     keys_only: bool = False,
 ) -> SearchResult:
@@ -76,8 +76,9 @@ def search(
     ``limit``. Ranking is bm25 with the recorded column weights; ties are broken by chunk id ascending,
     so every consumer sees one strict order. ``as_of`` keeps only current chunks whose expiry date is
     strictly after it. ``processing`` removes question words and prunes frequent terms first (see
-    :mod:`rag_eval.processing`); by default the processing recorded in the index at build time, and
-    ``QueryProcessing()`` for none. ``engine`` ranks with FTS5's bm25 statement (``fts5``) or the impact
+    :mod:`rag_eval.processing`; a spec such as ``"stopwords=zh"`` is parsed, as ``build`` parses it); by
+    default the processing recorded in the index at build time, and ``QueryProcessing()`` (or ``"none"``) for
+    none. ``engine`` ranks with FTS5's bm25 statement (``fts5``) or the impact
     postings (``impact``, same scores and order, see :mod:`rag_eval.impact`); by default the engine
     recorded at build time. ``keys_only=True`` is for run writers (``compare``, batch search): each hit's
     chunk carries its ``key`` and nothing else (``text`` is empty), which skips reading the other columns
@@ -87,6 +88,17 @@ def search(
     build even while the file is rebuilt, and a rebuild with another tokenizer or other defaults since
     the last search is picked up before the query is compiled (never answered with the old tokenizer).
     """
+    if not isinstance(index, Index):
+        raise QueryError(
+            f"index must be an open Index, not {type(index).__name__}",
+            hint="open one with rag_eval.store.Index.open(path)",
+        )
+    if isinstance(processing, str):
+        processing = QueryProcessing.parse(text_argument(processing, "processing", QueryError))
+    elif processing is not None and not isinstance(processing, QueryProcessing):
+        raise QueryError(
+            f"processing must be a QueryProcessing or a spec such as 'stopwords=zh', not {type(processing).__name__}"
+        )
     for value, name in ((category, "category"), (path_prefix, "path_prefix")):
         if value is not None:
             text_argument(value, name, QueryError)
@@ -137,10 +149,10 @@ def _search_once(
 ) -> SearchResult | None:
     """One attempt; None when the index turned out to be rebuilt with other settings (retry)."""
     defaults = index.defaults
+    asked_engine, recorded = engine, index.meta.get("query_processing")
+    chosen = processing is not None
     processing = processing if processing is not None else index.processing
     engine = _asked_engine(index, engine)
-    if engine not in impact.ENGINES:
-        raise IndexFileError(f"{index.path}: damaged index meta: engine is {engine!r}", hint="rebuild it")
     # A single statement reads one snapshot by itself and returns the build generation with its rows;
     # anything that issues more statements runs inside one read transaction instead.
     several = (
@@ -152,6 +164,13 @@ def _search_once(
         or engine == "impact"
     )
     with index.reading() if several else index.errors():
+        # ``reading`` has just reloaded the meta if the file was rebuilt since: the engine and processing the
+        # index records now are the ones to use (an index rebuilt with --engine fts5 has no postings left).
+        moved = not chosen and index.meta.get("query_processing") != recorded
+        if moved or _asked_engine(index, asked_engine) != engine:
+            return None
+        if engine not in impact.ENGINES:
+            raise IndexFileError(f"{index.path}: damaged index meta: engine is {engine!r}", hint="rebuild it")
         defaults = index.defaults
         mode = mode or defaults.mode
         checked = _check_limit(
@@ -208,9 +227,12 @@ def warm(index: Index, engine: str | None = None) -> bool:
     """Ready ``index`` for many queries ranked by ``engine`` (default: the index's): the impact engine's
     postings are read whole when they are small enough (:func:`rag_eval.impact.preload`), so that no query
     reads its terms' blocks for the first time. True when they were (or already are) all in memory."""
-    if _asked_engine(index, engine) != "impact":
-        return False
-    return impact.preload(index)
+    if engine is not None:
+        impact.check_engine(engine)
+    with index.reading():  # one snapshot, the meta of the build it reads, the index's lock held
+        if _asked_engine(index, engine) != "impact":
+            return False
+        return impact.preload(index)
 
 
 def _asked_engine(index: Index, engine: str | None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -12,7 +13,7 @@ from urllib.parse import quote
 
 from .builders import Builder, get_builder
 from .columns import field_columns
-from .errors import IndexFileError
+from .errors import IndexFileError, SpecError
 from .indexmeta import SCHEMA_VERSION, RagEvalWarning, load_meta, parse_defaults, read_meta
 from .locks import build_lock
 from .processing import QueryProcessing
@@ -200,6 +201,10 @@ class Index:
     while the file is rebuilt) or checks the build ``generation`` its statement returned; either way a
     rebuild committed by another connection since the last read is noticed, and the index's meta,
     tokenizer and query defaults are re-read before anything is answered with stale ones.
+
+    An index opened with ``check_same_thread=False`` may be shared by threads: :meth:`reading` and
+    :meth:`errors` hold the index's lock, so one thread's search, read or verify runs at a time on its
+    one connection (each still reads one snapshot).
     """
 
     def __init__(
@@ -217,6 +222,8 @@ class Index:
         self.expected = expected
         self._version = version
         self._vocabulary = False
+        #: Serialises the connection's use (and the caches below) between threads; re-entrant for nesting.
+        self.lock = threading.RLock()
         self._apply(meta, tokenizer)
 
     def _apply(self, meta: dict[str, str], tokenizer: Tokenizer) -> None:
@@ -237,7 +244,9 @@ class Index:
     def open(cls, path: str | Path, *, tokenizer: str | None = None, check_same_thread: bool = True) -> Index:
         """Open an existing index; a tokenizer whose options or model changed since the build is an error,
         and so is ``tokenizer`` (a spec) when it names another tokenizer or other options than the index's."""
-        path = str(path)
+        path = _index_path(path)
+        if tokenizer is not None and not isinstance(tokenizer, str):
+            raise SpecError(f"tokenizer must be a spec string such as 'jieba', not {type(tokenizer).__name__}")
         if path != ":memory:" and not Path(path).is_file():
             if Path(path).exists():
                 raise IndexFileError(f"{path}: {file_kind(os.stat(path).st_mode)}, not an index file")
@@ -264,7 +273,7 @@ class Index:
     def reading(self) -> Iterator[None]:
         """One read transaction (unless the caller holds one), meta reloaded first if the file was rebuilt;
         SQLite errors (a damaged file) become one IndexFileError."""
-        with _mapped_errors(self.path), _transaction(self.db):
+        with self.lock, _mapped_errors(self.path), _transaction(self.db):
             version = _data_version(self.db)
             if version != self._version:
                 self._reload()
@@ -272,12 +281,18 @@ class Index:
             yield
 
     def errors(self) -> AbstractContextManager[None]:
-        """SQLite errors (a damaged or foreign file) as one IndexFileError naming the index."""
-        return _mapped_errors(self.path)
+        """SQLite errors (a damaged or foreign file) as one IndexFileError naming the index; holds the index's
+        lock (see the class) for the block."""
+        return self._locked_errors()
+
+    @contextmanager
+    def _locked_errors(self) -> Iterator[None]:
+        with self.lock, _mapped_errors(self.path):
+            yield
 
     def refresh(self) -> bool:
         """Re-read the meta now (after a statement saw another generation); True when search settings changed."""
-        with _mapped_errors(self.path), _transaction(self.db):
+        with self.lock, _mapped_errors(self.path), _transaction(self.db):
             settings = ("query_defaults", "query_processing")
             before = (self.tokenizer.spec, *(self.meta.get(key) for key in settings))
             self._reload()
@@ -333,8 +348,9 @@ class Index:
             return int(self.db.execute("SELECT count(*) FROM chunks").fetchone()[0])
 
     def close(self) -> None:
-        """Close the connection."""
-        self.db.close()
+        """Close the connection (once another thread's search on it has finished); closing twice is harmless."""
+        with self.lock:
+            self.db.close()
 
     def __enter__(self) -> Index:
         return self
@@ -361,20 +377,53 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
             db.execute("COMMIT")
 
 
+def _index_path(path: object) -> str:
+    """``path`` (a ``str`` or ``os.PathLike``) as a string; anything else is an IndexFileError naming its type."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise IndexFileError(f"index path must be a str or os.PathLike, not {type(path).__name__}")
+    if not path:
+        raise IndexFileError("index path is empty", hint="name an index file built with: rag-eval index build")
+    return path
+
+
+#: What Python's sqlite3 says when a connection is used after ``close()`` or from a thread it was not opened
+#: in (``check_same_thread=True``): not a damaged file, so not reported as one.
+_CLOSED = "closed database"
+_OTHER_THREAD = "same thread"
+
+
 @contextmanager
 def _mapped_errors(path: str, *, opening: bool = False) -> Iterator[None]:
     try:
         yield
-    except sqlite3.DatabaseError as exc:
-        if opening:
+    except sqlite3.ProgrammingError as exc:
+        if _CLOSED in str(exc):
             raise IndexFileError(
-                f"{path or 'database'}: not a rag-eval index or damaged ({exc})",
-                hint="rebuild it with: rag-eval index build",
+                f"{path or 'database'}: the index is closed", hint="open it again with Index.open"
             ) from None
-        raise IndexFileError(
-            f"{path or 'database'}: cannot read the index ({exc}); the file may be damaged",
-            hint="check it with: rag-eval index verify; rebuild it with: rag-eval index build",
-        ) from None
+        if _OTHER_THREAD in str(exc):
+            raise IndexFileError(
+                f"{path or 'database'}: this index was opened in another thread",
+                hint="share it between threads with Index.open(path, check_same_thread=False), or open one per thread",
+            ) from None
+        raise _damaged(path, exc, opening) from None
+    except sqlite3.DatabaseError as exc:
+        raise _damaged(path, exc, opening) from None
+
+
+def _damaged(path: str, exc: sqlite3.DatabaseError, opening: bool) -> IndexFileError:
+    """The one error a SQLite error reading (or ``opening``) the index at ``path`` becomes."""
+    if opening:
+        return IndexFileError(
+            f"{path or 'database'}: not a rag-eval index or damaged ({exc})",
+            hint="rebuild it with: rag-eval index build",
+        )
+    return IndexFileError(
+        f"{path or 'database'}: cannot read the index ({exc}); the file may be damaged",
+        hint="check it with: rag-eval index verify; rebuild it with: rag-eval index build",
+    )
 
 
 def index_size(path: str) -> int:
