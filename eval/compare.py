@@ -19,7 +19,7 @@ import numpy as np
 from .. import __version__
 from ..builders import get_builder
 from ..errors import RagEvalError
-from ..outputs import recorded_name
+from ..outputs import inside, recorded_name
 from ..processing import QueryProcessing
 from ..query import MODES
 from ..textio import control_character, read_text
@@ -630,14 +630,12 @@ def run_compare(
     both exact engines side by side; a systems file names its own."""
     tolerance = check_tolerance(tolerance)
     folder = check_output(output)
-    if Path(dataset).is_dir():  # a knowledge base, or a dataset folder (an export's corpus/ is one too)
-        root = Path(dataset).resolve()
-        if folder.resolve() == root or root in folder.resolve().parents:
-            raise RagEvalError(
-                f"{folder}: the report folder cannot go inside the knowledge base {dataset}: its report.md "
-                "would be read as part of the corpus the next time",
-                hint="write it beside the knowledge base, e.g. -o out/report",
-            )
+    if inside(folder, dataset):  # a knowledge base, or a dataset folder (an export's corpus/ is one too)
+        raise RagEvalError(
+            f"{folder}: the report folder cannot go inside the knowledge base {dataset}: its report.md "
+            "would be read as part of the corpus the next time",
+            hint="write it beside the knowledge base, e.g. -o out/report",
+        )
     baseline_path = check_baseline_target(write_baseline) if write_baseline is not None else None
     if baseline_path is not None and (baseline_path == folder or folder in baseline_path.parents):
         raise RagEvalError(

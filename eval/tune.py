@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RagEvalError
-from ..outputs import only_names, publish_folder
+from ..outputs import inside, only_names, publish_folder
 from ..processing import QueryProcessing
 from ..textio import read_text
 from ..tokenize_pool import remembering_tokens
@@ -452,14 +452,12 @@ def tune(
             raise RagEvalError(f"{name} must be a finite number above 0, not {value}")
     folder = Path(os.path.abspath(output))
     for source in (dataset_ref, eval_on):
-        if source is not None and Path(source).is_dir():
-            root = Path(source).resolve()
-            if folder.resolve() == root or root in folder.resolve().parents:
-                raise RagEvalError(
-                    f"{output}: the tune folder cannot go inside the dataset {source}: its report.md would be read "
-                    "as part of a Markdown corpus there the next time",
-                    hint="write it beside the dataset, e.g. -o out/tune",
-                )
+        if source is not None and inside(folder, source):
+            raise RagEvalError(
+                f"{output}: the tune folder cannot go inside the dataset {source}: its report.md would be read "
+                "as part of a Markdown corpus there the next time",
+                hint="write it beside the dataset, e.g. -o out/tune",
+            )
     space = load_space(space_file)
     pool = candidates(space)
     if not any(candidate.single for candidate in pool):

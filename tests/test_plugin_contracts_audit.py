@@ -299,7 +299,8 @@ def test_a_plug_in_that_fails_to_import_is_left_out_of_a_default_compare(tmp_pat
 
     dist = tmp_path / "audit_missing_plugin-1.0.dist-info"
     dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: audit-missing-plugin\nVersion: 1.0\n", encoding="utf-8")
+    metadata = "Metadata-Version: 2.1\nName: audit-missing-plugin\nVersion: 1.0\n"
+    (dist / "METADATA").write_text(metadata, encoding="utf-8")
     (dist / "entry_points.txt").write_text(
         "[rag_eval.tokenizers]\naudit-import-fails = audit_no_such_module:Tokenizer\n", encoding="utf-8"
     )

@@ -43,6 +43,15 @@ def recorded_name(value: str | Path) -> str:
     return str(value).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def inside(output: str | Path, source: str | Path) -> bool:
+    """Whether ``output`` is the folder ``source`` or lies inside it (``source`` being a folder): a report written
+    there would be read as part of that corpus the next time it is indexed."""
+    if not Path(source).is_dir():
+        return False
+    root, folder = Path(source).resolve(), Path(os.path.abspath(output)).resolve()
+    return folder == root or root in folder.parents
+
+
 def checked_target(target: str | Path, *, what: str) -> Path:
     """``target`` as an absolute path with a name, never the working folder or one of its parents."""
     raw = str(target)
