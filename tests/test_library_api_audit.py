@@ -211,3 +211,33 @@ def test_batch_search_refuses_what_is_not_a_path(
     with pytest.raises(RagEvalError):
         batch_search(index_file, topics, tmp_path / "d.run", processing=3)  # type: ignore[arg-type]
     assert not (tmp_path / "d.run").exists()
+
+
+def test_the_agent_tool_names_its_arguments(index_file: Path) -> None:
+    """search_tool and evidence passed **options on to search(): a misspelt option was Python's TypeError from
+    deep inside; now the signature names every option (a caller's type checker sees them too)."""
+    import inspect
+
+    from rag_eval.evidence import evidence
+    from rag_eval.search import search_tool
+
+    for function in (evidence, search_tool):
+        parameters = inspect.signature(function).parameters
+        assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        assert {"mode", "category", "path_prefix", "explain", "processing", "engine"} <= set(parameters)
+    with Index.open(index_file) as index:
+        assert search_tool(index, "导出", as_of=None, mode="and") == evidence(index, "导出", as_of=None, mode="and")
+
+
+@pytest.mark.parametrize("target", [None, 5, b"out.txt", ["out.txt"]])
+def test_an_output_that_is_not_a_path_is_refused(
+    target: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """outputs.checked_target took str() of anything: None became a file named 'None' (found for batch_search,
+    which checks its own argument; every writer goes through this one)."""
+    from rag_eval.outputs import OutputError, write_text_atomic
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(OutputError, match="must be a path"):
+        write_text_atomic(target, "x", owned=None, what="run file")  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []

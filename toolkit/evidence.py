@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .processing import QueryProcessing
 from .search import search
 from .store import Index
 
@@ -22,16 +23,37 @@ def describe(index: Index) -> dict[str, Any]:
 
 
 def evidence(
-    index: Index, query: str, *, as_of: str | None, limit: int | None = None, **options: Any
+    index: Index,
+    query: str,
+    *,
+    as_of: str | None,
+    limit: int | None = None,
+    mode: str | None = None,
+    category: str | None = None,
+    path_prefix: str | None = None,
+    explain: bool = False,
+    processing: QueryProcessing | str | None = None,
+    engine: str | None = None,
 ) -> dict[str, Any]:
     """Seed 000's agent tool result: evidence with full provenance, never an answer or authority.
 
     ``as_of`` is a host policy value (configuration or an option), never a date taken from the query or
-    the model. ``options`` go to :func:`rag_eval.search.search` (mode, category, path_prefix, explain,
+    the model. The other arguments are :func:`rag_eval.search.search`'s (mode, category, path_prefix, explain,
     processing, engine). Hits carry :meth:`rag_eval.records.Hit.as_dict`'s fields; line hits also carry
     seed 000's own names (``source_id``, ``doc_id``, ``lexical_score``).
     """
-    result = search(index, query, as_of=as_of, limit=limit, **options)
+    result = search(
+        index,
+        query,
+        as_of=as_of,
+        limit=limit,
+        mode=mode,
+        category=category,
+        path_prefix=path_prefix,
+        explain=explain,
+        processing=processing,
+        engine=engine,
+    )
     payload: dict[str, Any] = {
         "kind": KIND,
         "query": query,

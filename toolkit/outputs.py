@@ -54,7 +54,11 @@ def inside(output: str | Path, source: str | Path) -> bool:
 
 def checked_target(target: str | Path, *, what: str) -> Path:
     """``target`` as an absolute path with a name, never the working folder or one of its parents."""
-    raw = str(target)
+    if not isinstance(target, (str, os.PathLike)):  # str(None) would name a file "None"
+        raise OutputError(f"the {what} must be a path (str or os.PathLike), not {target!r:.80}")
+    raw = os.fspath(target)
+    if not isinstance(raw, str):
+        raise OutputError(f"the {what} must be a path of text, not {raw!r:.80}")
     if not raw or "\x00" in raw:
         raise OutputError(f"{raw!r}: invalid {what} path")
     path = Path(os.path.abspath(raw))

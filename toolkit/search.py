@@ -565,9 +565,30 @@ def _columns(index: Index) -> list[str]:
 
 
 def search_tool(
-    index: Index, query: str, *, as_of: str | None, limit: int | None = None, **options: Any
+    index: Index,
+    query: str,
+    *,
+    as_of: str | None,
+    limit: int | None = None,
+    mode: str | None = None,
+    category: str | None = None,
+    path_prefix: str | None = None,
+    explain: bool = False,
+    processing: QueryProcessing | str | None = None,
+    engine: str | None = None,
 ) -> dict[str, Any]:
     """Seed 000's agent tool result; the same as :func:`rag_eval.evidence.evidence` (kept for existing callers)."""
     from .evidence import evidence
 
-    return evidence(index, query, as_of=as_of, limit=limit, **options)
+    return evidence(
+        index,
+        query,
+        as_of=as_of,
+        limit=limit,
+        mode=mode,
+        category=category,
+        path_prefix=path_prefix,
+        explain=explain,
+        processing=processing,
+        engine=engine,
+    )
