@@ -689,7 +689,7 @@ def run_compare(
     gate = check(report, baseline, tolerance=tolerance) if baseline is not None else None
     if gate is not None:
         report["gate"] = {
-            "against": recorded_name(against),
+            "against": recorded_name(against) if against is not None else None,
             "tolerance": tolerance,
             "compared": gate.compared,
             "regressions": gate.regressions,
