@@ -364,3 +364,23 @@ def test_bold_compares_values_as_shown() -> None:
     assert [c["text"] for c in cells] == ["0.00", "0.00", "0.50"] and [c["best"] for c in cells] == [True, True, False]
     assert not any(c["best"] for c in _column([0.001, 0.004], 2, "low"))  # they read the same: no best
     assert [c["best"] for c in _column([None, "-", 3, 5], 0, "high")] == [False, False, False, True]
+
+
+def test_the_fastest_search_minimum_is_not_bolded(report: dict[str, Any]) -> None:
+    """A strategy whose empty queries return at once (trigram, 0.001 ms) had the bold "search min": the fastest
+    minimum says nothing about a system; the other latency columns still mark the best."""
+    timed = [row for row in report["systems"] if row.get("latency_ms")]
+    for number, row in enumerate(timed):
+        row["latency_ms"]["search"]["min"] = 0.001 * (number + 1)
+        row["latency_ms"]["search"]["p95"] = 1.0 + number
+    lines = render_markdown(report).splitlines()
+    header = next(line for line in lines if "search min" in line)
+    columns = [cell.strip() for cell in header.split("|")]
+    rows = []
+    for line in lines[lines.index(header) + 2 :]:  # the table's rows, after its header and rule
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.split("|")])
+    minimum, p95 = columns.index("search min"), columns.index("search p95")
+    assert rows and not any(row[minimum].startswith("**") for row in rows)
+    assert any(row[p95].startswith("**") for row in rows)
