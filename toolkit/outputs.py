@@ -95,7 +95,7 @@ def _refuse(path: Path, reason: str, what: str) -> OutputError:
 _LEFT_BEHIND = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.(?P<kind>partial|old)")
 
 
-def missing_parents(path: str | Path) -> list[Path]:
+def _missing_parents(path: str | Path) -> list[Path]:
     """``path``'s parent folders that do not exist yet, deepest first: what writing it will create, and what
     :func:`remove_made` removes again when the write fails."""
     missing = []
@@ -106,15 +106,20 @@ def missing_parents(path: str | Path) -> list[Path]:
     return missing
 
 
-def _make_parents(path: Path) -> list[Path]:
-    """Create ``path``'s missing parent folders; the ones created, deepest first (for :func:`remove_made`)."""
-    missing = missing_parents(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def make_parents(path: Path) -> list[Path]:
+    """Create ``path``'s missing parent folders; the ones created, deepest first (for :func:`remove_made`).
+    When one cannot be made, those already made are removed again before the error goes on."""
+    missing = _missing_parents(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except BaseException:
+        remove_made(missing)
+        raise
     return missing
 
 
 def remove_made(folders: list[Path]) -> None:
-    """Remove the folders a failed write created (see :func:`missing_parents`), deepest first, while empty."""
+    """Remove the folders a failed write created (see :func:`make_parents`), deepest first, while empty."""
     for folder in folders:
         try:
             folder.rmdir()
@@ -188,7 +193,7 @@ def publish_folder(target: str | Path, *, owned: Ownership, what: str) -> Iterat
     path = checked_target(target, what=what)
     clear_left_behind(path)  # first: a previous folder a killed write had moved aside is back before it is checked
     _check_folder(path, owned, what)
-    made = _make_parents(path)
+    made = make_parents(path)
     held = -1
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
@@ -311,7 +316,7 @@ def stage_text(target: str | Path, text: str, *, owned: Ownership | None, what: 
     staged, not yet in place."""
     clear_left_behind(checked_target(target, what=what))
     path = check_file_target(target, owned=owned, what=what)
-    made = _make_parents(path)
+    made = make_parents(path)
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     except BaseException:

@@ -6,7 +6,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -280,13 +280,10 @@ class Index:
                 self._version = version
             yield
 
-    def errors(self) -> AbstractContextManager[None]:
+    @contextmanager
+    def errors(self) -> Iterator[None]:
         """SQLite errors (a damaged or foreign file) as one IndexFileError naming the index; holds the index's
         lock (see the class) for the block."""
-        return self._locked_errors()
-
-    @contextmanager
-    def _locked_errors(self) -> Iterator[None]:
         with self.lock, _mapped_errors(self.path):
             yield
 

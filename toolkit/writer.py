@@ -24,7 +24,7 @@ from .impact import TABLES as IMPACT_TABLES
 from .impact import build_engine, write_impacts
 from .indexmeta import SCHEMA_VERSION, read_meta, recorded_meta
 from .locks import remove_database
-from .outputs import missing_parents, recorded_name, remove_made, umask
+from .outputs import make_parents, recorded_name, remove_made, umask
 from .processing import QueryProcessing
 from .records import Chunk, Progress
 from .search import weights_for
@@ -152,11 +152,11 @@ def build(
     # (``db``) is the caller's, built where it points.
     aside = created and db is None
     building = path
-    made = missing_parents(path) if created else []  # the folders this build creates, removed if it fails
+    made: list[Path] = []  # the folders this build creates, removed if it fails
     try:
         if created:
             try:
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                made = make_parents(Path(path))
                 if aside:
                     _remove_stale_builds(path)
                     building = _new_building_file(path)
