@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..builders import Builder
 from ..errors import RagEvalError
+from ..impact import FTS5_TOKEN_BYTES
 from ..processing import QueryProcessing
 from ..query import compile_query
 from ..search import SearchResult, _filter_clauses, _filter_params, hits_for
@@ -87,9 +88,13 @@ def index_tokens(index: Index) -> tuple[list[int], list[list[int]], dict[str, in
     reader.execute(f"CREATE VIRTUAL TABLE {_VOCAB} USING fts5vocab(main, 'search', 'instance')")
     try:
         term, term_id = None, -1
-        for found, rowid in reader.execute(f"SELECT term, doc FROM {_VOCAB}"):
+        # A term FTS5 cut at its 32,768-byte limit may end inside a character: it is read as bytes and named
+        # by them ("\0" + hex: no query's term, nor any other term, holds a NUL).
+        terms = f"CASE WHEN length(CAST(term AS BLOB)) < {FTS5_TOKEN_BYTES} THEN term ELSE CAST(term AS BLOB) END"
+        for found, rowid in reader.execute(f"SELECT {terms}, doc FROM {_VOCAB}"):
             if found != term:  # the instance table is ordered by term
-                term, term_id = found, vocabulary.setdefault(found, len(vocabulary))
+                name = "\0" + found.hex() if isinstance(found, bytes) else found
+                term, term_id = found, vocabulary.setdefault(name, len(vocabulary))
             documents[position[rowid]].append(term_id)
     finally:
         reader.execute(f"DROP TABLE IF EXISTS {_VOCAB}")
