@@ -1,14 +1,15 @@
-"""A/B of a build's impact postings counted from its terms while the workers tokenize (``TermCounts``, the
-default for small sources) against FTS5's instance pass, with the same chunks tokenized alone in between:
+"""One measurement of the A/B in reports/builds.md section 11, in a fresh process (``tools/counted_ab.sh`` runs
+the rounds):
 
-    RAG_EVAL_WORKERS=2 .venv/bin/python tools/counted_ab.py CORPUS BUILDER STRATEGY ROUNDS > OUT.jsonl
+    RAG_EVAL_WORKERS=2 .venv/bin/python tools/counted_ab.py MODE CORPUS BUILDER STRATEGY
 
-Each round builds a new index both ways (the order alternates between rounds) and times ``tokenize_chunks``
-alone on the chunks the first build tokenized, with the same plan: the denominator of "build within 15% of
-tokenization" that no write work can inflate (a build's own tokenize phase includes what the counting takes
-from the pool). One JSON line per build or tokenization, with the load average after it. The strategy's
-model is loaded once, before the first round, so ``build`` excludes the load. Indexes go to temporary
-folders that are removed.
+MODE ``counted``: a build as ``rag-eval index build`` makes it (a new index; small sources count their terms
+for the impact postings while the workers tokenize); ``instances``: the same build with counting switched
+off (the postings from FTS5's instance pass, as before); ``alone``: the chunks such a build tokenizes,
+tokenized by ``tokenize_chunks`` alone with the same plan and nothing written, the denominator of "build
+within 15% of tokenization" that no write work can inflate (a build's own tokenize phase includes what the
+counting takes from the pool). The strategy's model is loaded first and excluded. Prints one JSON line; the
+index goes to a temporary folder that is removed.
 """
 
 from __future__ import annotations
@@ -25,48 +26,52 @@ from rag_eval import tokenize_pool, writer
 from rag_eval.tokenizers import Tokenizer, get_tokenizer
 
 
+class _Captured(Exception):
+    """Stops a build once it hands its chunks to the tokenizer."""
+
+
 def main() -> None:
-    corpus, builder, spec, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    mode, corpus, builder, spec = sys.argv[1:5]
+    if mode not in ("counted", "instances", "alone"):
+        raise SystemExit(f"error: unknown mode {mode!r}")
     tokenizer = get_tokenizer(spec)
     tokenizer.load()
-    captured: list[tuple[Tokenizer, list[tuple[str, str]], bool]] = []
-    real = writer.tokenize_chunks
+    line: dict[str, Any] = {"mode": mode, "corpus": Path(corpus).name, "strategy": spec}
+    line["workers"] = os.environ.get(tokenize_pool.WORKERS_ENV, "auto")
+    line["load_before"] = round(os.getloadavg()[0], 2)
+    with tempfile.TemporaryDirectory() as folder:
+        if mode == "alone":
+            items: list[tuple[str, str]] = []
+            keep_offsets: list[bool] = []
 
-    def capture(used: Tokenizer, items: list[tuple[str, str]], **options: Any) -> Any:
-        captured.append((used, list(items), options["keep_offsets"]))
-        return real(used, items, **options)
+            def capture(used: Tokenizer, given: list[tuple[str, str]], **options: Any) -> Any:
+                items.extend(given)
+                keep_offsets.append(options["keep_offsets"])
+                raise _Captured
 
-    def emit(line: dict[str, Any]) -> None:
-        print(json.dumps({**line, "load": round(os.getloadavg()[0], 2)}), flush=True)
-
-    for number in range(rounds):
-        order = ("counted", "instances", "alone") if number % 2 == 0 else ("alone", "instances", "counted")
-        for mode in order:
-            if mode == "alone":
-                if captured:
-                    started = time.perf_counter()
-                    for used, items, keep_offsets in captured:
-                        tokenize_pool.tokenize_chunks(used, items, keep_offsets=keep_offsets)
-                    seconds = round(time.perf_counter() - started, 3)
-                    emit({"round": number, "mode": "tokenize alone", "seconds": seconds})
-                continue
-            writer.COUNT_BYTES = 10**15 if mode == "counted" else -1  # type: ignore[misc]
-            writer.tokenize_chunks = real if captured else capture  # type: ignore[assignment]
-            with tempfile.TemporaryDirectory() as folder:
-                started = time.perf_counter()
-                report = writer.build(corpus, Path(folder) / "ab.sqlite", builder=builder, tokenizer=tokenizer)
-                seconds = time.perf_counter() - started
-            emit(
-                {
-                    "round": number,
-                    "mode": mode,
-                    "postings_from": report.extra["postings_from"],
-                    "plan": report.extra["tokenize_plan"],
-                    "tokenize": round(report.tokenize_seconds, 3),
-                    "write": round(report.write_seconds, 3),
-                    "build": round(seconds, 3),
-                }
+            writer.tokenize_chunks = capture  # type: ignore[assignment]
+            try:
+                writer.build(corpus, Path(folder) / "never.sqlite", builder=builder, tokenizer=tokenizer)
+            except _Captured:
+                pass
+            started = time.perf_counter()
+            _results, pool = tokenize_pool.tokenize_chunks(tokenizer, items, keep_offsets=keep_offsets[0])
+            line.update(seconds=round(time.perf_counter() - started, 3), plan=pool.plan, chunks=len(items))
+        else:
+            if mode == "instances":
+                writer.COUNT_BYTES = -1  # type: ignore[misc]
+            started = time.perf_counter()
+            report = writer.build(corpus, Path(folder) / "ab.sqlite", builder=builder, tokenizer=tokenizer)
+            line.update(
+                seconds=round(time.perf_counter() - started, 3),
+                plan=report.extra["tokenize_plan"],
+                chunks=report.chunks,
+                postings_from=report.extra["postings_from"],
+                tokenize=round(report.tokenize_seconds, 3),
+                count=report.extra["count_seconds"],
+                write=round(report.write_seconds, 3),
             )
+    print(json.dumps(line), flush=True)
 
 
 if __name__ == "__main__":
