@@ -13,7 +13,7 @@ from conftest import tokenizer_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_eval import impact, writer
+from rag_eval import impact
 from rag_eval.errors import QueryError
 from rag_eval.eval.shipped import corpus_dir, datasets_root, entry
 from rag_eval.query import compile_query
@@ -324,7 +324,6 @@ def test_counted_postings_equal_the_instance_by_instance_ones(
     source.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
     builder = "passages" if title_weight is None else f"passages:title_weight={title_weight}"
     monkeypatch.setattr(impact, "_BATCH_INSTANCES", 7)
-    monkeypatch.setattr(writer, "COUNT_BYTES", -1)  # FTS5's instances, not the build's own counts (test_counted_terms)
     counted = tmp_path / "counted.sqlite"
     build(source, counted, builder=builder, tokenizer=spec, engine="impact")
 

@@ -24,9 +24,7 @@ split into several tokens) are answered by the FTS5 statement; ``--explain`` say
 
 The postings are stored in blocks of up to :data:`BLOCK_TERMS` consecutive terms (``impact_blocks``), written
 with numpy from one grouped pass over FTS5's instances; an index built before blocks (``impacts``, a row per
-term) is still read. A one-field Python strategy's build of a small source (:data:`COUNT_BYTES`) counts its
-terms as they are tokenized instead (:class:`TermCounts`, while the tokenizer's workers go on) and writes the
-same blocks, byte for byte, without that pass; the counts are checked against FTS5's row sizes first.
+term) is still read.
 
 Rank-safe pruning: each term's largest impact is stored with its postings, so ``idf * peak`` bounds what the
 term adds to any row; MaxScore never reads the lists of terms whose bounds together stay below the ``k``-th best
@@ -42,10 +40,8 @@ import collections
 import itertools
 import json
 import math
-import re
 import sqlite3
 import threading
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -137,13 +133,10 @@ def _varints(data: bytes) -> list[int]:
     return values
 
 
-def write_impacts(
-    db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[float], counts: TermCounts | None = None
-) -> int:
+def write_impacts(db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[float]) -> int:
     """Create and fill the ``impact_blocks`` table from the ``search`` table just built (inside the caller's
     transaction); ``weights`` are bm25's column weights. Returns the number of terms (a hybrid's: of its
-    (field, term) keys, see :func:`field_key`). With ``counts`` that agree with what FTS5 holds, the postings
-    come from them instead of a pass over FTS5's instances (the same table, byte for byte)."""
+    (field, term) keys, see :func:`field_key`)."""
     import numpy as np
 
     db.execute(_SCHEMA)
@@ -160,8 +153,6 @@ def write_impacts(
     sizes = np.zeros(1 + (largest or 0))
     for rowid, blob in reader.execute("SELECT id, sz FROM search_docsize"):
         sizes[rowid] = sum(_varints(blob))
-    if counts is not None and counts.write(_Blocks(db, sizes, avgdl)):
-        return len(counts.vocab)
     columns = [row[1] for row in reader.execute("PRAGMA table_info(search)")]
     weight_of = dict(zip(columns, weights, strict=True))
     # A hybrid's field n owns columns 2n and 2n + 1 (title, body): its postings are keyed by field.
@@ -188,192 +179,12 @@ def write_impacts(
 
 #: Instances the counted path reads into numpy at a time (a longer list is read whole).
 _BATCH_INSTANCES = 50_000
-
-#: A build counts a one-field index's terms as they are tokenized (:class:`TermCounts`) when its sources hold
-#: at most this many bytes; a larger one reads FTS5's instances, so that its memory stays bounded.
-COUNT_BYTES = 8_000_000
-#: Counting stops (and the build reads FTS5's instances) past this many instances or distinct terms: the
-#: vocabulary costs about 150 bytes a term, each instance 4 bytes, and computing the postings about 60 bytes
-#: an instance for a moment (jieba on cmrc2018_dev_trial: 50,581 terms, 301,471 instances).
-COUNT_INSTANCES = 2_000_000
-COUNT_TERMS = 100_000
-#: Instances held as Python numbers at most before they go into a compact array.
-_COUNT_BATCH = 65_536
 #: FTS5 keeps at most this many bytes of a token (``FTS5_MAX_TOKEN_SIZE``), cut anywhere, even inside a
-#: character. Terms this long get no postings (the instance pass skips them, counting gives up), and a query
-#: holding one is answered by FTS5 (:func:`fallback_reason`): the term FTS5 holds is not the one asked for.
+#: character. Terms this long get no postings, and a query holding one is answered by FTS5
+#: (:func:`fallback_reason`): the term FTS5 holds is not the one asked for.
 FTS5_TOKEN_BYTES = 32_768
 #: The instance pass's filter of such terms (a blob's length is its bytes; the text is never decoded).
 _KEPT_TERM = f"length(CAST(term AS BLOB)) < {FTS5_TOKEN_BYTES}"
-_UPPER = re.compile("[A-Z]")
-_FOLD = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
-
-
-class TermCounts:
-    """A one-field index's term instances, counted from the space-joined terms a build stores (title column,
-    then body), while the tokenizer's workers go on: what the pass over FTS5's instance table would read,
-    without that pass. FTS5's whitespace clause splits at spaces and folds A-Z, as here; before use, every
-    row's count is checked against FTS5's own (``search_docsize``), and any difference, a weight that is not a
-    whole number, or a term FTS5 would cut short leaves the postings to the instance pass."""
-
-    def __init__(self) -> None:
-        self.vocab: dict[str, int] = {}
-        self._next_id = itertools.count()
-        self._parts: list[np.ndarray] = []
-        #: (rowid, column, instances) of every non-empty column counted.
-        self._segments: list[tuple[int, int, int]] = []
-        self.instances = 0
-        #: Seconds spent in :meth:`add` (in the build's tokenize phase: while a pool's workers go on).
-        self.seconds = 0.0
-        self.given_up = False
-        #: Whether :meth:`write` wrote the postings.
-        self.used = False
-        self._thread: threading.Thread | None = None
-        self._prepared: _Counted | None = None
-        self._failure: BaseException | None = None
-
-    def add(self, rows: Iterator[tuple[int, str, str]] | list[tuple[int, str, str]]) -> None:
-        """Count rows given as ``(rowid, title terms, body terms)``."""
-        if self.given_up:
-            return
-        started = time.perf_counter()
-        try:
-            self._add(rows)
-        finally:
-            self.seconds += time.perf_counter() - started
-
-    def _add(self, rows: Iterator[tuple[int, str, str]] | list[tuple[int, str, str]]) -> None:
-        import numpy as np
-
-        assign, ids = self.vocab.setdefault, self._next_id
-        found: list[int] = []
-        for rowid, *columns in rows:
-            for column, text in enumerate(columns):
-                if not text:
-                    continue
-                if _UPPER.search(text) is not None:
-                    text = text.translate(_FOLD)
-                terms = text.split(" ")
-                # A new term takes the next number; a known one keeps its own (numbers are unique, not dense).
-                found.extend(map(assign, terms, ids))
-                self._segments.append((rowid, column, len(terms)))
-            if len(found) >= _COUNT_BATCH:
-                if not self._keep(found, np):
-                    return
-                found = []
-        self._keep(found, np)
-
-    def _keep(self, found: list[int], np: Any) -> bool:
-        """Hold ``found`` as an int32 array; False (and given up) past the limits."""
-        self.instances += len(found)
-        if self.instances > COUNT_INSTANCES or len(self.vocab) > COUNT_TERMS:
-            self.give_up()
-            return False
-        self._parts.append(np.array(found, dtype=np.int32))  # numbers stay below COUNT_INSTANCES
-        return True
-
-    def give_up(self) -> None:
-        """Stop counting (waiting for a computation already started) and free what was counted: the postings
-        will come from FTS5's instances. A failed build calls it too, so that no thread outlives the build
-        (a later build forks its tokenizer's workers only while this process runs one thread)."""
-        self.given_up = True
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        self.vocab, self._parts, self._segments, self._prepared = {}, [], [], None
-
-    def prepare(self, weights: list[float]) -> None:
-        """Start computing the postings in a thread, from the counts alone (a sort and numpy, while the caller
-        has SQLite build FTS5's index: both release the GIL for most of it). ``weights``: bm25's column
-        weights; only whole numbers are added here (any order gives FTS5's sum exactly)."""
-        if self.given_up or len(weights) != 2 or not all(float(weight).is_integer() for weight in weights):
-            self.give_up()
-            return
-        if any(_too_long(term) for term in self.vocab):
-            self.give_up()  # FTS5 holds a shorter term: left to the instance pass, which skips it
-            return
-        self._thread = threading.Thread(target=self._compute, args=(weights,), name="rag-eval postings", daemon=True)
-        self._thread.start()
-
-    def _compute(self, weights: list[float]) -> None:
-        import numpy as np
-
-        try:
-            ids = np.concatenate(self._parts) if self._parts else np.zeros(0, dtype=np.int32)
-            self._parts = []
-            segments = np.array(self._segments, dtype=np.int64).reshape(-1, 3)
-            self._segments = []
-            docs = np.repeat(segments[:, 0], segments[:, 2])
-            rows = int(docs.max()) + 1 if len(docs) else 1
-            terms = sorted(self.vocab)
-            numbers = np.fromiter(map(self.vocab.__getitem__, terms), dtype=np.int64, count=len(terms))
-            rank = np.zeros(int(numbers.max()) + 1 if len(numbers) else 0, dtype=np.int64)
-            rank[numbers] = np.arange(len(terms))
-            # Instances in FTS5's order: term, then row, then column (a row's weights are added column by column).
-            key = (rank[ids] * rows + docs) * 2 + np.repeat(segments[:, 1], segments[:, 2])
-            key.sort()
-            new_posting = np.empty(len(key), dtype=bool)
-            new_posting[:1] = True
-            np.not_equal(key[1:] // 2, key[:-1] // 2, out=new_posting[1:])
-            starts = np.flatnonzero(new_posting)
-            posting = key[starts] // 2
-            self._prepared = _Counted(
-                terms=terms,
-                rows=posting % rows,
-                tf=np.add.reduceat(np.array(weights, dtype="<f8")[key % 2], starts) if len(key) else np.zeros(0),
-                term_ends=np.searchsorted(posting // rows, np.arange(1, len(terms) + 1)).tolist(),
-                instances=np.bincount(key // (2 * rows), minlength=len(terms)).tolist(),
-                sizes=np.bincount(docs),
-            )
-        except BaseException as exc:  # handed to the caller by write()
-            self._failure = exc
-
-    def write(self, blocks: _Blocks) -> bool:
-        """Write the postings :meth:`prepare` computed through ``blocks``, as the instance pass would (the same
-        batches, so the same blocks, byte for byte); False, with nothing written, when they were not
-        prepared or a row's count differs from FTS5's (``blocks.sizes``)."""
-        import numpy as np
-
-        if self._thread is None:
-            return False
-        self._thread.join()
-        if self._failure is not None:
-            raise self._failure
-        counted = self._prepared
-        assert counted is not None
-        sizes = blocks.sizes
-        if len(counted.sizes) > len(sizes) or not np.array_equal(counted.sizes, sizes[: len(counted.sizes)]):
-            return False
-        if sizes[len(counted.sizes) :].any():
-            return False
-        terms, term_ends = counted.terms, counted.term_ends
-        # The instance pass writes a batch once it holds _BATCH_INSTANCES instances: the same batches here.
-        first = pending = 0
-        for number, instances in enumerate(counted.instances):
-            pending += instances
-            if pending >= _BATCH_INSTANCES or number == len(terms) - 1:
-                low = term_ends[first - 1] if first else 0
-                ends = term_ends[first : number + 1]
-                high = ends[-1]
-                rows, tf = counted.rows[low:high], counted.tf[low:high]
-                blocks.write(terms[first : number + 1], rows, tf, [end - low for end in ends])
-                first, pending = number + 1, 0
-        self.used = True
-        return True
-
-
-@dataclass
-class _Counted:
-    """Postings computed from counted terms: terms ascending, each term's rows and tf up to its end."""
-
-    terms: list[str]
-    rows: np.ndarray
-    tf: np.ndarray
-    term_ends: list[int]
-    #: Instances of each term (the instance pass's batches are measured in these).
-    instances: list[int]
-    #: Tokens of each row, by rowid (what FTS5's docsize must hold).
-    sizes: np.ndarray
 
 
 class _OutOfStep(Exception):

@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -44,9 +44,6 @@ BATCHES_PER_WORKER = 4
 _PR_SET_PDEATHSIG = 1
 
 Tokenized = tuple[str, str, "bytes | None"]
-#: ``on_results(positions, tokens)``: tokens of the items at those positions, handed over as they are made (a
-#: pool's batches arrive while the workers go on), so the caller can use them before the whole call ends.
-OnResults = Callable[[Sequence[int], Sequence[Tokenized]], None]
 
 _worker_tokenizer: Tokenizer | None = None
 _worker_load_seconds: float | None = None
@@ -206,30 +203,15 @@ def tokenize_chunks(
     *,
     keep_offsets: bool,
     progress: Callable[[int], None] | None = None,
-    on_results: OnResults | None = None,
 ) -> tuple[list[Tokenized], PoolReport]:
-    """``(title, text)`` pairs to ``(title terms, body terms, offsets)``, in order; ``on_results`` is given
-    every item's tokens once, in batches, as soon as they are known."""
+    """``(title, text)`` pairs to ``(title terms, body terms, offsets)``, in order."""
     memo = _memo
     if memo is None:
-        return _tokenize_chunks(tokenizer, items, keep_offsets=keep_offsets, progress=progress, on_results=on_results)
+        return _tokenize_chunks(tokenizer, items, keep_offsets=keep_offsets, progress=progress)
     system = tokenizer.spec  # options and fingerprint: library versions, model and dictionary checksums
     known = [memo.get(system, item, keep_offsets) for item in items]
-    missing_at = [position for position, tokens in enumerate(known) if tokens is None]
-    missing = [items[position] for position in missing_at]
-    forward: OnResults | None = None
-    if on_results is not None:
-        remembered = [position for position, tokens in enumerate(known) if tokens is not None]
-        if remembered:
-            on_results(remembered, [known[position] for position in remembered])  # type: ignore[misc]
-        callback = on_results
-
-        def forward(positions: Sequence[int], tokens: Sequence[Tokenized]) -> None:
-            callback([missing_at[position] for position in positions], tokens)
-
-    computed, report = _tokenize_chunks(
-        tokenizer, missing, keep_offsets=keep_offsets, progress=progress, on_results=forward
-    )
+    missing = [item for item, tokens in zip(items, known, strict=True) if tokens is None]
+    computed, report = _tokenize_chunks(tokenizer, missing, keep_offsets=keep_offsets, progress=progress)
     fresh = iter(computed)
     results = []
     for item, tokens in zip(items, known, strict=True):
@@ -246,19 +228,11 @@ def _tokenize_chunks(
     *,
     keep_offsets: bool,
     progress: Callable[[int], None] | None = None,
-    on_results: OnResults | None = None,
 ) -> tuple[list[Tokenized], PoolReport]:
     global _worker_tokenizer
     started = time.perf_counter()
     cpu = time.process_time()
     results: list[Tokenized] = []
-    handed = 0
-
-    def hand_over() -> None:
-        nonlocal handed
-        if on_results is not None and len(results) > handed:
-            on_results(range(handed, len(results)), results[handed:])
-        handed = len(results)
 
     def alone(part: list[tuple[str, str]]) -> None:
         for title, text in part:
@@ -297,7 +271,6 @@ def _tokenize_chunks(
         )
     if plan.workers < 2:
         alone(rest)
-        hand_over()
         report = PoolReport(1, "", [], time.process_time() - cpu, time.perf_counter() - started, plan.describe())
         return results, report
     method = "fork" if forkable else "spawn"
@@ -305,7 +278,6 @@ def _tokenize_chunks(
     batches = [rest[i : i + plan.batch] for i in range(0, len(rest), plan.batch)]
     report = PoolReport(plan.workers, method, plan=plan.describe())
     report.cpu_seconds = time.process_time() - cpu  # the probe's
-    hand_over()
     loads: dict[int, float] = {}
     with ProcessPoolExecutor(
         max_workers=plan.workers,
@@ -319,7 +291,6 @@ def _tokenize_chunks(
             report.cpu_seconds += worker_cpu
             if progress is not None:
                 progress(len(results))
-            hand_over()  # while the workers go on with the next batches
     _worker_tokenizer = None
     report.worker_load_seconds = sorted(round(v, 3) for v in loads.values())
     report.wall_seconds = time.perf_counter() - started

@@ -11,7 +11,7 @@ import sqlite3
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,8 @@ from .builders import Builder, get_builder, infer_builder
 from .builders.base import FileRef
 from .columns import all_field_columns, field_columns
 from .errors import CorpusError, IndexFileError, RagEvalError
-from .impact import COUNT_BYTES, TermCounts, build_engine, write_impacts
 from .impact import TABLES as IMPACT_TABLES
+from .impact import build_engine, write_impacts
 from .indexmeta import SCHEMA_VERSION, read_meta, recorded_meta
 from .locks import remove_database
 from .outputs import make_parents, recorded_name, remove_made, umask
@@ -29,7 +29,7 @@ from .processing import QueryProcessing
 from .records import Chunk, Progress
 from .search import weights_for
 from .store import BUSY_TIMEOUT_MS, build_lock, connect, create_schema, foreign_reason, index_size
-from .tokenize_pool import Tokenized, tokenize_chunks
+from .tokenize_pool import tokenize_chunks
 from .tokenizers import Tokenizer, get_tokenizer
 
 
@@ -251,8 +251,6 @@ class _Writer:
         self.plans: list[tuple[int, str]] = []
         self.on_insert: Callable[[int], None] | None = None
         self.progress: Progress | None = None
-        #: A one-field index's terms counted for its postings as they are tokenized (None: not counted).
-        self.counts: TermCounts | None = None
 
     def _duplicate(self, rows: list[tuple[Any, ...]]) -> str | None:
         """The first key in ``rows`` that an earlier row of the batch or of the index already has."""
@@ -282,16 +280,6 @@ class _Writer:
     def flush(self) -> None:
         pending = [(title, chunk.text) for chunk, title, stored in self.buffer if stored is None]
         tokenized: list[Stored] = []
-        counts = self.counts
-        on_results = None
-        if counts is not None:
-            # The rows the chunks will get: counted while the pool tokenizes the next batches.
-            pending_rows = [self.rows + 1 + n for n, (_c, _t, stored) in enumerate(self.buffer) if stored is None]
-            counts.add([(self.rows + 1 + n, s[0], s[1]) for n, (_c, _t, s) in enumerate(self.buffer) if s is not None])
-
-            def on_results(positions: Sequence[int], tokens: Sequence[Tokenized]) -> None:
-                counts.add([(pending_rows[p], t[0], t[1]) for p, t in zip(positions, tokens, strict=True)])
-
         if pending:
             fields = self.tokenizer.fields
             per_field = []
@@ -304,7 +292,6 @@ class _Writer:
                     pending,
                     keep_offsets=self.keep_offsets and number == 0,
                     progress=None if report is None else _tokenizing(report, done_before, total),
-                    on_results=on_results if number == 0 else None,
                 )
                 per_field.append(results)
                 self.tokenize_wall += pool.wall_seconds
@@ -392,8 +379,6 @@ def _write(
         + [column for number in range(1, len(tokenizer.fields)) for column in field_columns(number)]
     )
     write_started = time.perf_counter()
-    writer = _Writer(db, tokenizer, keep_offsets)
-    writer.on_insert, writer.progress = on_insert, progress
     db.execute("BEGIN IMMEDIATE")
     try:
         has_old = bool(meta)
@@ -413,12 +398,12 @@ def _write(
         old_files = (
             dict(reader.execute("SELECT path, sha256 FROM files_old").fetchall()) if has_old and reusable else {}
         )
+        writer = _Writer(db, tokenizer, keep_offsets)
+        writer.on_insert, writer.progress = on_insert, progress
         paths: set[str] = set()
         file_rows: list[tuple[str, str, int]] = []
         changed = 0
         total_bytes = sum((root / ref.path).stat().st_size for ref in refs)
-        if engine == "impact" and not tokenizer.native and len(tokenizer.fields) == 1 and total_bytes <= COUNT_BYTES:
-            writer.counts = TermCounts()
         done_bytes = 0
         for ref in refs:
             file = builder.read(root, ref)
@@ -448,9 +433,6 @@ def _write(
             if progress is not None:
                 progress("index", done_bytes, total_bytes)
         writer.flush()
-        weights = weights_for(tokenizer, builder.query_defaults())
-        if writer.counts is not None:
-            writer.counts.prepare(weights)  # in a thread, while SQLite builds FTS5's index below
         db.execute("DROP TABLE IF EXISTS chunks_old")
         db.execute("DROP TABLE IF EXISTS files_old")
         db.executemany("INSERT INTO files VALUES (?, ?, ?)", file_rows)
@@ -458,7 +440,7 @@ def _write(
         db.execute("INSERT INTO search(search) VALUES ('rebuild')")
         db.execute("INSERT INTO search(search) VALUES ('optimize')")
         if engine == "impact":
-            write_impacts(db, tokenizer, weights, writer.counts)
+            write_impacts(db, tokenizer, weights_for(tokenizer, builder.query_defaults()))
         new_meta = {
             "schema_version": str(SCHEMA_VERSION),
             "builder": builder.system,
@@ -482,8 +464,6 @@ def _write(
         db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(new_meta.items()))
         db.execute("COMMIT")
     except BaseException as exc:
-        if writer.counts is not None:
-            writer.counts.give_up()
         if db.in_transaction:  # SQLite has already rolled back after some errors (SQLITE_FULL)
             db.execute("ROLLBACK")
         if isinstance(exc, sqlite3.OperationalError):
@@ -510,18 +490,8 @@ def _write(
             "tokenize_cpu_seconds": round(writer.tokenize_cpu, 3),
             "tokenize_speedup": speedup,
             "tokenize_plan": writer.plan_summary(),
-            "postings_from": _postings_source(engine, writer.counts),
-            #: Of the tokenize phase: counting the terms for the postings (a pool's workers go on meanwhile).
-            "count_seconds": round(writer.counts.seconds, 3) if writer.counts is not None else 0.0,
         },
     )
-
-
-def _postings_source(engine: str, counts: TermCounts | None) -> str:
-    """Where the impact postings came from: the terms counted as they were tokenized, or FTS5's instances."""
-    if engine != "impact":
-        return "none"
-    return "counted terms" if counts is not None and counts.used else "FTS5 instances"
 
 
 #: The hidden file a new index is built in, beside it: ``.NAME.XXXXXXXX.building``.
