@@ -131,6 +131,12 @@ class Tokenizer(Configurable):
         """The query's terms for each field, in field order."""
         return [self.query_terms(text)]
 
+    @property
+    def converts_traditional(self) -> bool:
+        """Whether this strategy converts traditional characters to simplified before tokenizing, so that
+        phrase filters and window snippets normalise a hit's raw text the same way (no conversion here)."""
+        return False
+
     def phrase_highlight(self, phrase: str, terms: tuple[str, ...]) -> str:
         """What snippets highlight for a native phrase query: by default the normalised phrase as typed."""
         return normalise(phrase)
@@ -289,6 +295,11 @@ class PythonTokenizer(Tokenizer):
     )
     libraries: ClassVar[tuple[str, ...]] = ()
 
+    @property
+    def converts_traditional(self) -> bool:
+        """The ``t2s`` option every Python strategy has."""
+        return bool(self.options.get("t2s"))
+
     def fingerprint(self) -> dict[str, str]:
         details = super().fingerprint()
         details["unicode"] = UNICODE_VERSION
@@ -327,7 +338,7 @@ class PythonTokenizer(Tokenizer):
             return super().terms_and_spans(text)
         check_text(text)
         self.load()
-        normalised = normalise_with_offsets(text, t2s=bool(self.options.get("t2s")))
+        normalised = normalise_with_offsets(text, t2s=self.converts_traditional)
         if not normalised.identity:
             return _taken_apart(self._checked(text, lambda: self._tokens(normalised)))
         norm = normalised.text
@@ -355,7 +366,7 @@ class PythonTokenizer(Tokenizer):
 
     def _tokenize(self, text: str) -> list[Token]:
         # ``tokenize`` turns a failure of ``_spans`` into one line and checks these tokens.
-        return self._tokens(normalise_with_offsets(text, t2s=bool(self.options.get("t2s"))))
+        return self._tokens(normalise_with_offsets(text, t2s=self.converts_traditional))
 
     def _tokens(self, normalised: Normalised) -> list[Token]:
         norm = normalised.text

@@ -96,7 +96,12 @@ class HybridTokenizer(Tokenizer):
             raise SpecError(f"a hybrid names the same field twice: {' + '.join(systems)}")
         self._fields = tuple(fields)
         # The phrase filter normalises raw text once for every field: with t2s when any field converts.
-        self.options: dict[str, Any] = {"t2s": any(f.tokenizer.options.get("t2s") for f in fields)}
+        self.options: dict[str, Any] = {"t2s": any(f.tokenizer.converts_traditional for f in fields)}
+
+    @property
+    def converts_traditional(self) -> bool:
+        """When any field converts (the phrase filter normalises the raw text once for every field)."""
+        return bool(self.options["t2s"])
 
     @classmethod
     def parse(cls, spec: str, make: Callable[[str], Tokenizer]) -> HybridTokenizer:

@@ -80,8 +80,7 @@ def compile_query(
     if mode not in MODES:
         raise QueryError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
     check_query(text, max_chars=max_chars, max_terms=max_terms)
-    t2s = bool(tokenizer.options.get("t2s"))
-    normalised = " ".join(normalise(text, t2s=t2s).split())
+    normalised = " ".join(normalise(text, t2s=tokenizer.converts_traditional).split())
     if not any(c.isalnum() for c in text):
         return CompiledQuery(text, mode, normalised, (), None, ())
     if tokenizer.native and mode == "phrase":

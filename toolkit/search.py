@@ -362,7 +362,7 @@ def _ranked(
             hits = [_hit((row[0], rank, row[1], "", _chunk(row[2:-1]))) for rank, row in enumerate(rows, 1)]
         return hits, rows[0][-1]
     hits = []
-    t2s = bool(index.tokenizer.options.get("t2s"))
+    t2s = index.tokenizer.converts_traditional
     needle = "".join(compiled.phrase_filter.split())
     reader = index.db.cursor()
     reader.row_factory = None
@@ -485,7 +485,7 @@ def _add_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> Non
             hits[position] = hit._replace(snippet=found.get(hit.id, hit.chunk.text))
         return
     terms = set(compiled.highlight)
-    t2s = bool(tokenizer.options.get("t2s"))
+    t2s = tokenizer.converts_traditional
     stored: dict[int, list[Token]] = {}
     if defaults.snippet == "fts5" and hits:
         marks = ",".join("?" * len(hits))
