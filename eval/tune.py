@@ -478,13 +478,32 @@ def tune(
         if eval_on is None and not _judged(subset(data, test_ids, "test")):
             # Checked before the search, not after it: whether there is a held-back part at all, nothing it holds.
             raise RagEvalError(f"{data.id}[test]: no judged query falls in the test part", hint="lower --split")
+        other = load_dataset(eval_on) if eval_on else None
+        asked_again: list[str] = []
+        if other is not None:
+            # Before the search, only which of its questions the dev part asks too, and whether any judged one is
+            # left: those are left out, so that the figures come from questions the choice never saw.
+            asked_again = reused_dev_queries(dev, other)
+            if not _judged(subset(other, [q for q in other.queries if q not in set(asked_again)], "unseen")):
+                raise RagEvalError(
+                    f"{eval_on}: every judged query of {other.id} asks a dev query tune chooses on again "
+                    f"({len(asked_again)} of them, e.g. {asked_again[0]!r}), so none of it is unseen"
+                    if asked_again
+                    else f"{eval_on}: {other.id} has no judged query",
+                    hint="leave out --eval-on to test on the held-back part, or give a set with other questions",
+                )
         found = search_space(
             dev, pool, budget=budget, metric=metric, max_p95_ms=max_p95_ms, max_index_mb=max_index_mb, progress=progress
         )
         trials, on_front = found.trials, found.front
         best = on_front[0]
         # Held back until now: the test part (or another dataset) and its judgements.
-        held = load_dataset(eval_on) if eval_on else subset(data, test_ids, "test")
+        if other is None:
+            held = subset(data, test_ids, "test")
+        elif asked_again:
+            held = subset(other, [q for q in other.queries if q not in set(asked_again)], "unseen")
+        else:
+            held = other
         singles = [t for t in trials if t.candidate.single and t.round == 2]
         evaluated = list({t.candidate.name: t.candidate for t in on_front + singles}.values())
         clock = time.perf_counter()
@@ -494,21 +513,19 @@ def tune(
         queries = "held-back queries" if eval_on is None else f"queries of {held.id}"
         paragraph = _paragraph(best, test_report, metric, on_front, queries, found.tied)
         warning = few_queries_warning(len(_judged(dev)), test_report, metric, queries)
-        if eval_on:
-            reused = reused_dev_queries(dev, held)
-            if reused:
-                # The same questions in another copy of the set are the dev queries the choice was made on.
-                note = (
-                    f"{len(reused)} of the {test_report['judged_queries']} judged {queries} are dev queries tune "
-                    f"chose on (same id and text, e.g. {reused[0]}), so these figures are not evidence on unseen "
-                    "queries; leave out --eval-on to test on the held-back part"
-                )
-                warning = f"{note}; {warning}" if warning else note
+        if other is not None and asked_again:
+            note = (
+                f"{len(asked_again)} of the {len(other.queries)} queries of {other.id} ask a dev query tune chose on "
+                f"again (the same text, e.g. {asked_again[0]}): they were left out, and the figures come from its "
+                f"other {len(held.queries)}"
+            )
+            warning = f"{note}; {warning}" if warning else note
         report = {
             "schema": SCHEMA,
             "environment": started_in,
             "dataset": {"id": data.id, "checksum": data.checksum()},
             "evaluated_on": held.id,
+            "left_out_dev_queries": len(asked_again),
             "split": {
                 "salt": SALT,
                 "dev_fraction": dev_fraction,
@@ -628,8 +645,10 @@ def _test_evidence(
 
 
 def reused_dev_queries(dev: Dataset, held: Dataset) -> list[str]:
-    """The judged dev queries that ``held`` asks again: the same id and the same text."""
-    return [q for q in _judged(dev) if q in held.queries and held.queries[q].text == dev.queries[q].text]
+    """The queries of ``held`` that ask a judged dev query again: the same text (runs of whitespace aside),
+    whatever their ids (a copy of the tuned set, or one that numbers its questions anew)."""
+    asked = {" ".join(dev.queries[q].text.split()) for q in _judged(dev)}
+    return [q for q, query in held.queries.items() if " ".join(query.text.split()) in asked]
 
 
 def few_queries_warning(dev_judged: int, test: dict[str, Any], metric: str, queries: str) -> str | None:

@@ -16,7 +16,7 @@ from rag_eval.eval.formats import load_dataset
 from rag_eval.eval.fusion import Fusion, FusionError, fuse, fuse_files
 from rag_eval.eval.runner import System
 from rag_eval.eval.shipped import export_shipped
-from rag_eval.eval.split import split_ids, subset
+from rag_eval.eval.split import DEV_FRACTION, split_ids, subset
 from rag_eval.eval.tune import Candidate, Trial, _paragraph, candidates, load_space, search_space, tune
 
 
@@ -107,14 +107,52 @@ def test_a_test_part_without_a_judged_query_is_an_error_before_the_search(tmp_pa
     assert caught.value.hint == "lower --split" and calls == []
 
 
-def test_eval_on_a_copy_of_the_tuned_set_warns_that_its_figures_are_not_held_back(tmp_path: Path) -> None:
+def test_eval_on_a_copy_of_the_tuned_set_leaves_its_dev_questions_out(tmp_path: Path) -> None:
+    """A copy of the tuned set (here renumbered) asks the dev questions again: its figures come from the rest."""
     other = export_shipped("evidence-mini", tmp_path / "copy")
+    lines = (other / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    renumbered = [{**json.loads(line), "_id": f"copy-{n}"} for n, line in enumerate(lines)]
+    ids = {json.loads(line)["_id"]: row["_id"] for line, row in zip(lines, renumbered, strict=True)}
+    (other / "queries.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in renumbered))
+    qrels = other / "qrels" / "test.tsv"
+    rows = [line.split("\t") for line in qrels.read_text(encoding="utf-8").splitlines()]
+    qrels.write_text("\n".join("\t".join([ids.get(r[0], r[0]), *r[1:]]) for r in rows) + "\n", encoding="utf-8")
     space = _space(tmp_path, 'tokenizers = ["bigram", "unigram"]\n')
     result = tune("evidence-mini", output=tmp_path / "out", space_file=space, eval_on=str(other))
-    warning = result.report["warning"]
-    assert warning and "are dev queries tune chose on" in warning
+    report = result.report
+    data = load_dataset("evidence-mini")
+    dev_ids, test_ids = split_ids(list(data.queries), DEV_FRACTION)
+    judged = [q for q in data.queries if any(g > 0 for g in data.qrels.get(q, {}).values())]
+    assert report["left_out_dev_queries"] == len([q for q in judged if q in dev_ids]) > 0
+    assert report["evaluated_on"].endswith("[unseen]")
+    assert report["test"]["judged_queries"] == len([q for q in judged if q in test_ids])
+    assert report["warning"] and "they were left out" in report["warning"]
     written = json.loads((tmp_path / "out" / "tune.json").read_text(encoding="utf-8"))
-    assert written["warning"] == warning
+    assert written["warning"] == report["warning"]
+
+
+def test_eval_on_a_set_of_dev_questions_only_is_refused_before_the_search(tmp_path: Path) -> None:
+    other = export_shipped("evidence-mini", tmp_path / "dev-only")
+    data = load_dataset("evidence-mini")
+    dev_ids, _test_ids = split_ids(list(data.queries), DEV_FRACTION)
+    lines = (other / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    kept = [line for line in lines if json.loads(line)["_id"] in dev_ids]
+    (other / "queries.jsonl").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    qrels = other / "qrels" / "test.tsv"
+    rows = qrels.read_text(encoding="utf-8").splitlines()
+    qrels.write_text("\n".join(r for r in rows if r.split("\t")[0] in dev_ids or r.startswith("query")) + "\n")
+    space = _space(tmp_path, 'tokenizers = ["bigram", "unigram"]\n')
+    calls: list[str] = []
+    with pytest.raises(RagEvalError, match="asks a dev query tune chooses on again") as caught:
+        tune(
+            "evidence-mini",
+            output=tmp_path / "out",
+            space_file=space,
+            eval_on=str(other),
+            progress=lambda phase, done, total: calls.append(phase),
+        )
+    assert "leave out --eval-on" in (caught.value.hint or "") and calls == []
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("weights", [(1e308, 1e308), (1001.0, 1.0)])

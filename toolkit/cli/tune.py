@@ -43,7 +43,10 @@ from .progress import Bars
     "--eval-on",
     metavar="DATASET",
     type=TEXT,
-    help="Evaluate the recommendation on another dataset's queries instead of the held-back test part.",
+    help=(
+        "Evaluate the recommendation on another dataset's queries instead of the held-back test part "
+        "(less those that ask a dev question again)."
+    ),
 )
 @click.option("--metric", default=DEFAULT_METRIC, show_default=True, type=TEXT, help="What quality means.")
 @click.option("--json", "as_json", is_flag=True, help="Print tune.json's summary instead of the paragraph.")
