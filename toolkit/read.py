@@ -59,7 +59,8 @@ def read_entry(
                     for r in index.db.execute("SELECT anchor FROM chunks WHERE path = ? ORDER BY id LIMIT 8", (path,))
                 ]
         if row is None:
-            chunk = read_chunk(index, target)  # a lines or passages index's key (``doc@r1:...#L3``, ``a#b``)
+            # a lines or passages index's key (``doc@r1:...#L3``, ``a#b``), or a line's place ``a#b.txt:3``
+            chunk = read_chunk(index, target) or _line_at(index, target)
             if chunk is not None:
                 return chunk.provenance()
             hint = (

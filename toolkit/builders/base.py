@@ -16,7 +16,20 @@ from ..paths import path_under, printable_path
 from ..records import Chunk
 from ..registry import PluginError, plugin_failure
 from ..spec import Configurable, real, whole
-from ..textio import control_character, decode_utf8, file_kind, read_bytes
+from ..textio import control_character, decode_utf8, display_name, file_kind, read_bytes
+
+#: Why a source text may not hold a NUL character: FTS5 ends a text there in places (its trigram tokenizer
+#: indexes nothing after it; snippet() and highlight() drop what follows it up to the next token), so the
+#: index would silently hold and quote less than the source says.
+NUL_REASON = "FTS5 ends text at NUL: what follows would not be searched or quoted"
+
+
+def refuse_nul(text: str, where: str) -> str:
+    """``text`` unchanged, or CorpusError naming ``where`` and the line of its first NUL character."""
+    at = text.find("\x00")
+    if at != -1:
+        raise CorpusError(f"{where}: a NUL character at line {text.count(chr(10), 0, at) + 1} ({NUL_REASON})")
+    return text
 
 
 @dataclass(frozen=True)
@@ -43,8 +56,9 @@ class SourceFile:
         return len(self.data)
 
     def text(self) -> str:
-        """The bytes as UTF-8 with one leading BOM removed (the sha256 stays over the bytes); CorpusError otherwise."""
-        return decode_utf8(self.data, self.path, CorpusError)
+        """The bytes as UTF-8 with one leading BOM removed (the sha256 stays over the bytes); CorpusError otherwise,
+        and for a NUL character (see :data:`NUL_REASON`)."""
+        return refuse_nul(decode_utf8(self.data, self.path, CorpusError), display_name(self.path))
 
 
 @dataclass(frozen=True)

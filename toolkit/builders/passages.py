@@ -24,7 +24,7 @@ from ..textio import (
     parse_jsonl,
     read_bytes,
 )
-from .base import TITLE_WEIGHT, Builder, FileRef, QueryDefaults, SourceFile, locate
+from .base import NUL_REASON, TITLE_WEIGHT, Builder, FileRef, QueryDefaults, SourceFile, locate
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -152,6 +152,9 @@ class PassagesBuilder(Builder):
             if control_character(passage_id) is not None:
                 # An id is a key in search output, run files and qrels: one line per record.
                 raise CorpusError(f"{where}: _id {passage_id!r} contains a control character")
+            for field, value in (("title", title), ("text", text)):
+                if "\x00" in value:
+                    raise CorpusError(f"{where}: the {field} holds a NUL character ({NUL_REASON})")
             if passage_id in seen:
                 raise CorpusError(f"{where}: duplicate _id {passage_id!r}")
             seen.add(passage_id)

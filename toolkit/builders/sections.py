@@ -14,6 +14,8 @@ from ..spec import Option, OptionSet, whole
 from .base import TITLE_WEIGHT, WHOLE_FILE_BYTES, Builder, FileRef, QueryDefaults, SourceFile, locate
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+#: A blank line between paragraphs, in LF or CRLF files.
+_PARAGRAPH_BREAK = re.compile(r"\r?\n[ \t]*\r?\n")
 _SLUG_WORDS = re.compile(r"[\w\u4e00-\u9fff]+")
 PREAMBLE = "_preamble"
 ROOT = "_root"
@@ -112,27 +114,29 @@ def split_markdown(text: str, title: str) -> list[Section]:
     fence: str | None = None
 
     def flush() -> None:
-        block = "\n".join(body).strip("\n")
+        block = "\n".join(body).strip("\r\n")
         if current is None:
             if block.strip():
                 sections.append(Section(PREAMBLE, title, "", block))
         else:
             sections.append(Section(current[0], current[1], current[2], block))
 
-    for line in lines:
+    for raw in lines:
+        # A CRLF file's lines end in "\r": the text keeps it, but a heading's closing #s come before it.
+        line = raw[:-1] if raw.endswith("\r") else raw
         fenced = _FENCE.match(line)
         if fence is not None:
             if fenced and fenced.group(1)[0] == fence[0] and len(fenced.group(1)) >= len(fence):
                 fence = None
-            body.append(line)
+            body.append(raw)
             continue
         if fenced:
             fence = fenced.group(1)
-            body.append(line)
+            body.append(raw)
             continue
         heading = atx_heading(line)
         if heading is None:
-            body.append(line)
+            body.append(raw)
             continue
         flush()
         level, name = heading
@@ -140,9 +144,9 @@ def split_markdown(text: str, title: str) -> list[Section]:
             stack.pop()
         stack.append((level, clip_heading(name)))
         current = (anchors.reserve(slugify(name)), stack[-1][1], " > ".join(h for _, h in stack))
-        body = [line]
+        body = [raw]
     if current is None and not sections:
-        block = "\n".join(body).strip("\n")
+        block = "\n".join(body).strip("\r\n")
         return [Section(ROOT, title, "", block)] if block.strip() else []
     flush()
     return sections
@@ -156,7 +160,7 @@ def split_oversized(section: Section, max_chars: int) -> list[Section]:
     if len(section.text) <= max_chars:
         return [section]
     pieces: list[str] = []
-    for paragraph in re.split(r"\n[ \t]*\n", section.text):
+    for paragraph in _PARAGRAPH_BREAK.split(section.text):
         cut = 0
         while len(paragraph) - cut > max_chars:  # offsets, not re-slicing the rest: linear in the paragraph
             pieces.append(paragraph[cut : cut + max_chars])

@@ -183,7 +183,10 @@ def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None
         return
     for entry in entries:
         if "anchor" in entry:
-            click.echo(f"{entry['key']}\t{entry['category']}\t{entry['heading_path'] or entry['title']}")
+            # One entry per line, three tab-separated columns: a title's line breaks and tabs (a passage's
+            # title is any JSON string, a heading may hold a tab) are shown as one space, as search does.
+            heading = _LINE_BREAKS.sub(" ", entry["heading_path"] or entry["title"])
+            click.echo(f"{entry['key']}\t{entry['category']}\t{heading}")
         else:
             click.echo(
                 f"{entry['doc']}@{entry['revision']}\t{entry['status']}\t{entry['expires'] or '-'}\t"

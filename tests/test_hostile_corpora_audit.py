@@ -1,0 +1,156 @@
+"""Hostile corpora against the builders, search, read and index list: values FTS5 would store or print otherwise
+than the source holds them, and source layouts the code read wrongly."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rag_eval.builders.sections import split_markdown, split_oversized
+from rag_eval.cli import cli
+from rag_eval.read import read
+from rag_eval.store import Index
+from rag_eval.writer import build
+
+MANIFEST = '[{"doc_id": "a", "revision": "r1", "status": "current", "expires": null, "path": "%s"}]'
+
+
+def one_error(*args: str) -> str:
+    """The one ``error:`` line of a failing command (no traceback, exit status 1)."""
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    return errors[0]
+
+
+def lines_corpus(folder: Path, text: str, name: str = "a.txt") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text, encoding="utf-8")
+    (folder / "manifest.json").write_text(MANIFEST % name, encoding="utf-8")
+    return folder
+
+
+def sections_corpus(folder: Path, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a.md").write_text(text, encoding="utf-8")
+    return folder
+
+
+def passages_corpus(folder: Path, text: str, title: str = "") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"_id": "d1", "title": "", "text": "导出文件保留三十天"}, {"_id": "d2", "title": title, "text": text}]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return folder / "corpus.jsonl"
+
+
+NUL_CORPORA = {
+    "lines": (lambda folder, text: lines_corpus(folder, f"导出文件\n{text}\n"), "a.txt: a NUL character at line 2"),
+    "sections": (
+        lambda folder, text: sections_corpus(folder, f"# 导出\n\n导出文件\n{text}\n"),
+        "a.md: a NUL character at line 4",
+    ),
+    "passages": (lambda folder, text: passages_corpus(folder, text), "corpus.jsonl:2: the text holds a NUL"),
+    "passages-title": (
+        lambda folder, text: passages_corpus(folder, "备份策略", title=text),
+        "corpus.jsonl:2: the title holds a NUL",
+    ),
+}
+
+
+def test_fts5_ends_text_at_nul_in_snippets_and_trigram() -> None:
+    """Why a NUL is refused: FTS5's snippet() drops what follows a NUL up to the next token, and its trigram
+    tokenizer indexes nothing after one (if SQLite ever stops doing either, this fails and the refusal can go)."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+    db.execute("CREATE VIRTUAL TABLE g USING fts5(x, tokenize='trigram')")
+    db.execute("INSERT INTO t VALUES ('aa' || char(0) || 'bb cc')")
+    db.execute("INSERT INTO g VALUES ('aa' || char(0) || 'bbb')")
+    assert db.execute("SELECT snippet(t, 0, '[', ']', '…', 8) FROM t WHERE t MATCH 'cc'").fetchone()[0] == "aa[cc]"
+    assert db.execute("SELECT count(*) FROM g WHERE g MATCH 'bbb'").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("builder", sorted(NUL_CORPORA))
+@pytest.mark.parametrize("tokenizer", ["unicode61", "trigram", "bigram"])
+def test_a_nul_in_corpus_text_is_one_error_and_the_previous_index_stays(
+    tmp_path: Path, builder: str, tokenizer: str
+) -> None:
+    """Regression: a NUL in a source text was indexed; a lines index under unicode61 then quoted 'aa\\0bb cc' as
+    'aa[cc]' (FTS5's snippet), and trigram made everything after the NUL unsearchable."""
+    make, message = NUL_CORPORA[builder]
+    source = make(tmp_path / "src", "备份策略 export")
+    index = tmp_path / "index.sqlite"
+    build(source, index, builder=builder.split("-")[0], tokenizer=tokenizer)
+    before = hashlib.sha256(index.read_bytes()).hexdigest()
+    make(tmp_path / "src", "备份\x00策略 export")
+    line = one_error("index", "build", str(source), "-t", tokenizer, "-o", str(index))
+    assert message in line and "NUL" in line, line
+    assert hashlib.sha256(index.read_bytes()).hexdigest() == before
+    new = tmp_path / "new.sqlite"
+    one_error("index", "build", str(source), "-t", tokenizer, "-o", str(new))
+    assert not new.exists()
+
+
+def test_a_crlf_markdown_file_has_the_sections_of_its_lf_twin() -> None:
+    """Regression: in a CRLF file a heading's closing #s stayed in its title and heading path ('标题 #'), and no
+    blank line was seen between paragraphs, so an oversized section was cut mid-paragraph."""
+    lines = ["# 标题 #", "", "a" * 800, "", "b" * 800, "  ", "```", "# 代码", "```", "", "c" * 800, "## 二 ##", "x", ""]
+    sections = {}
+    for newline in ("\n", "\r\n"):
+        sections[newline] = [
+            (part.anchor, part.title, part.heading_path, part.text.replace("\r", ""))
+            for section in split_markdown(newline.join(lines), "a")
+            for part in split_oversized(section, 2000)
+        ]
+    assert sections["\r\n"] == sections["\n"]
+    assert [(anchor, title, path) for anchor, title, path, _ in sections["\n"]] == [
+        ("标题", "标题", "标题"),
+        ("标题~2", "标题", "标题"),
+        ("二", "二", "标题 > 二"),
+    ]
+    assert sections["\n"][1][3] == "c" * 800  # split at the blank line, not inside a paragraph
+
+
+def test_a_crlf_section_text_ends_where_its_lf_twin_ends(tmp_path: Path) -> None:
+    """A CRLF section read back ends at its last line, not at a stray carriage return."""
+    sections_corpus(tmp_path / "docs", "# 导出\r\n\r\n导出文件保留三十天\r\n\r\n## 备份\r\n\r\n备份策略\r\n")
+    build(tmp_path / "docs", tmp_path / "index.sqlite", builder="sections", tokenizer="bigram")
+    with Index.open(tmp_path / "index.sqlite") as index:
+        assert read(index, "a.md#导出") == "# 导出\r\n\r\n导出文件保留三十天"
+        assert read(index, "a.md#备份") == "## 备份\r\n\r\n备份策略"
+
+
+@pytest.mark.parametrize(
+    ("builder", "make"),
+    [
+        ("passages", lambda folder: passages_corpus(folder, "备份策略", title="第一行\n第二行\t第二列\r\x85\u2028末")),
+        ("sections", lambda folder: sections_corpus(folder, "# 标题\t第二列\n\n备份策略\n")),
+    ],
+)
+def test_index_list_prints_one_line_of_three_columns_per_entry(tmp_path: Path, builder: str, make) -> None:
+    """Regression: a passage title holding a line break (any JSON string may) or a heading holding a tab broke
+    index list's one entry per line, three tab-separated columns."""
+    source = make(tmp_path / "src")
+    build(source, tmp_path / "index.sqlite", builder=builder, tokenizer="bigram")
+    result = CliRunner().invoke(cli, ["index", "list", str(tmp_path / "index.sqlite")])
+    assert result.exit_code == 0, result.output
+    rows = result.output.splitlines()
+    assert len(rows) == (2 if builder == "passages" else 1), rows
+    assert all(len(row.split("\t")) == 3 for row in rows), rows
+
+
+def test_read_takes_the_place_search_prints_for_a_line_in_a_file_named_with_a_hash(tmp_path: Path) -> None:
+    """Regression: search printed 'a#b.txt:2' for a lines corpus file 'a#b.txt', and read refused it ('no section
+    'a#b.txt:2''): the target split at its '#' and PATH:N was never tried."""
+    source = lines_corpus(tmp_path / "src", "导出文件\n保留三十天\n", name="a#b.txt")
+    build(source, tmp_path / "index.sqlite", builder="lines", tokenizer="bigram")
+    found = CliRunner().invoke(cli, ["search", str(tmp_path / "index.sqlite"), "保留"])
+    assert found.exit_code == 0 and found.output.split("\t")[2] == "a#b.txt:2", found.output
+    result = CliRunner().invoke(cli, ["read", str(tmp_path / "index.sqlite"), "a#b.txt:2"])
+    assert result.exit_code == 0 and result.output == "保留三十天\n", result.output
