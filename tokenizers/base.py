@@ -255,7 +255,6 @@ _WORDLIKE = regex.compile(r"[\p{L}\p{N}]")
 #: Runs between separators: whitespace, and the control characters FTS5's whitespace clause also separates on
 #: (``\x00`` even ends the column's text): a token holding one would be stored as other terms than it is.
 _NON_SPACE = regex.compile(r"[^\s\x00-\x1f\x7f]+")
-_HAS_SPACE = regex.compile(r"\s")
 _SEPARATOR = regex.compile(r"[\s\x00-\x1f\x7f]")
 
 
@@ -382,8 +381,10 @@ class PythonTokenizer(Tokenizer):
                     continue
                 seen.add((o_start, o_end))
                 piece = norm[n_start:n_end]
-                if n_end - n_start != end - start and _HAS_SPACE.search(piece):
-                    continue  # widened over a character whose normal form has a space (¨, ﷺ): unindexable
+                if n_end - n_start != end - start and _SEPARATOR.search(piece):
+                    # Widened over a character whose normal form has a space (¨, ﷺ), or over a control
+                    # character normalised into one unit with a combining mark after it: unindexable.
+                    continue
                 tokens.append(Token(piece, o_start, o_end))
         if not self.ordered_spans or not normalised.identity:
             tokens.sort(key=_token_order)
