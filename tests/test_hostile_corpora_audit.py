@@ -171,3 +171,46 @@ def test_a_control_character_before_a_combining_mark_is_no_contract_break(spec: 
     tokens = tokenizer.tokenize(text)
     assert all(token.text and not regex.search(r"[\s\x00-\x1f\x7f]", token.text) for token in tokens)
     assert tokenizer.terms(text) == [token.text for token in tokens]
+
+
+@pytest.mark.parametrize("mode", ["or", "and", "phrase"])
+def test_a_long_hit_of_a_native_strategy_gets_its_snippet_without_fts5s_quadratic_snippet(
+    tmp_path: Path, mode: str
+) -> None:
+    """FTS5's snippet() takes time in the square of a row's matches (2 min 14 s for a 7-term query on a 0.96 MB
+    line): a hit over FTS5_SNIPPET_CHARS gets its snippet from the strategy's mirror tokens, a short one FTS5's."""
+    from rag_eval import search as search_module
+
+    words = ["导出", "备份", "文件", "保留"]
+    long_line = " ".join(words[n % 4] for n in range(6_000))  # 17,999 characters
+    folder = lines_corpus(tmp_path / "c", f"导出 备份 说明\n{long_line}\n")
+    build(folder, tmp_path / "i.sqlite", builder="lines:max_bytes=10000000", tokenizer="unicode61")
+    statements: list[str] = []
+    with Index.open(tmp_path / "i.sqlite") as index:
+        index.db.set_trace_callback(statements.append)
+        found = search_module.search(index, "导出 备份", mode=mode, limit=10)
+    by_line = {hit.chunk.line: hit.snippet for hit in found.hits}
+    assert set(by_line) == {1, 2}
+    assert len(by_line[2]) < 200 and "[导出]" in by_line[2] and "[备份]" in by_line[2]
+    assert "[导出" in by_line[1]  # FTS5's own: a phrase is marked as one
+    snippet_calls = [sql for sql in statements if "snippet(search" in sql]
+    ids = {hit.chunk.line: hit.id for hit in found.hits}
+    assert len(snippet_calls) == 1 and f"rowid IN ({ids[1]})" in snippet_calls[0]  # the short line's only
+
+
+@pytest.mark.parametrize("spec", ["unicode61", "bigram"])
+def test_search_output_cannot_drive_the_terminal(tmp_path: Path, spec: str) -> None:
+    """A corpus's ESC sequences (and other control characters) reached the terminal raw in search's plain
+    output; they are shown as their Unicode pictures, and each hit stays one line of four columns."""
+    text = "导出文件 \x1b[2J\x1b]0;pwned\x07 备份\x7f数据\x9b31m"
+    source = passages_corpus(tmp_path / "c", text, title="标题\x1b[1m")
+    path = tmp_path / "i.sqlite"
+    build(source, path, builder="passages", tokenizer=spec)
+    result = CliRunner().invoke(cli, ["search", str(path), "导出 备份"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines and all(line.count("\t") == 3 for line in lines)
+    assert not regex.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", result.output)
+    assert "␛[2J" in result.output and "␇" in result.output
+    listed = CliRunner().invoke(cli, ["index", "list", str(path)])
+    assert listed.exit_code == 0 and not regex.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", listed.output)

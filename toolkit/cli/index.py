@@ -146,6 +146,15 @@ def index_build_cmd(
 
 
 _LINE_BREAKS = re.compile(r"\s*[\t\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
+#: The other control characters (ESC starts a terminal's escape sequences): shown as their Unicode pictures
+#: (U+2400 block), C1 controls as U+FFFD, so a corpus's text cannot drive the terminal that prints a hit.
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f\x80-\x84\x86-\x9f]")
+
+
+def _one_line(text: str) -> str:
+    """``text`` as one line of a tab-separated listing: line breaks and tabs as one space, controls shown."""
+    shown = _CONTROLS.sub(lambda m: chr(0x2400 + min(ord(m.group()), 0x21)) if m.group() <= "\x7f" else "\ufffd", text)
+    return _LINE_BREAKS.sub(" ", shown)
 
 
 @index_cmd.command("info")
@@ -185,8 +194,8 @@ def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None
         if "anchor" in entry:
             # One entry per line, three tab-separated columns: a title's line breaks and tabs (a passage's
             # title is any JSON string, a heading may hold a tab) are shown as one space, as search does.
-            heading = _LINE_BREAKS.sub(" ", entry["heading_path"] or entry["title"])
-            click.echo(f"{entry['key']}\t{entry['category']}\t{heading}")
+            heading = _one_line(entry["heading_path"] or entry["title"])
+            click.echo(f"{_one_line(entry['key'])}\t{entry['category']}\t{heading}")
         else:
             click.echo(
                 f"{entry['doc']}@{entry['revision']}\t{entry['status']}\t{entry['expires'] or '-'}\t"
@@ -384,9 +393,8 @@ def search_cmd(
         chunk = hit.chunk
         where = f"{chunk.path}:{chunk.line}" if chunk.line is not None else chunk.key
         # One hit per line, four tab-separated columns (cut and awk read them): a snippet's line breaks and
-        # tabs are shown as one space.
-        snippet = _LINE_BREAKS.sub(" ", hit.snippet)
-        click.echo(f"{hit.rank}\t{hit.score:.4f}\t{where}\t{snippet}")
+        # tabs are shown as one space, other control characters as their pictures.
+        click.echo(f"{hit.rank}\t{hit.score:.4f}\t{_one_line(where)}\t{_one_line(hit.snippet)}")
     if not result.hits:
         click.echo("no hits", err=True)
 
