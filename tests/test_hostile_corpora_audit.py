@@ -214,3 +214,14 @@ def test_search_output_cannot_drive_the_terminal(tmp_path: Path, spec: str) -> N
     assert "␛[2J" in result.output and "␇" in result.output
     listed = CliRunner().invoke(cli, ["index", "list", str(path)])
     assert listed.exit_code == 0 and not regex.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", listed.output)
+
+
+def test_two_files_that_make_one_key_are_both_named(tmp_path: Path) -> None:
+    """``a b.md`` and a file literally named ``a%20b.md`` make the same key; the error named only the key."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a b.md").write_text("# 导出\n\n导出文件\n", encoding="utf-8")
+    (folder / "a%20b.md").write_text("# 导出\n\n备份文件\n", encoding="utf-8")
+    error = one_error("index", "build", str(folder), "-b", "sections", "-t", "bigram", "-o", str(tmp_path / "i.sqlite"))
+    assert "duplicate chunk key 'a%20b.md#导出'" in error and "'a b.md'" in error and "'a%20b.md'" in error
+    assert not (tmp_path / "i.sqlite").exists()

@@ -142,6 +142,6 @@ def test_a_duplicate_chunk_key_is_refused_across_and_within_batches(
                 yield chunk
 
     monkeypatch.setattr(writer, "FLUSH_CHUNKS", flush)
-    with pytest.raises(RagEvalError, match=r"^duplicate chunk key 'd1'$"):
+    with pytest.raises(RagEvalError, match=r"^duplicate chunk key 'd1' \(from 'corpus.jsonl'\)$"):
         build(tmp_path, tmp_path / "index.sqlite", builder=Doubling(), tokenizer="bigram")
     assert not (tmp_path / "index.sqlite").exists()

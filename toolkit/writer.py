@@ -253,13 +253,18 @@ class _Writer:
         self.progress: Progress | None = None
 
     def _duplicate(self, rows: list[tuple[Any, ...]]) -> str | None:
-        """The first key in ``rows`` that an earlier row of the batch or of the index already has."""
-        seen: set[str] = set()
+        """The first key in ``rows`` that an earlier row of the batch or of the index already has, with the
+        sources of both (two names can make one key: ``a b.md`` and ``a%20b.md`` are both ``a%20b.md``)."""
+        seen: dict[str, str] = {}
         for row in rows:
-            found = self.db.execute("SELECT id FROM chunks WHERE key = ?", (row[1],)).fetchone()
-            if row[1] in seen or (found is not None and found[0] != row[0]):
-                return str(row[1])
-            seen.add(row[1])
+            found = self.db.execute("SELECT id, path FROM chunks WHERE key = ?", (row[1],)).fetchone()
+            earlier = (
+                seen.get(row[1]) if row[1] in seen else found[1] if found is not None and found[0] != row[0] else None
+            )
+            if earlier is not None:
+                sources = f"{earlier!r}" if earlier == row[2] else f"{earlier!r} and {row[2]!r}"
+                return f"{row[1]!r} (from {sources})"
+            seen[row[1]] = row[2]
         return None
 
     def plan_summary(self) -> str:
@@ -340,7 +345,7 @@ class _Writer:
             duplicate = self._duplicate(rows)
             if duplicate is None:
                 raise
-            raise RagEvalError(f"duplicate chunk key {duplicate!r}") from None
+            raise RagEvalError(f"duplicate chunk key {duplicate}") from None
         if self.on_insert is not None:
             self.on_insert(self.rows)
 
