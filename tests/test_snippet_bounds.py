@@ -377,3 +377,22 @@ def test_a_long_heading_stays_whole_in_its_section_text() -> None:
     assert sections[0].title == clip_heading(heading) and sections[1].heading_path == f"{clip_heading(heading)} > 子节"
     assert sections[0].title.endswith("…") and len(sections[0].title) == MAX_HEADING_CHARS + 1
     assert sections[0].anchor == "很长的标题" * (MAX_HEADING_CHARS // 5)
+
+
+@pytest.mark.parametrize(
+    ("query", "mode", "marked"),
+    [("E-619", "or", "[E-619]"), ("会员积分有效期", "and", "[会员积分有效期]"), ("密码 长度", "phrase", "[密码 长度]")],
+)
+def test_trigram_snippets_mark_query_words_longer_than_a_trigram(
+    tmp_path: Path, query: str, mode: str, marked: str
+) -> None:
+    """Trigram's snippets come from its Python mirror's tokens, and were matched against the query's words as
+    highlighted, never equal to a trigram: a word of four or more characters was never marked. The words'
+    trigrams are matched now."""
+    from rag_eval.eval.shipped import corpus_dir
+    from rag_eval.writer import build
+
+    build(corpus_dir("evidence-mini"), tmp_path / "t.sqlite", builder="lines", tokenizer="trigram")
+    with Index.open(tmp_path / "t.sqlite") as index:
+        found = search(index, query, mode=mode, limit=5)
+    assert found.hits and marked in found.hits[0].snippet
