@@ -480,11 +480,14 @@ def tune(
             raise RagEvalError(f"{data.id}[test]: no judged query falls in the test part", hint="lower --split")
         other = load_dataset(eval_on) if eval_on else None
         asked_again: list[str] = []
+        unseen: Dataset | None = None
         if other is not None:
             # Before the search, only which of its questions the dev part asks too, and whether any judged one is
             # left: those are left out, so that the figures come from questions the choice never saw.
             asked_again = reused_dev_queries(dev, other)
-            if not _judged(subset(other, [q for q in other.queries if q not in set(asked_again)], "unseen")):
+            left_out = set(asked_again)
+            unseen = subset(other, [q for q in other.queries if q not in left_out], "unseen") if left_out else other
+            if not _judged(unseen):
                 raise RagEvalError(
                     f"{eval_on}: every judged query of {other.id} asks a dev query tune chooses on again "
                     f"({len(asked_again)} of them, e.g. {asked_again[0]!r}), so none of it is unseen"
@@ -498,12 +501,7 @@ def tune(
         trials, on_front = found.trials, found.front
         best = on_front[0]
         # Held back until now: the test part (or another dataset) and its judgements.
-        if other is None:
-            held = subset(data, test_ids, "test")
-        elif asked_again:
-            held = subset(other, [q for q in other.queries if q not in set(asked_again)], "unseen")
-        else:
-            held = other
+        held = subset(data, test_ids, "test") if unseen is None else unseen
         singles = [t for t in trials if t.candidate.single and t.round == 2]
         evaluated = list({t.candidate.name: t.candidate for t in on_front + singles}.values())
         clock = time.perf_counter()

@@ -512,9 +512,12 @@ def _python_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> 
     the text), or windows around the highlighted strings, as the builder's defaults say."""
     defaults = index.defaults
     tokenizer = index.tokenizer
-    terms = set(compiled.highlight)
-    if tokenizer.native:  # a phrase highlights as typed: its tokens are what the mirror's tokens can match
-        terms = {term for highlight in compiled.highlight for term in tokenizer.terms(highlight)}
+    # A native strategy highlights words (a phrase as typed): their tokens are what its mirror's tokens match.
+    terms = (
+        {term for highlight in compiled.highlight for term in tokenizer.terms(highlight)}
+        if tokenizer.native
+        else set(compiled.highlight)
+    )
     t2s = tokenizer.converts_traditional
     stored: dict[int, list[Token]] = {}
     if defaults.snippet == "fts5" and hits:
