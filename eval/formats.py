@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..errors import DatasetError, RagEvalError
 from ..registry import Registry
 from .beir import load_beir
 from .records import Dataset
-from .shipped import load_shipped, shipped_ids
+from .shipped import datasheet, load_shipped, shipped_ids
 
 
 class DatasetFormat:
@@ -77,3 +77,14 @@ def load_dataset(reference: str) -> Dataset:
         f"({', '.join(sorted(DATASET_FORMATS))})",
         hint=hint,
     )
+
+
+def describe_dataset(reference: str) -> tuple[dict[str, Any], str | None]:
+    """``rag-eval datasets show``: the statistics (with the checksum) of the dataset ``reference`` loads, and its
+    datasheet when that dataset is a shipped one. A folder named like a shipped id (``handbook``, made by
+    ``queries synth ... -o handbook``) is that folder, described without the shipped set's datasheet."""
+    dataset = load_dataset(reference)
+    stats = dataset.stats()
+    stats["checksum"] = dataset.checksum()
+    sheet = datasheet(reference) if dataset.meta.get("format") == "shipped" and reference in shipped_ids() else None
+    return stats, sheet

@@ -65,6 +65,8 @@ DENOMINATOR_FLOOR = 1e-9
 #: in the last bit.
 TIE_DECIMALS = 12
 _ABSENT = sys.maxsize
+#: Scores above this in magnitude are scaled down before they are normalised (their squares and sums overflow).
+_SCALE_ABOVE = 2.0**500
 _SPEC = re.compile(r"\s*([a-z]+)\s*(?::([^()]*))?\((.*)\)\s*", re.S)
 _WEIGHT = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*\*\s*(.*)", re.S)
 SPEC_SYNTAX = "METHOD[:key=value,...](SYSTEM, SYSTEM, ...), e.g. 'rrf(bigram, unigram)'"
@@ -209,17 +211,27 @@ def normalised(scores: Sequence[float], how: str) -> list[float]:
     """One member's scores for one query, normalised as ranx normalises them."""
     if not scores:
         return []
+    # Scores near the float limit (any engine's run may hold them) overflow the differences, sums and squares
+    # below to inf, then nan. Each normalisation, its floor included, is unchanged when the scores and the floor
+    # are scaled alike, so such scores are scaled down by a power of two first (exact).
+    floor = DENOMINATOR_FLOOR
+    largest = max(abs(score) for score in scores)
+    if largest > _SCALE_ABOVE:
+        exponent = math.frexp(largest)[1]
+        scores = [math.ldexp(score, -exponent) for score in scores]
+        floor = math.ldexp(floor, -exponent)
     if how == "minmax":
         low = min(scores)
-        denominator = max(max(scores) - low, DENOMINATOR_FLOOR)
+        denominator = max(max(scores) - low, floor)
         return [(s - low) / denominator for s in scores]
     if how == "sum":
         low = min(scores)
-        denominator = max(sum(scores) - low * len(scores), DENOMINATOR_FLOOR)
+        # sum(s - low), which sum(scores) - low * n equals but loses to cancellation when the scores are close
+        denominator = max(math.fsum(s - low for s in scores), floor)
         return [(s - low) / denominator for s in scores]
     if how == "zmuv":
         mean = statistics.fmean(scores)
-        denominator = max(statistics.pstdev(scores, mean), DENOMINATOR_FLOOR)
+        denominator = max(statistics.pstdev(scores, mean), floor)
         return [(s - mean) / denominator for s in scores]
     raise FusionError(f"unknown normalisation {how!r}; choose from: {', '.join(NORMALISATIONS)}")
 

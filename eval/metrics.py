@@ -261,6 +261,13 @@ def _without_cutoff(measure: Any) -> Any:
     return type(measure)(**params)
 
 
+def totalled(names: Iterable[str]) -> set[str]:
+    """The names among ``names`` of counts (NumQ, NumRel, NumRet), which trec_eval's ``all`` row (and ir-measures)
+    aggregate as a total over the queries; every other measure's is the mean."""
+    ir_measures = _ir_measures()
+    return {name for name in names if isinstance(parse_metric(name).aggregator(), ir_measures.SumAgg)}
+
+
 def check_qrels(qrels: Iterable[Qrel]) -> dict[str, dict[str, int]]:
     """Qrels as ``{query: {doc: grade}}``, refusing grades outside 0..MAX_RELEVANCE, non-integer grades,
     invalid ids and one pair judged twice with different grades."""

@@ -326,6 +326,10 @@ def load_set(test_set: SighanSet) -> tuple[Gold, list[str], dict[str, str]]:
     files: dict[str, str] = {}
     vocabulary = frozenset(word.strip() for word in split_lines(_read(test_set.words, files)) if word.strip())
     gold = Gold.from_lines(split_lines(_read(test_set.gold, files)), vocabulary)
+    if not gold.spans:  # no word to score: every strategy would be "not scored", and the command would succeed
+        raise DatasetError(
+            f"{display_name(str(test_set.gold))}: no gold word: the file is empty or blank", hint=LAYOUT_HINT
+        )
     return gold, split_lines(_read(test_set.text, files)), files
 
 

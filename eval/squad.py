@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import DatasetError
 from ..outputs import new_folder
-from ..textio import display_name, read_json
+from ..textio import counted, display_name, read_json
 from .beir import query_text, write_beir
 from .records import Dataset, Passage, Query
 
@@ -88,6 +88,12 @@ def convert_squad(paths: list[str | Path], *, dataset_id: str = "squad") -> tupl
                         summary.duplicate_questions += 1
                     qrels.setdefault(query_id, {})[passage_id] = 1
                     original_ids.setdefault(query_id, []).append(str(qa.get("id", "")))
+    if not queries:  # written out, it would be a set that every command refuses, or scores as nothing
+        names = ", ".join(display_name(str(p)) for p in paths)
+        raise DatasetError(
+            f"{names}: nothing to convert: {counted(summary.paragraphs, 'paragraph')} and no question",
+            hint="a SQuAD-style file lists each paragraph's questions under 'qas'",
+        )
     summary.passages, summary.queries = len(corpus), len(queries)
     summary.qrels = sum(len(d) for d in qrels.values())
     meta: dict[str, Any] = {

@@ -149,9 +149,10 @@ def read_any_qrels(path: str | Path) -> dict[str, dict[str, int]]:
 def evaluate_files(
     run_file: str | Path, qrels_file: str | Path, metrics: Iterable[str] = ()
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """Score a TREC run file against qrels (BEIR TSV or TREC four-column): means and per-query values, keyed
-    by each metric's canonical name (``ndcg@10`` and ``NDCG@10`` are one ``nDCG@10``)."""
-    from .metrics import DEFAULT_METRICS, evaluate, metric_names
+    """Score a TREC run file against qrels (BEIR TSV or TREC four-column): trec_eval's ``all`` values (the mean
+    over the judged queries; for the counts NumQ, NumRel and NumRet, their total) and per-query values, keyed by
+    each metric's canonical name (``ndcg@10`` and ``NDCG@10`` are one ``nDCG@10``)."""
+    from .metrics import DEFAULT_METRICS, evaluate, metric_names, totalled
 
     names = metric_names(list(metrics) or DEFAULT_METRICS)  # before any file is read
     qrels = read_any_qrels(qrels_file)
@@ -165,4 +166,7 @@ def evaluate_files(
             hint="score a run against the judgments of its own questions",
         )
     qrel_list = [Qrel(query, doc, grade) for query, docs in qrels.items() for doc, grade in docs.items()]
-    return evaluate(qrel_list, run, names)
+    means, values = evaluate(qrel_list, run, names)
+    for name in totalled(names):  # trec_eval prints num_ret's total, not the mean a query retrieves
+        means[name] = sum(row[name] for row in values.values())
+    return means, values

@@ -61,6 +61,11 @@ def checked_target(target: str | Path, *, what: str) -> Path:
         raise OutputError(f"the {what} must be a path of text, not {raw!r:.80}")
     if not raw or "\x00" in raw:
         raise OutputError(f"{raw!r}: invalid {what} path")
+    if raw == "-":  # the usual name of standard output: written as asked, it would be a file "-" in the working folder
+        raise OutputError(
+            f"-: the {what} cannot be written to standard output; name a path",
+            hint=f"a file or folder named '-' is written as {os.path.join(os.getcwd(), '-')}",
+        )
     path = Path(os.path.abspath(raw))
     cwd = Path(os.getcwd())
     if path == cwd or path in cwd.parents or not path.name:

@@ -108,6 +108,8 @@ def _missing(error: type[RagEvalError], message: str) -> RagEvalError:
 
 def _open_error(path: Path, name: str, exc: OSError, error: type[RagEvalError]) -> RagEvalError:
     if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        if str(path) == "-":  # the usual name of standard input, which this reader does not take
+            return _missing(error, "-: file not found (this input is read from a file, not from standard input)")
         return _missing(error, f"{name}: file not found")
     if exc.errno == errno.ELOOP:
         return error(f"{name}: is a symbolic link loop")

@@ -41,17 +41,14 @@ def datasets_list_cmd(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON (no datasheet).")
 def datasets_show_cmd(reference: str, as_json: bool) -> None:
     """Print a dataset's datasheet and statistics: passages, queries, qrels per query, kinds, lengths."""
-    from ..eval.formats import load_dataset
-    from ..eval.shipped import datasheet, shipped_ids
+    from ..eval.formats import describe_dataset
 
-    dataset = load_dataset(reference)
-    stats = dataset.stats()
-    stats["checksum"] = dataset.checksum()
+    stats, sheet = describe_dataset(reference)
     if as_json:
         click.echo(json.dumps(stats, ensure_ascii=False, indent=2))
         return
-    if reference in shipped_ids():
-        click.echo(datasheet(reference).rstrip() + "\n")
+    if sheet is not None:
+        click.echo(sheet.rstrip() + "\n")
     click.echo("# statistics")
     for key, value in stats.items():
         click.echo(f"{key}: {json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value}")

@@ -29,7 +29,8 @@ from .params import TEXT
 def evaluate_cmd(run_file: Path, qrels_file: Path, metrics: tuple[str, ...], per_query: bool, as_json: bool) -> None:
     """Score a TREC run file against qrels (TREC four-column or BEIR TSV) with trec_eval's definitions.
 
-    Every judged query is scored, one without results as 0 (trec_eval -c); num_q is their count. A run and
+    Every judged query is scored, one without results as 0 (trec_eval -c); num_q is their count. The all row
+    is the mean over them, for the counts NumQ, NumRel and NumRet the total, as trec_eval prints it. A run and
     qrels with no query in common are an error."""
     from ..eval.trec import evaluate_files
 
