@@ -94,7 +94,7 @@ def read_topics_file(path: str | Path) -> dict[str, Query]:
 def _has_sgml_topics(path: Path) -> bool:
     """True when the file's first 64 KiB open a ``<top>`` block; the size limit of questions files applies."""
     with open_regular(path, DatasetError, max_bytes=MAX_QUESTIONS_BYTES) as handle:
-        return b"<top>" in handle.read(_SNIFF_BYTES)
+        return b"<top>" in handle.read(_SNIFF_BYTES).lower()
 
 
 def check_limit(limit: object) -> int:

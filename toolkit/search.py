@@ -291,9 +291,23 @@ def hits_for(index: Index, reader: sqlite3.Cursor, top: list[tuple[int, float]],
         return []
     if keys_only:
         chunks = _keys_of(index, reader, [i for i, _ in top])
+        _check_found(index, top, chunks)  # the keys cache holds earlier queries' ids too: no count check
         return [_hit((i, rank, score, "", chunks[i])) for rank, (i, score) in enumerate(top, 1)]
     rows = {row[0]: row[1:] for row in reader.execute(_ROWS_SQL, [impact.ids_json([i for i, _ in top])])}
+    if len(rows) < len(top):
+        _check_found(index, top, rows)
     return [_hit((i, rank, score, "", _chunk(rows[i]))) for rank, (i, score) in enumerate(top, 1)]
+
+
+def _check_found(index: Index, top: list[tuple[int, float]], found: dict[int, Any]) -> None:
+    """Every ranked id has its chunk: postings naming a lost row (a damaged or tampered index) are an error,
+    not a KeyError."""
+    lost = next((i for i, _ in top if i not in found), None)
+    if lost is not None:
+        raise IndexFileError(
+            f"{index.path}: damaged index: its postings name chunk {lost}, which its chunks table does not hold",
+            hint="rebuild it with: rag-eval index build",
+        )
 
 
 #: ``Hit(*values)`` and ``Chunk(*values)`` without the generated ``__new__``'s Python frame: a run's 100 hits
