@@ -12,7 +12,7 @@ from typing import Any
 
 from .builders.base import SourceFile
 from .columns import all_field_columns
-from .errors import CorpusError, QueryError, RagEvalError, ReadError
+from .errors import CorpusError, IndexFileError, QueryError, RagEvalError, ReadError
 from .keys import path_from_key, split_target
 from .paths import path_under
 from .records import Chunk
@@ -294,12 +294,31 @@ def list_entries(
                 f"SELECT doc, revision, status, expires, path, category, title, count(*) AS lines, min(id) AS first "
                 f"FROM chunks {where} GROUP BY doc ORDER BY first{page}"
             )
-            return [{k: row[k] for k in row.keys() if k != "first"} for row in index.db.execute(sql, params)]
+            return _whole(
+                index, [{k: row[k] for k in row.keys() if k != "first"} for row in index.db.execute(sql, params)]
+            )
         sql = (
             "SELECT key, path, anchor, title, heading_path, category, length(text) AS chars "
             f"FROM chunks {where} ORDER BY id{page}"
         )
-        return [dict(row) for row in index.db.execute(sql, params)]
+        return _whole(index, [dict(row) for row in index.db.execute(sql, params)])
+
+
+#: Columns of ``chunks`` that a build never leaves NULL (``store.SCHEMA``); ``expires`` may be.
+_MAY_BE_NULL = frozenset({"expires"})
+
+
+def _whole(index: Index, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``entries``, refusing one with NULL where a build never writes it: a damaged (or tampered) page read back,
+    which would otherwise fail later as a Python error."""
+    for entry in entries:
+        lost = next((k for k, v in entry.items() if v is None and k not in _MAY_BE_NULL), None)
+        if lost is not None:
+            raise IndexFileError(
+                f"{index.path}: damaged index: an entry's {lost} is missing",
+                hint="rebuild it with: rag-eval index build",
+            )
+    return entries
 
 
 def count_entries(index: Index, *, category: str | None = None) -> int:

@@ -108,9 +108,11 @@ def _read_stdin() -> str:
             f"standard input is over {MAX_STDIN_BYTES} bytes",
             hint="tokenize a part of it; to index a corpus, use rag-eval index build",
         )
+    # One leading BOM is not text (as in files): kept, it would shift every offset by one.
+    skip = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     try:
-        return data.decode("utf-8")
+        return data[skip:].decode("utf-8")
     except UnicodeDecodeError as exc:
         from ..errors import InvalidTextError
 
-        raise InvalidTextError(f"standard input is not valid UTF-8 at byte {exc.start}") from None
+        raise InvalidTextError(f"standard input is not valid UTF-8 at byte {skip + exc.start}") from None
