@@ -210,7 +210,8 @@ def verify_index(index: Index, root: str | Path | None = None, *, per_chunk: boo
     - ``missing``: the file is gone or unreadable; ``stale``: its bytes changed since the build, or the
       chunks or tokens stored for it are not what the recorded builder and tokenizer make of it now
       (a build with other options, a damaged or tampered index); ``new``: the source has a file the
-      index does not hold; ``ok`` otherwise.
+      index does not hold; ``ok`` otherwise. A source that cannot be listed (a FIFO in a Markdown folder) is
+      one ``missing`` entry of path ``.`` when no other entry explains it: its new files cannot be seen.
 
     The recorded builder re-reads the source listing (new files) and re-chunks every unchanged file;
     Python strategies re-tokenize its chunks, so this costs about as much as a build's tokenization.
@@ -238,6 +239,11 @@ def verify_index(index: Index, root: str | Path | None = None, *, per_chunk: boo
             statuses.append(SourceStatus(path, status, count, detail))
     for path in sorted(set(listed or {}) - set(stored)):
         statuses.append(SourceStatus(path, "new", 0, "in the source but not in the index; rebuild to add it"))
+    if listed is None and all(s.status == "ok" for s in statuses):
+        # Nothing else explains the failed listing (a file the manifest names is missing would be reported as
+        # such): without it, files added to the source go unseen, and "all ok" would claim what was not checked.
+        detail = f"the source cannot be listed now, so files added to it are not known: {plan_error}"
+        statuses.append(SourceStatus(".", "missing", 0, detail))
     return statuses
 
 

@@ -219,8 +219,9 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
     """Check an index against its sources: ok, stale, missing or new; exit 1 if anything is not ok.
 
     stale: the file changed since the build, or the index's chunks or tokens are not what its builder
-    and tokenizer make of the file now (rebuild); missing: the file is gone; new: the source has a file
-    the index does not hold. One line per source file (status, path, chunks, detail); a summary on stderr.
+    and tokenizer make of the file now (rebuild); missing: the file is gone (path '.': the source cannot be
+    listed, so new files cannot be seen); new: the source has a file the index does not hold. One line per
+    source file (status, path, chunks, detail); a summary on stderr.
     """
     from ..read import STATES, verify_index
     from ..store import Index
