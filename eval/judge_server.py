@@ -50,6 +50,13 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     app: JudgeServer
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # One log line, never socketserver's traceback: a page closed mid-answer is routine, anything else a bug.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError):
+            return
+        self.app.log(f"judge: internal error: {type(exc).__name__}: {exc}")
+
 
 class JudgeServer:
     """A bound server: ``bind`` first (so a port in use fails before anything is built), then ``serve``."""
@@ -235,7 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.OK, body, "text/html; charset=utf-8", {"Content-Security-Policy": csp})
         elif parts.path == "/api/state":
             raw = (parse_qs(parts.query).get("at") or [""])[0]
-            position = int(raw) if raw.isdigit() and len(raw) < 10 else None
+            position = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else None
             self._json(HTTPStatus.OK, session.state(position))
         else:
             self._refuse(HTTPStatus.NOT_FOUND, "not found")

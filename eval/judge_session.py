@@ -97,6 +97,12 @@ class Session:
         and this one would overwrite that grade without having seen it."""
         with self.lock:
             self._check_pair(query_id, doc_id)
+            history = self.judgments.history() if position is not None else []
+            if position is not None and not (0 <= position < len(history) and history[position] == (query_id, doc_id)):
+                # a stale page (another tab undid it) or a made-up position: never a new grade past the check below
+                raise JudgmentsConflict(
+                    "the judged history changed, in another tab or window; the page now shows where judging stands"
+                )
             if position is None and self.judgments.grade_of(query_id, doc_id) is not None:
                 raise JudgmentsConflict(
                     "this passage was graded meanwhile, in another tab or window; the page now shows where "
@@ -109,7 +115,7 @@ class Session:
                 self.current = None
             if position is not None:
                 following = position + 1
-                return self._state(following if following < len(self.judgments.history()) else None)
+                return self._state(following if following < len(history) else None)
             return self._state(None)
 
     def undo(self) -> dict[str, Any]:

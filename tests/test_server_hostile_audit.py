@@ -1,0 +1,136 @@
+"""Hostile requests to the judging server (audit 4): each test names the defect it guards."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag_eval.eval.judge import build_pool, plan
+from rag_eval.eval.judge_server import JudgeServer
+from rag_eval.eval.judge_session import Session
+from rag_eval.eval.judgments import Judgments
+from rag_eval.eval.selection import Selector
+from rag_eval.eval.trec import read_trec_qrels
+
+QUESTIONS = Path(__file__).resolve().parent / "data" / "judge" / "questions.txt"
+
+
+class Running:
+    """A judging server on 127.0.0.1 (a free port) in a thread; its log lines kept."""
+
+    def __init__(self, output: Path) -> None:
+        dataset, systems, skipped, identity = plan("handbook", QUESTIONS, tokenizers=["bigram", "unigram"])
+        pool = build_pool(dataset, systems, identity, skipped=skipped)
+        self.output = output
+        self.judgments = Judgments.open(output, identity, assessor="")
+        self.session = Session(pool, self.judgments, Selector(pool.runs))
+        self.server = JudgeServer.bind(0)
+        self.lines: list[str] = []
+        self.server.log = self.lines.append
+        started = threading.Event()
+        self.thread = threading.Thread(
+            target=self.server.serve,
+            args=(self.session,),
+            kwargs={"announce": lambda _url: started.set(), "idle_timeout": 60.0},  # stops by itself
+            daemon=True,
+        )
+        self.thread.start()
+        started.wait(10)
+
+    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
+        try:
+            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            headers = {"Host": f"127.0.0.1:{self.server.port}", "X-Judge-Token": self.server.token}
+            headers |= {"Content-Type": "application/json", "Content-Length": str(len(body or b""))}
+            for key, value in headers.items():
+                connection.putheader(key, value)
+            connection.endheaders(body)
+            response = connection.getresponse()
+            return response.status, response.read()
+        finally:
+            connection.close()
+
+    def state(self, at: int | None = None) -> dict[str, Any]:
+        status, body = self.request("GET", "/api/state" if at is None else f"/api/state?at={at}")
+        assert status == 200
+        return json.loads(body)
+
+    def grade(self, query: str, doc: str, grade: int, at: int | None = None) -> tuple[int, dict[str, Any]]:
+        data: dict[str, Any] = {"query": query, "doc": doc, "grade": grade}
+        if at is not None:
+            data["at"] = at
+        status, body = self.request("POST", "/api/grade", json.dumps(data).encode())
+        return status, json.loads(body)
+
+    def stop(self) -> None:
+        self.server.httpd.shutdown()
+        self.thread.join(10)
+        self.server.close()
+        self.judgments.close()
+
+
+@pytest.fixture
+def running(tmp_path: Path) -> Iterator[Running]:
+    server = Running(tmp_path / "audit.qrels")
+    yield server
+    server.stop()
+
+
+def _pair(state: dict[str, Any]) -> tuple[str, str]:
+    return state["item"]["query"], state["item"]["doc"]
+
+
+@pytest.mark.parametrize("at", ["%C2%B2", "%E2%91%A0", "%C2%B9%C2%B2"])
+def test_a_non_ascii_digit_position_is_ignored_not_a_dropped_connection(running: Running, at: str) -> None:
+    """Bug: ?at=² passed str.isdigit, int() raised ValueError, the connection closed with no answer."""
+    status, body = running.request("GET", f"/api/state?at={at}")
+    assert status == 200 and json.loads(body)["position"] is None
+    assert not [line for line in running.lines if "internal error" in line]
+
+
+def test_a_grade_at_a_made_up_position_is_a_conflict_not_a_new_grade(running: Running) -> None:
+    """Bug: a grade with `at` past the history was recorded as a new grade, skipping the second-tab check."""
+    pair = _pair(running.state())
+    status, body = running.grade(*pair, 2, at=10**6)
+    assert status == 409 and "error" in body
+    assert read_trec_qrels(running.output) == {} and running.judgments.events == []
+
+
+def test_a_grade_whose_position_holds_another_passage_is_a_conflict(running: Running) -> None:
+    """Bug: `at` naming another passage's place let a stale page grade a pair as if from history."""
+    first = _pair(running.state())
+    assert running.grade(*first, 1)[0] == 200
+    second = _pair(running.state())
+    status, _ = running.grade(*second, 2, at=0)  # position 0 holds `first`, not `second`
+    assert status == 409
+    assert read_trec_qrels(running.output) == {first[0]: {first[1]: 1}}
+    # a page still showing `first` at position 0 after another tab undid it: refused, not re-recorded
+    assert running.request("POST", "/api/undo", b"{}")[0] == 200
+    assert running.grade(*first, 2, at=0)[0] == 409
+    assert read_trec_qrels(running.output) == {}
+    # the re-grade the page makes from history still works
+    assert running.grade(*first, 1)[0] == 200
+    assert running.grade(*first, 0, at=0)[0] == 200
+    assert read_trec_qrels(running.output) == {first[0]: {first[1]: 0}}
+
+
+def test_a_client_hanging_up_mid_answer_is_no_traceback(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    """Bug: a page closed before its answer was written printed socketserver's traceback on stderr."""
+    for exc in (ConnectionResetError(104, "Connection reset by peer"), BrokenPipeError(32, "Broken pipe")):
+        try:
+            raise exc
+        except OSError:
+            running.server.httpd.handle_error(None, ("127.0.0.1", 0))
+    try:
+        raise ValueError("a bug")
+    except ValueError:
+        running.server.httpd.handle_error(None, ("127.0.0.1", 0))
+    assert capsys.readouterr().err == ""
+    assert running.lines == ["judge: internal error: ValueError: a bug"]
