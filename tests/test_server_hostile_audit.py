@@ -2,60 +2,29 @@
 
 from __future__ import annotations
 
-import http.client
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_judge_inputs import Running as ServerInThread
 
-from rag_eval.eval.judge import build_pool, plan
-from rag_eval.eval.judge_server import JudgeServer
-from rag_eval.eval.judge_session import Session
-from rag_eval.eval.judgments import Judgments
-from rag_eval.eval.selection import Selector
 from rag_eval.eval.trec import read_trec_qrels
 
-QUESTIONS = Path(__file__).resolve().parent / "data" / "judge" / "questions.txt"
 
-
-class Running:
-    """A judging server on 127.0.0.1 (a free port) in a thread; its log lines kept."""
+class Running(ServerInThread):
+    """test_judge_inputs' server in a thread, with its log lines kept and JSON helpers for state and grades."""
 
     def __init__(self, output: Path) -> None:
-        dataset, systems, skipped, identity = plan("handbook", QUESTIONS, tokenizers=["bigram", "unigram"])
-        pool = build_pool(dataset, systems, identity, skipped=skipped)
+        super().__init__(output)
         self.output = output
-        self.judgments = Judgments.open(output, identity, assessor="")
-        self.session = Session(pool, self.judgments, Selector(pool.runs))
-        self.server = JudgeServer.bind(0)
         self.lines: list[str] = []
         self.server.log = self.lines.append
-        started = threading.Event()
-        self.thread = threading.Thread(
-            target=self.server.serve,
-            args=(self.session,),
-            kwargs={"announce": lambda _url: started.set(), "idle_timeout": 60.0},  # stops by itself
-            daemon=True,
-        )
-        self.thread.start()
-        started.wait(10)
 
-    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
-        try:
-            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-            headers = {"Host": f"127.0.0.1:{self.server.port}", "X-Judge-Token": self.server.token}
-            headers |= {"Content-Type": "application/json", "Content-Length": str(len(body or b""))}
-            for key, value in headers.items():
-                connection.putheader(key, value)
-            connection.endheaders(body)
-            response = connection.getresponse()
-            return response.status, response.read()
-        finally:
-            connection.close()
+    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:  # type: ignore[override]
+        status, _headers, answer = super().request(method, path, body)
+        return status, answer
 
     def state(self, at: int | None = None) -> dict[str, Any]:
         status, body = self.request("GET", "/api/state" if at is None else f"/api/state?at={at}")
@@ -68,12 +37,6 @@ class Running:
             data["at"] = at
         status, body = self.request("POST", "/api/grade", json.dumps(data).encode())
         return status, json.loads(body)
-
-    def stop(self) -> None:
-        self.server.httpd.shutdown()
-        self.thread.join(10)
-        self.server.close()
-        self.judgments.close()
 
 
 @pytest.fixture
