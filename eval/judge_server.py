@@ -290,8 +290,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         except JudgmentsWriteError as exc:
             # the grade is not on disk and not in memory: the page says so and the assessor may try again
-            self.app.log(f"judge: not saved: {exc}")
-            self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": str(exc)})
+            said = f"{exc} (to go on: {exc.hint})" if exc.hint else str(exc)
+            self.app.log(f"judge: not saved: {said}")
+            self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": said})
             return
         except RagEvalError as exc:
             self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})

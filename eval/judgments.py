@@ -416,7 +416,9 @@ class Judgments:
             return exc
         if self._broken:
             return JudgmentsWriteError(f"{why}; {self._broken}", hint=RESTART)
-        return JudgmentsWriteError(f"{why}; this {record['event']} was not recorded")
+        # Nothing of this change is on disk or in memory; a restart brings the judgments file up to date from the
+        # log, so it mends a judgments file deleted or replaced meanwhile.
+        return JudgmentsWriteError(f"{why}; this {record['event']} was not recorded", hint=RESTART)
 
     def _check_log_in_place(self) -> None:
         """Refuse to write when the log open since the start is no longer the file at its path."""

@@ -97,3 +97,32 @@ def test_a_client_hanging_up_mid_answer_is_no_traceback(running: Running, capsys
         running.server.httpd.handle_error(None, ("127.0.0.1", 0))
     assert capsys.readouterr().err == ""
     assert running.lines == ["judge: internal error: ValueError: a bug"]
+
+
+def test_a_deleted_judgments_file_says_how_to_go_on_and_a_restart_mends_it(tmp_path: Path) -> None:
+    """Left by the audit: with the qrels file deleted mid-session every grade got a 500 that did not say a
+    restart rebuilds the file from its log. The answer and the server's log line now say so, and it does."""
+    path = tmp_path / "audit.qrels"
+    first = Running(path)
+    try:
+        pair = _pair(first.state())
+        assert first.grade(*pair, 2)[0] == 200
+        path.unlink()
+        nxt = _pair(first.state())
+        status, answer = first.grade(*nxt, 1)
+        assert status == 500
+        assert "not recorded" in answer["error"] and "run the same command again" in answer["error"]
+        assert [line for line in first.lines if line.startswith("judge: not saved:")] == [
+            f"judge: not saved: {answer['error']}"
+        ]
+    finally:
+        first.stop()
+    second = Running(path)  # the same command again
+    try:
+        assert read_trec_qrels(path) == {pair[0]: {pair[1]: 2}}
+        assert second.grade(*nxt, 1)[0] == 200
+        expected: dict[str, dict[str, int]] = {pair[0]: {pair[1]: 2}}
+        expected.setdefault(nxt[0], {})[nxt[1]] = 1
+        assert read_trec_qrels(path) == expected
+    finally:
+        second.stop()
