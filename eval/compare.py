@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -125,7 +126,7 @@ def load_systems_toml(path: Path) -> tuple[list[System], list[Fusion]]:
     text = read_text(path, RagEvalError, max_bytes=MAX_SYSTEMS_FILE_BYTES)
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:  # arrays nested thousands deep exhaust the stack
         raise RagEvalError(f"{path}: invalid TOML: {exc}") from None
     tables = sorted(set(data) - {"system", "fusion"})
     if tables:  # a misspelt [[fusion]] would otherwise be left out without a word
@@ -270,7 +271,7 @@ def compare(
                 "per_query.tsv's columns and the report's lines)",
                 hint="give --run and [[system]] names of visible characters",
             )
-    repeated = sorted({name for name in names if names.count(name) > 1})
+    repeated = sorted(name for name, times in Counter(names).items() if times > 1)  # count() per name: quadratic
     if repeated:
         # Rows, runs and per-query values are keyed by name: a second one would silently replace the first.
         raise RagEvalError(f"system {repeated[0]!r} is given twice", hint="give each system and --run a distinct name")

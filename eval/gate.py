@@ -56,8 +56,8 @@ class GateResult:
             return None
         stale = f" ({len(self.stale)} with a changed identity, listed above as stale)" if self.stale else ""
         return GateError(
-            f"the gate compared no system: no system of this run matches one of {against}{stale}; the baseline "
-            f"has: {', '.join(self.baseline_systems) or 'no systems'}",
+            f"the gate compared no system: no system of this run matches one of {against} with a metric in "
+            f"common{stale}; the baseline has: {', '.join(self.baseline_systems) or 'no systems'}",
             hint="compare the baseline's systems (same tokenizer, builder, mode and engine), or write a new "
             "baseline with --write-baseline FILE",
         )
@@ -191,10 +191,17 @@ def check(report: dict[str, Any], baseline: dict[str, Any], *, tolerance: float 
         if differences:
             result.stale.append({"system": row["name"], "differences": differences})
             continue
+        shared = [metric for metric in row["metrics"] if metric in old.get("metrics", {})]
+        if not shared:
+            # Nothing to hold against the baseline: counted as compared, the gate would pass having checked nothing.
+            result.unmatched.append(
+                f"system {row['name']}: no metric in common with the baseline (baseline: "
+                f"{', '.join(old.get('metrics', {})) or 'none'}; this run: {', '.join(row['metrics']) or 'none'})"
+            )
+            continue
         result.compared += 1
-        for metric, new in row["metrics"].items():
-            if metric not in old.get("metrics", {}):
-                continue
+        for metric in shared:
+            new = row["metrics"][metric]
             before = old["metrics"][metric]
             item = {"system": row["name"], "metric": metric, "old": before, "new": new, "tolerance": tolerance}
             if new < before - tolerance:

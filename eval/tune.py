@@ -59,6 +59,9 @@ SCHEMA = "rag-eval/tune/1"
 FIRST_ROUND_SHARE = 0.25
 SEED = 20261130
 MAX_SPACE_BYTES = 100_000
+#: Most candidates a space may hold: a 100 kB file of weights and processing specs multiplies to millions,
+#: which enumerating alone would take hours (only ``3 * budget`` of them ever run).
+MAX_CANDIDATES = 100_000
 #: Dev qualities this close are a tie: a merged mean sums the queries in another order and differs in the last bits.
 QUALITY_TIE = 1e-9
 #: Among tied candidates, a p95 counts as slower than another only when it is more than this many times it and
@@ -190,6 +193,21 @@ def candidates(space: dict[str, Any]) -> list[Candidate]:
     ) or [""]
     # Each system under each engine that ranks it (an engine for one field skips hybrids); the default engine if none.
     engines = [written_engine(spec) for spec in space.get("engines", [])] or [DEFAULT_ENGINE]
+    storable = [
+        spec
+        for spec in tokenizers
+        if get_tokenizer(spec).whitespace_free_tokens and len(get_tokenizer(spec).fields) == 1
+    ]
+    weights = list(dict.fromkeys(f"{weight:g}" for weight in space.get("weights", [1])))
+    # Counted before any is made: the product of the lists, an upper bound of what the loops below enumerate.
+    hybrids = sum(math.comb(len(storable), size) for size in space.get("hybrid_sizes", []) if size >= 0)
+    fusions = len(space.get("fusion", [])) * math.comb(len(tokenizers), 2)
+    count = (len(tokenizers) + hybrids * len(weights)) * len(processing) * len(engines) + fusions
+    if count > MAX_CANDIDATES:
+        raise RagEvalError(
+            f"the search space holds {count} candidates, more than {MAX_CANDIDATES}",
+            hint="list fewer tokenizers, hybrid_sizes, weights, processing or engines (tune runs 3x --budget of them)",
+        )
     found: list[Candidate] = []
     seen: set[str] = set()
 
@@ -209,16 +227,11 @@ def candidates(space: dict[str, Any]) -> list[Candidate]:
     for spec in tokenizers:
         for query in processing:
             add(System(spec, "", "", query))
-    # A hybrid listed as a tokenizer is a candidate of its own, not a field: its fields would repeat.
-    storable = [
-        spec
-        for spec in tokenizers
-        if get_tokenizer(spec).whitespace_free_tokens and len(get_tokenizer(spec).fields) == 1
-    ]
+    # A hybrid listed as a tokenizer is a candidate of its own, not a field: its fields would repeat (``storable``).
     for size in space.get("hybrid_sizes", []):
         for combination in itertools.combinations(storable, size):
             # A weight as a hybrid spec writes it: weights that print alike (1 and 1.0000001) are one system.
-            for written in dict.fromkeys(f"{weight:g}" for weight in space.get("weights", [1])):
+            for written in weights:
                 suffix = f"^{written}" if written != "1" else ""
                 hybrid = "+".join(spec + suffix for spec in combination)
                 for query in processing:
@@ -366,6 +379,9 @@ def search_space(
     progress: TuneProgress | None = None,
 ) -> Search:
     """Run the space on the dev queries only (it is given nothing else) and find the front, best first."""
+    from .metrics import canonical_metric
+
+    metric = canonical_metric(metric)  # the spelling compare keys its rows by
     if not _judged(dev):
         raise RagEvalError(f"{dev.id}: no judged query falls in the dev part", hint="raise --split")
     trials: list[Trial] = []
@@ -442,9 +458,10 @@ def tune(
     progress: TuneProgress | None = None,
 ) -> TuneResult:
     """Tune on dev queries, evaluate once on held-back ones, recommend (see the module's docstring)."""
-    from .metrics import parse_metric
+    from .metrics import canonical_metric
 
-    parse_metric(metric)
+    # Compare keys every row by the canonical spelling (ndcg@10 is nDCG@10, P(rel=1)@5 is P@5): so must tune.
+    metric = canonical_metric(metric)
     if budget < 1:
         raise RagEvalError(f"--budget must be at least 1, not {budget}")
     for value, name in ((max_p95_ms, "--max-p95-ms"), (max_index_mb, "--max-index-mb")):
