@@ -289,20 +289,20 @@ def hits_for(index: Index, reader: sqlite3.Cursor, top: list[tuple[int, float]],
     key with ``keys_only``, from a cache of the build's keys); ``reader`` returns plain tuples."""
     if not top:
         return []
+    ids = [i for i, _ in top]
     if keys_only:
-        chunks = _keys_of(index, reader, [i for i, _ in top])
-        _check_found(index, top, chunks)  # the keys cache holds earlier queries' ids too: no count check
+        chunks = _keys_of(index, reader, ids)
         return [_hit((i, rank, score, "", chunks[i])) for rank, (i, score) in enumerate(top, 1)]
-    rows = {row[0]: row[1:] for row in reader.execute(_ROWS_SQL, [impact.ids_json([i for i, _ in top])])}
-    if len(rows) < len(top):
-        _check_found(index, top, rows)
+    rows = {row[0]: row[1:] for row in reader.execute(_ROWS_SQL, [impact.ids_json(ids)])}
+    if len(rows) < len(ids):
+        _check_found(index, ids, rows)
     return [_hit((i, rank, score, "", _chunk(rows[i]))) for rank, (i, score) in enumerate(top, 1)]
 
 
-def _check_found(index: Index, top: list[tuple[int, float]], found: dict[int, Any]) -> None:
+def _check_found(index: Index, ids: list[int], found: dict[int, Any]) -> None:
     """Every ranked id has its chunk: postings naming a lost row (a damaged or tampered index) are an error,
     not a KeyError."""
-    lost = next((i for i, _ in top if i not in found), None)
+    lost = next((i for i in ids if i not in found), None)
     if lost is not None:
         raise IndexFileError(
             f"{index.path}: damaged index: its postings name chunk {lost}, which its chunks table does not hold",
@@ -332,6 +332,7 @@ def _keys_of(index: Index, reader: sqlite3.Cursor, ids: list[int]) -> dict[int, 
     missing = [i for i in ids if i not in known]
     if missing:
         known.update((i, Chunk(key, "")) for i, key in reader.execute(_KEYS_SQL, [impact.ids_json(missing)]))
+        _check_found(index, missing, known)  # only ids just read can be lost: the cached ones were found
     return known
 
 

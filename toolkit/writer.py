@@ -258,9 +258,9 @@ class _Writer:
         seen: dict[str, str] = {}
         for row in rows:
             found = self.db.execute("SELECT id, path FROM chunks WHERE key = ?", (row[1],)).fetchone()
-            earlier = (
-                seen.get(row[1]) if row[1] in seen else found[1] if found is not None and found[0] != row[0] else None
-            )
+            earlier = seen.get(row[1])  # a path: never None once seen
+            if earlier is None and found is not None and found[0] != row[0]:
+                earlier = found[1]
             if earlier is not None:
                 sources = f"{earlier!r}" if earlier == row[2] else f"{earlier!r} and {row[2]!r}"
                 return f"{row[1]!r} (from {sources})"
