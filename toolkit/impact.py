@@ -52,7 +52,6 @@ from .errors import IndexFileError, QueryError
 if TYPE_CHECKING:
     import numpy as np
 
-    from .counted import TermCounts
     from .query import CompiledQuery
     from .store import Index
     from .tokenizers import Tokenizer
@@ -134,13 +133,10 @@ def _varints(data: bytes) -> list[int]:
     return values
 
 
-def write_impacts(
-    db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[float], counts: TermCounts | None = None
-) -> int:
+def write_impacts(db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[float]) -> int:
     """Create and fill the ``impact_blocks`` table from the ``search`` table just built (inside the caller's
     transaction); ``weights`` are bm25's column weights. Returns the number of terms (a hybrid's: of its
-    (field, term) keys, see :func:`field_key`). ``counts`` (:mod:`rag_eval.counted`), when they agree with
-    what FTS5 holds, give the same blocks without the pass over FTS5's instances."""
+    (field, term) keys, see :func:`field_key`)."""
     import numpy as np
 
     db.execute(_SCHEMA)
@@ -158,10 +154,6 @@ def write_impacts(
     for rowid, blob in reader.execute("SELECT id, sz FROM search_docsize"):
         # Columns under 128 tokens are one byte each (a varint's high bit marks a continuation).
         sizes[rowid] = sum(blob) if blob.isascii() else sum(_varints(blob))
-    if counts is not None:
-        written = counts.write(db, sizes, rows, tokens)
-        if written is not None:
-            return written
     columns = [row[1] for row in reader.execute("PRAGMA table_info(search)")]
     weight_of = dict(zip(columns, weights, strict=True))
     # A hybrid's field n owns columns 2n and 2n + 1 (title, body): its postings are keyed by field.
@@ -170,10 +162,10 @@ def write_impacts(
     reader.execute(f"CREATE VIRTUAL TABLE {_VOCAB} USING fts5vocab(main, 'search', 'instance')")
     try:
         try:
-            return _write_counted(db, weights, len(tokenizer.fields), Blocks(db, sizes, avgdl))
+            return _write_counted(db, weights, len(tokenizer.fields), _Blocks(db, sizes, avgdl))
         except _OutOfStep:  # pragma: no cover - FTS5 walks its terms in order and group_concat follows
             db.execute("DELETE FROM impact_blocks")
-        blocks = Blocks(db, sizes, avgdl)
+        blocks = _Blocks(db, sizes, avgdl)
         batch = _Batch()
         found = reader.execute(f"SELECT term, doc, col FROM {_VOCAB} WHERE {_KEPT_TERM}")
         for term, rowids, frequencies in _postings(found, weight_of, field_of):
@@ -188,25 +180,6 @@ def write_impacts(
 
 #: Instances the counted path reads into numpy at a time (a longer list is read whole).
 _BATCH_INSTANCES = 50_000
-
-
-def batch_ends(instances: np.ndarray) -> list[int]:
-    """Where the instance pass ends its batches of terms, given each term's instances in term order (a batch
-    ends with the term that brings it to :data:`_BATCH_INSTANCES`): blocks never span batches, so the same
-    ends give the same blocks."""
-    import numpy as np
-
-    total = np.cumsum(instances)
-    ends = []
-    first = 0
-    while first < len(total):
-        before = int(total[first - 1]) if first else 0
-        end = int(np.searchsorted(total, before + _BATCH_INSTANCES, side="left")) + 1
-        ends.append(min(end, len(total)))
-        first = ends[-1]
-    return ends
-
-
 #: FTS5 keeps at most this many bytes of a token (``FTS5_MAX_TOKEN_SIZE``), cut anywhere, even inside a
 #: character. Terms this long get no postings, and a query holding one is answered by FTS5
 #: (:func:`fallback_reason`): the term FTS5 holds is not the one asked for.
@@ -219,7 +192,7 @@ class _OutOfStep(Exception):
     """A term's instances did not come in FTS5's order, or not all of them (never seen)."""
 
 
-def _write_counted(db: sqlite3.Connection, weights: list[float], fields: int, blocks: Blocks) -> int:
+def _write_counted(db: sqlite3.Connection, weights: list[float], fields: int, blocks: _Blocks) -> int:
     """The postings with numpy instead of a Python step per token instance.
 
     One pass over the instance table grouped by term (FTS5 walks it in term order, so SQLite groups without
@@ -350,17 +323,17 @@ class _Batch:
         self.frequencies += frequencies
         self.ends.append(len(self.rowids))
 
-    def write(self, blocks: Blocks) -> None:
+    def write(self, blocks: _Blocks) -> None:
         import numpy as np
 
         blocks.write(self.terms, np.array(self.rowids, dtype="<i8"), np.array(self.frequencies, dtype="<f8"), self.ends)
         self.clear()
 
 
-class Blocks:
+class _Blocks:
     """Writes consecutive terms' postings as ``impact_blocks`` rows; terms must come in ascending order."""
 
-    def __init__(self, db: sqlite3.Connection | None, sizes: np.ndarray, avgdl: float) -> None:
+    def __init__(self, db: sqlite3.Connection, sizes: np.ndarray, avgdl: float) -> None:
         self.db = db
         self.sizes = sizes
         self.avgdl = avgdl
@@ -369,18 +342,10 @@ class Blocks:
 
     def write(self, terms: list[str], ids: np.ndarray, tf: np.ndarray, ends: list[int]) -> int:
         """Term ``i`` owns ``ids``/``tf`` up to ``ends[i]``. Returns the number of terms written."""
-        if not terms:
-            return 0
-        assert self.db is not None, "blocks made without a connection are only rows"
-        self.db.executemany("INSERT INTO impact_blocks VALUES (?, ?, ?, ?, ?, ?)", self.rows(terms, ids, tf, ends))
-        return len(terms)
-
-    def rows(self, terms: list[str], ids: np.ndarray, tf: np.ndarray, ends: list[int]) -> list[tuple[Any, ...]]:
-        """The ``impact_blocks`` rows of :meth:`write` (without a connection: ``counted`` makes them in a thread)."""
         import numpy as np
 
         if not terms:
-            return []
+            return 0
         length = self.sizes[ids]
         # The operations of fts5Bm25Function, in its order (C: 1 - b + b * D / avgdl), element by element.
         impact = ((tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + (B * length) / self.avgdl))).astype("<f8")
@@ -413,8 +378,9 @@ class Blocks:
                 )
             )
             first = last
+        self.db.executemany("INSERT INTO impact_blocks VALUES (?, ?, ?, ?, ?, ?)", rows)
         self.terms += len(terms)
-        return rows
+        return len(terms)
 
 
 def _postings(
@@ -517,19 +483,14 @@ def fallback_reason(index: Index, compiled: CompiledQuery) -> str | None:
     if compiled.mode not in ("or", "and") or compiled.phrase_filter is not None:
         return f"{compiled.mode} queries are answered by FTS5"
     for term in compiled.terms:
-        if too_long(term):
+        if _too_long(term):
             return f"FTS5 keeps only the first {FTS5_TOKEN_BYTES:,} bytes of a {len(term):,}-character term"
         if not _single_token(index.tokenizer, term):
             return f"FTS5 reads the quoted term {term!r} as a phrase of several tokens"
     return None
 
 
-def any_too_long(terms: list[str]) -> bool:
-    """Whether FTS5 may hold any of ``terms`` cut short (:func:`too_long`)."""
-    return bool(terms) and max(map(len, terms)) * 4 >= FTS5_TOKEN_BYTES and any(map(too_long, terms))
-
-
-def too_long(term: str) -> bool:
+def _too_long(term: str) -> bool:
     """Whether FTS5 may hold ``term`` cut short: it keeps fewer than :data:`FTS5_TOKEN_BYTES` bytes whole."""
     return len(term) * 4 >= FTS5_TOKEN_BYTES and len(term.encode("utf-8", "surrogatepass")) >= FTS5_TOKEN_BYTES
 

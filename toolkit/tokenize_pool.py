@@ -19,7 +19,6 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .counted import TermCounter, TermPartial
 from .locks import release_inherited_locks
 from .offsets import encode_spans
 from .tokenizers import Tokenizer, get_tokenizer
@@ -61,9 +60,6 @@ class PoolReport:
     wall_seconds: float = 0.0
     #: The plan in words: why one process, or how many workers and what they were predicted to save.
     plan: str = ""
-    #: With ``count``: each pool batch's term counts, by its first item's position (items tokenized in this
-    #: process, or remembered, have none).
-    counted: list[tuple[int, TermPartial | None]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -103,21 +99,12 @@ def plan_pool(
     return PoolPlan(workers, max(1, math.ceil(items / (workers * BATCHES_PER_WORKER))), estimate)
 
 
-def _tokenize_one(
-    tokenizer: Tokenizer, title: str, text: str, keep_offsets: bool, counter: TermCounter | None = None
-) -> Tokenized:
-    """A chunk's stored title and body terms (and body offsets); ``counter`` numbers them as they are made."""
-    title_terms = tokenizer.terms(title) if title else []
-    if keep_offsets:
-        terms, spans = tokenizer.terms_and_spans(text)
-        offsets: bytes | None = encode_spans(spans)
-    else:
-        terms, offsets = tokenizer.terms(text), None
-    stored_title, stored_body = " ".join(title_terms), " ".join(terms)
-    if counter is not None:
-        counter.add(title_terms, stored_title)
-        counter.add(terms, stored_body)
-    return stored_title, stored_body, offsets
+def _tokenize_one(tokenizer: Tokenizer, title: str, text: str, keep_offsets: bool) -> Tokenized:
+    title_terms = " ".join(tokenizer.terms(title)) if title else ""
+    if not keep_offsets:
+        return title_terms, " ".join(tokenizer.terms(text)), None
+    terms, spans = tokenizer.terms_and_spans(text)
+    return title_terms, " ".join(terms), encode_spans(spans)
 
 
 def _die_with(parent: int) -> None:
@@ -148,19 +135,11 @@ def _init_worker(system: str, parent: int) -> None:
     _worker_load_seconds = time.perf_counter() - started
 
 
-def _work(
-    batch: list[tuple[str, str]], keep_offsets: bool, count: bool
-) -> tuple[list[Tokenized], int, float, float, TermPartial | None]:
+def _work(batch: list[tuple[str, str]], keep_offsets: bool) -> tuple[list[Tokenized], int, float, float]:
     assert _worker_tokenizer is not None
     started = time.process_time()
-    counter = TermCounter() if count else None
-    results = [_tokenize_one(_worker_tokenizer, title, text, keep_offsets, counter) for title, text in batch]
-    partial = counter.partial() if counter is not None else None
-    return results, os.getpid(), _worker_load_seconds or 0.0, time.process_time() - started, partial
-
-
-def _import_numpy() -> None:
-    import numpy  # noqa: F401
+    results = [_tokenize_one(_worker_tokenizer, title, text, keep_offsets) for title, text in batch]
+    return results, os.getpid(), _worker_load_seconds or 0.0, time.process_time() - started
 
 
 def _busy() -> float:
@@ -224,17 +203,14 @@ def tokenize_chunks(
     *,
     keep_offsets: bool,
     progress: Callable[[int], None] | None = None,
-    count: bool = False,
 ) -> tuple[list[Tokenized], PoolReport]:
-    """``(title, text)`` pairs to ``(title terms, body terms, offsets)``, in order. With ``count``, a pool's
-    workers also count each batch's terms (:func:`rag_eval.counted.count_terms`) into the report."""
+    """``(title, text)`` pairs to ``(title terms, body terms, offsets)``, in order."""
     memo = _memo
     if memo is None:
-        return _tokenize_chunks(tokenizer, items, keep_offsets=keep_offsets, progress=progress, count=count)
+        return _tokenize_chunks(tokenizer, items, keep_offsets=keep_offsets, progress=progress)
     system = tokenizer.spec  # options and fingerprint: library versions, model and dictionary checksums
     known = [memo.get(system, item, keep_offsets) for item in items]
     missing = [item for item, tokens in zip(items, known, strict=True) if tokens is None]
-    # Counts are by position among the items tokenized: not given here (the caller counts what it needs).
     computed, report = _tokenize_chunks(tokenizer, missing, keep_offsets=keep_offsets, progress=progress)
     fresh = iter(computed)
     results = []
@@ -252,7 +228,6 @@ def _tokenize_chunks(
     *,
     keep_offsets: bool,
     progress: Callable[[int], None] | None = None,
-    count: bool = False,
 ) -> tuple[list[Tokenized], PoolReport]:
     global _worker_tokenizer
     started = time.perf_counter()
@@ -310,24 +285,12 @@ def _tokenize_chunks(
         initializer=_init_worker,
         initargs=(tokenizer.system, os.getpid()),
     ) as pool:
-        tasks = pool.map(_work, batches, [keep_offsets] * len(batches), [count] * len(batches))
-        # The counts are turned into postings with numpy after the pool: imported meanwhile (0.1 s), now that
-        # the workers are forked, instead of after them.
-        importing = threading.Thread(target=_import_numpy, name="rag-eval import", daemon=True) if count else None
-        if importing is not None:
-            importing.start()
-        try:
-            for batch_results, pid, load, worker_cpu, partial in tasks:
-                if count:
-                    report.counted.append((len(results), partial))
-                results += batch_results
-                loads[pid] = load
-                report.cpu_seconds += worker_cpu
-                if progress is not None:
-                    progress(len(results))
-        finally:
-            if importing is not None:
-                importing.join()
+        for batch_results, pid, load, worker_cpu in pool.map(_work, batches, [keep_offsets] * len(batches)):
+            results += batch_results
+            loads[pid] = load
+            report.cpu_seconds += worker_cpu
+            if progress is not None:
+                progress(len(results))
     _worker_tokenizer = None
     report.worker_load_seconds = sorted(round(v, 3) for v in loads.values())
     report.wall_seconds = time.perf_counter() - started

@@ -19,7 +19,6 @@ from typing import Any
 from .builders import Builder, get_builder, infer_builder
 from .builders.base import FileRef
 from .columns import all_field_columns, field_columns
-from .counted import COUNT_BYTES, TermCounts, TermPartial
 from .errors import CorpusError, IndexFileError, RagEvalError
 from .impact import TABLES as IMPACT_TABLES
 from .impact import build_engine, write_impacts
@@ -252,8 +251,6 @@ class _Writer:
         self.plans: list[tuple[int, str]] = []
         self.on_insert: Callable[[int], None] | None = None
         self.progress: Progress | None = None
-        #: A one-field index's terms counted for its impact postings (None: FTS5's instances give them).
-        self.counts: TermCounts | None = None
 
     def _duplicate(self, rows: list[tuple[Any, ...]]) -> str | None:
         """The first key in ``rows`` that an earlier row of the batch or of the index already has, with the
@@ -269,21 +266,6 @@ class _Writer:
                 return f"{row[1]!r} (from {sources})"
             seen[row[1]] = row[2]
         return None
-
-    def _count(self, tokenized: list[Stored], counted: list[tuple[int, TermPartial | None]]) -> None:
-        """Hand the buffer's rows to the term counts: the pool's counts of the chunks it tokenized by their
-        rowids, and every other row's stored terms (reused, or tokenized in this process) to count later."""
-        counts = self.counts
-        assert counts is not None
-        fresh_rows = [self.rows + 1 + n for n, (_c, _t, stored) in enumerate(self.buffer) if stored is None]
-        covered = [False] * len(fresh_rows)
-        for position, partial in counted:
-            size = partial.chunks if partial is not None else 0
-            counts.add_counted(fresh_rows[position : position + size], partial)
-            covered[position : position + size] = [True] * size
-        rest = [(row, tokens) for row, tokens, done in zip(fresh_rows, tokenized, covered, strict=True) if not done]
-        rest += [(self.rows + 1 + n, stored) for n, (_c, _t, stored) in enumerate(self.buffer) if stored is not None]
-        counts.add_terms([row for row, _tokens in rest], [(tokens[0], tokens[1]) for _row, tokens in rest])
 
     def plan_summary(self) -> str:
         """The first tokenize call's plan, and how many of the calls used a pool when there were several."""
@@ -303,7 +285,6 @@ class _Writer:
     def flush(self) -> None:
         pending = [(title, chunk.text) for chunk, title, stored in self.buffer if stored is None]
         tokenized: list[Stored] = []
-        counted_by_pool: list[tuple[int, TermPartial | None]] = []
         if pending:
             fields = self.tokenizer.fields
             per_field = []
@@ -316,10 +297,8 @@ class _Writer:
                     pending,
                     keep_offsets=self.keep_offsets and number == 0,
                     progress=None if report is None else _tokenizing(report, done_before, total),
-                    count=self.counts is not None,
                 )
                 per_field.append(results)
-                counted_by_pool = pool.counted
                 self.tokenize_wall += pool.wall_seconds
                 self.tokenize_cpu += pool.cpu_seconds
                 self.plans.append((pool.workers, pool.plan))
@@ -333,8 +312,6 @@ class _Writer:
             ]
             self.tokenized += len(pending)
         self.pending_chars = 0
-        if self.counts is not None:
-            self._count(tokenized, counted_by_pool)
         fresh = iter(tokenized)
         rows = []
         for chunk, _title, stored in self.buffer:
@@ -407,8 +384,6 @@ def _write(
         + [column for number in range(1, len(tokenizer.fields)) for column in field_columns(number)]
     )
     write_started = time.perf_counter()
-    writer = _Writer(db, tokenizer, keep_offsets)
-    writer.on_insert, writer.progress = on_insert, progress
     db.execute("BEGIN IMMEDIATE")
     try:
         has_old = bool(meta)
@@ -428,12 +403,12 @@ def _write(
         old_files = (
             dict(reader.execute("SELECT path, sha256 FROM files_old").fetchall()) if has_old and reusable else {}
         )
+        writer = _Writer(db, tokenizer, keep_offsets)
+        writer.on_insert, writer.progress = on_insert, progress
         paths: set[str] = set()
         file_rows: list[tuple[str, str, int]] = []
         changed = 0
         total_bytes = sum((root / ref.path).stat().st_size for ref in refs)
-        if engine == "impact" and not tokenizer.native and len(tokenizer.fields) == 1 and total_bytes <= COUNT_BYTES:
-            writer.counts = TermCounts()
         done_bytes = 0
         for ref in refs:
             file = builder.read(root, ref)
@@ -463,9 +438,6 @@ def _write(
             if progress is not None:
                 progress("index", done_bytes, total_bytes)
         writer.flush()
-        weights = weights_for(tokenizer, builder.query_defaults())
-        if writer.counts is not None:
-            writer.counts.prepare(weights)  # in a thread, while SQLite builds FTS5's index below
         db.execute("DROP TABLE IF EXISTS chunks_old")
         db.execute("DROP TABLE IF EXISTS files_old")
         db.executemany("INSERT INTO files VALUES (?, ?, ?)", file_rows)
@@ -473,9 +445,7 @@ def _write(
         db.execute("INSERT INTO search(search) VALUES ('rebuild')")
         db.execute("INSERT INTO search(search) VALUES ('optimize')")
         if engine == "impact":
-            write_impacts(db, tokenizer, weights, writer.counts)
-        if writer.counts is not None:
-            writer.counts.close()
+            write_impacts(db, tokenizer, weights_for(tokenizer, builder.query_defaults()))
         new_meta = {
             "schema_version": str(SCHEMA_VERSION),
             "builder": builder.system,
@@ -499,8 +469,6 @@ def _write(
         db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(new_meta.items()))
         db.execute("COMMIT")
     except BaseException as exc:
-        if writer.counts is not None:
-            writer.counts.close()  # no thread outlives a failed build
         if db.in_transaction:  # SQLite has already rolled back after some errors (SQLITE_FULL)
             db.execute("ROLLBACK")
         if isinstance(exc, sqlite3.OperationalError):
@@ -527,16 +495,8 @@ def _write(
             "tokenize_cpu_seconds": round(writer.tokenize_cpu, 3),
             "tokenize_speedup": speedup,
             "tokenize_plan": writer.plan_summary(),
-            "postings_from": _postings_source(engine, writer.counts),
         },
     )
-
-
-def _postings_source(engine: str, counts: TermCounts | None) -> str:
-    """Where the impact postings came from: the terms counted as they were tokenized, or FTS5's instances."""
-    if engine != "impact":
-        return "none"
-    return "counted terms" if counts is not None and counts.used else "FTS5 instances"
 
 
 #: The hidden file a new index is built in, beside it: ``.NAME.XXXXXXXX.building``.

@@ -3,9 +3,7 @@
     RAG_EVAL_WORKERS=2 .venv/bin/python tools/build_phases.py CORPUS STRATEGY ROUNDS [ENGINE] [--into-given] > OUT.jsonl
 
 Each line: the build report's tokenize and write seconds, and within the write the chunk-row inserts, FTS5's
-rebuild and optimize, the impact postings (their instance pass alone as ``postings_counted``; from the build's
-counted terms, the wait for the thread and the inserts as ``postings_from_counts``, and the thread's own work,
-which runs while FTS5 builds its index, as ``postings_thread``), the commit
+rebuild and optimize, the impact postings (their instance pass alone as ``postings_counted``), the commit
 and the final checkpoint; then what follows the write: the new file's sync (``sync_to_disk``) and its
 publication under its name (``publish``). ``build_over_tokenize`` is the whole build after the tokenizer's
 load over the tokenize phase. ENGINE is the build's ``--engine`` (default ``auto``: with impact postings).
@@ -27,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rag_eval import counted, impact, writer
+from rag_eval import impact, writer
 from rag_eval.store import connect
 
 STEPS = {
@@ -74,8 +72,6 @@ def main() -> None:
     engine = arguments[3] if len(arguments) > 3 else "auto"
     writer.write_impacts = timed("postings", writer.write_impacts)  # type: ignore[assignment]
     impact._write_counted = timed("postings_counted", impact._write_counted)  # type: ignore[assignment]
-    counted.TermCounts._compute = timed("postings_thread", counted.TermCounts._compute)  # type: ignore[method-assign]
-    counted.TermCounts.write = timed("postings_from_counts", counted.TermCounts.write)  # type: ignore[method-assign]
     writer._checkpoint = timed("checkpoint", writer._checkpoint)  # type: ignore[assignment]
     writer._flush_to_disk = timed("sync_to_disk", writer._flush_to_disk)  # type: ignore[assignment]
     writer._publish = timed("publish", writer._publish)  # type: ignore[assignment]
