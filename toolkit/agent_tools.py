@@ -14,12 +14,10 @@ from typing import Any
 
 from .errors import QueryError
 from .query import MODES
-from .served import DEFAULT_PAGE, MAX_PAGE, IndexSet
+from .served import DEFAULT_PAGE, MAX_OFFSET, MAX_PAGE, IndexSet, shown
 
 #: Longest key, category or path prefix accepted (keys are paths plus an anchor or a line's source id).
 MAX_KEY_CHARS = 4096
-#: Largest ``list`` offset: past any real index, and within SQLite's integers.
-MAX_OFFSET = 10**12
 
 
 @dataclass(frozen=True)
@@ -198,11 +196,6 @@ def agent_tools(indexes: IndexSet) -> dict[str, AgentTool]:
     return {tool.name: tool for tool in tools}
 
 
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def check_arguments(tool: AgentTool, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
     """The arguments as keyword arguments for the tool's call, or one QueryError naming what is wrong.
 
@@ -214,7 +207,7 @@ def check_arguments(tool: AgentTool, arguments: Mapping[str, Any] | None) -> dic
     for key in given:
         if key not in properties:
             known = ", ".join(properties) or "none"
-            raise QueryError(f"{tool.name}: unknown argument {_shown(key)}; arguments: {known}")
+            raise QueryError(f"{tool.name}: unknown argument {shown(key)}; arguments: {known}")
     for key in schema["required"]:
         if key not in given:
             raise QueryError(f"{tool.name}: missing argument {key!r}")
@@ -229,7 +222,7 @@ def _check(key: str, value: object, spec: Mapping[str, Any]) -> None:
         low, high = spec.get("minimum"), spec.get("maximum")
         bounds = f" from {low} to {high}" if high is not None else f" from {low}" if low is not None else ""
         if type(value) is not int or (low is not None and value < low) or (high is not None and value > high):
-            raise QueryError(f"{key} must be an integer{bounds}, not {_shown(value)}")
+            raise QueryError(f"{key} must be an integer{bounds}, not {shown(value)}")
         return
     if not isinstance(value, str):
         raise QueryError(f"{key} must be a string, not {type(value).__name__}")
@@ -238,6 +231,6 @@ def _check(key: str, value: object, spec: Mapping[str, Any]) -> None:
     if len(value) < spec.get("minLength", 0):
         raise QueryError(f"{key} is empty")
     if "enum" in spec and value not in spec["enum"]:
-        raise QueryError(f"{key} {_shown(value)} is not one of: {', '.join(spec['enum'])}")
+        raise QueryError(f"{key} {shown(value)} is not one of: {', '.join(spec['enum'])}")
     if "\x00" in value:
         raise QueryError(f"{key} contains a NUL character")

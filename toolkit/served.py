@@ -23,6 +23,7 @@ from .builders.lines import iso_date
 from .errors import CorpusError, IndexFileError, QueryError, RagEvalError, ReadError, ServeError
 from .evidence import evidence
 from .keys import split_target
+from .paths import printable_path
 from .read import count_entries, list_entries, read_chunk, read_entry, verify_chunk
 from .search import warm
 from .store import Index
@@ -36,6 +37,20 @@ MAX_HIT_CHARS = 10_000
 #: Entries one ``list`` call returns at most, and by default.
 MAX_PAGE = 500
 DEFAULT_PAGE = 100
+#: Largest ``list`` offset: past any real index, and within SQLite's integers.
+MAX_OFFSET = 10**12
+
+
+def shown(value: object) -> str:
+    """A hostile argument as a message shows it: short, and never the repr of a deeply nested list (it recurses)
+    or of an integer of thousands of digits (Python refuses to print it)."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 60 else repr(value[:57]) + "..."
+    if isinstance(value, float) or (isinstance(value, int) and abs(value) < 10**18):
+        return repr(value)
+    if isinstance(value, int):
+        return "an integer of more than 18 digits"
+    return f"a {type(value).__name__}"
 
 
 def parse_as_of(value: str | None) -> str | None:
@@ -81,6 +96,8 @@ class IndexSet:
         self._slots: dict[str, _Slot] = {}
         for given in paths:
             path = Path(given)
+            # Names and paths are sent to clients: text that cannot be encoded as UTF-8 would end the server.
+            printable_path(str(path), ServeError)
             name = path.stem
             if name in self._slots:
                 raise ServeError(
@@ -106,7 +123,10 @@ class IndexSet:
                 raise ServeError(
                     f"--root {name}={folder}: no served index is named {name!r}; served: {', '.join(self._slots)}"
                 )
-            roots[name] = Path(folder)
+            if not str(folder):  # Path("") is the working directory, whose every file was then readable
+                hint = "give the corpus folder whole files are read from"
+                raise ServeError(f"--root for index {name!r}: no folder given", hint=hint)
+            roots[name] = Path(printable_path(str(folder), ServeError))
             if not roots[name].is_dir():
                 raise ServeError(
                     f"--root {folder}: no such folder", hint="give the corpus folder whole files are read from"
@@ -170,9 +190,9 @@ class IndexSet:
             if len(self._slots) == 1:
                 return next(iter(self._slots.values()))
             raise QueryError(f"name an index: one of {', '.join(self._slots)}")
-        slot = self._slots.get(name)
+        slot = self._slots.get(name) if isinstance(name, str) else None
         if slot is None:
-            raise QueryError(f"unknown index {name!r}; choose from: {', '.join(self._slots)}")
+            raise QueryError(f"unknown index {shown(name)}; choose from: {', '.join(self._slots)}")
         return slot
 
     @contextmanager
@@ -293,10 +313,10 @@ class IndexSet:
         self, *, index: str | None = None, category: str | None = None, offset: int = 0, limit: int = DEFAULT_PAGE
     ) -> dict[str, Any]:
         """One page of an index's documents (lines) or sections, from one snapshot."""
-        if type(offset) is not int or offset < 0:
-            raise QueryError(f"offset must be a whole number from 0, not {offset!r}")
+        if type(offset) is not int or not 0 <= offset <= MAX_OFFSET:
+            raise QueryError(f"offset must be a whole number from 0 to {MAX_OFFSET}, not {shown(offset)}")
         if type(limit) is not int or not 1 <= limit <= MAX_PAGE:
-            raise QueryError(f"limit must be an integer from 1 to {MAX_PAGE}, not {limit!r}")
+            raise QueryError(f"limit must be an integer from 1 to {MAX_PAGE}, not {shown(limit)}")
         with self._open(index) as opened, opened.reading():
             total = count_entries(opened, category=category)
             page = list_entries(opened, category=category, offset=offset, limit=limit)
