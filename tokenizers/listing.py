@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..errors import RagEvalError
-from ..registry import Registry
+from ..registry import Registry, plugin_failure
 from .base import Tokenizer
 
 
@@ -31,14 +31,16 @@ def describe_all(registry: Registry[Tokenizer]) -> list[TokenizerInfo]:
         except RagEvalError as exc:
             rows.append(TokenizerInfo(name, "plug-in", False, str(exc), "", [], "", ""))
             continue
-        reason = cls.availability()
         options = [f"{o.describe()}  {o.help}" for o in cls.option_set.options]
         spec = ""
-        if reason is None:
-            try:
+        try:
+            reason = cls.availability()
+            if reason is None:
                 spec = cls().spec
-            except RagEvalError as exc:
-                reason = str(exc)
+        except RagEvalError as exc:
+            reason = str(exc)
+        except Exception as exc:  # a plug-in's own code: listed as unavailable, named, the others still listed
+            reason = str(plugin_failure("tokenizer", name, "to describe itself", exc))
         hint = cls.install_hint if reason else _usage_hint(name)
         kind = "native FTS5" if cls.native else "Python"
         rows.append(TokenizerInfo(name, kind, reason is None, reason or "", hint, options, spec, cls.summary))

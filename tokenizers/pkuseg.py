@@ -8,8 +8,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import UnavailableError
-from ..models import model_checksum, resolve_pkuseg_model
+from ..errors import ModelError, UnavailableError
+from ..models import INSTALL_COMMAND, model_checksum, resolve_pkuseg_model
 from ..spec import Option
 from .base import PythonTokenizer, user_dictionary, with_options
 
@@ -87,11 +87,20 @@ class PkusegTokenizer(PythonTokenizer):
         return details
 
     def _load(self) -> None:
-        _label, path = resolve_pkuseg_model(self.options["model"])
+        label, path = resolve_pkuseg_model(self.options["model"])
         details = self.fingerprint()
-        self._segmenter = _load_pkuseg(
-            str(path), details["model"], self.options["userdict"], details.get("userdict", "")
-        )
+        try:
+            self._segmenter = _load_pkuseg(
+                str(path), details["model"], self.options["userdict"], details.get("userdict", "")
+            )
+        except Exception as exc:  # files of the right names holding something else: name the model, not only pkuseg
+            userdict = self.options["userdict"]
+            where = "" if label == str(path) else f" in {path}"
+            used = f" with the user dictionary {userdict}" if userdict not in ("", "none") else ""
+            raise ModelError(
+                f"pkuseg model {label!r}{where}{used} cannot be loaded: {type(exc).__name__}: {exc}",
+                hint=f"give a folder written by rag-eval models install or train-pkuseg, or run: {INSTALL_COMMAND}",
+            ) from exc
 
     def _spans(self, text: str) -> Iterator[tuple[int, int]]:
         # pkuseg returns the words of the text in order with whitespace removed; find each in turn.

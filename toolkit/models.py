@@ -20,6 +20,7 @@ from pathlib import Path
 from .cache import cache_dir
 from .errors import ModelError, UnavailableError
 from .outputs import only_names, publish_folder
+from .textio import text_argument
 
 #: Environment variable naming the pkuseg model (a model name or a directory).
 PKUSEG_MODEL_ENV = "RAG_EVAL_PKUSEG_MODEL"
@@ -29,6 +30,9 @@ PKUSEG_SDIST_SHA256 = "dd012bf93689721c9574bc2b2ba98fb4ac22790cec0af354a78e21782
 _SDIST_MODEL = "pkuseg-0.0.25/pkuseg/models/default/"
 MODEL_FILES = ("features.msgpack", "weights.npz")
 INSTALL_COMMAND = "rag-eval models install pkuseg"
+#: Largest model file accepted: ten times the real default model's largest (weights.npz, 106 MB). A bigger one is
+#: refused before it is hashed or loaded whole into memory.
+MAX_MODEL_FILE_BYTES = 1 << 30
 
 #: ``say(message)``: how an install reports each step.
 Say = Callable[[str], None]
@@ -58,24 +62,40 @@ def resolve_pkuseg_model(option: str = "") -> tuple[str, Path]:
     else the installed default model. Names: ``mini`` (shipped), ``default`` (installed); anything else
     is a directory holding features.msgpack and weights.npz."""
     source = option or os.environ.get(PKUSEG_MODEL_ENV, "") or "default"
+    # The label goes into specs and index meta, which hold only text: undecodable bytes in a path are refused here.
+    text_argument(source, "the pkuseg model" if option else f"${PKUSEG_MODEL_ENV}", UnavailableError)
     path = _named(source) or Path(source).expanduser().resolve()
     label = source if _named(source) else str(path)
-    missing = _missing_files(path)
+    hint = f"give a directory with {' and '.join(MODEL_FILES)}, or run: {INSTALL_COMMAND}"
+    try:
+        missing = _missing_files(path)
+        too_big = [] if missing else _oversized_files(path)
+        is_file = path.is_file()
+    except OSError as exc:
+        raise UnavailableError(f"cannot read pkuseg model {label!r} in {path}: {exc.strerror or exc}") from None
     if missing:
         if source == "default":
             raise UnavailableError(
                 f"the pkuseg default model is not installed (looked in {path})",
                 hint=f"run: {INSTALL_COMMAND}   (or use the shipped small model: -t pkuseg:model=mini)",
             )
+        if is_file:
+            raise UnavailableError(f"pkuseg model {label!r} is a file, not a model folder", hint=hint)
+        raise UnavailableError(f"pkuseg model {label!r} lacks {', '.join(missing)} in {path}", hint=hint)
+    if too_big:
         raise UnavailableError(
-            f"pkuseg model {label!r} lacks {', '.join(missing)} in {path}",
-            hint=f"give a directory with {' and '.join(MODEL_FILES)}, or run: {INSTALL_COMMAND}",
+            f"pkuseg model {label!r}: {', '.join(too_big)} over the limit of {MAX_MODEL_FILE_BYTES} bytes", hint=hint
         )
     return label, path
 
 
 def _missing_files(path: Path) -> list[str]:
     return [name for name in MODEL_FILES if not (path / name).is_file()]
+
+
+def _oversized_files(path: Path) -> list[str]:
+    sizes = {name: (path / name).stat().st_size for name in MODEL_FILES}
+    return [f"{name} is {size} bytes" for name, size in sizes.items() if size > MAX_MODEL_FILE_BYTES]
 
 
 def _sha256(*paths: Path) -> str:
@@ -119,8 +139,11 @@ def list_models() -> list[ModelInfo]:
     ):
         path = _named(name)
         assert path is not None
-        present = not _missing_files(path)
-        size = sum((path / f).stat().st_size for f in MODEL_FILES) if present else 0
+        try:
+            present = not _missing_files(path)
+            size = sum((path / f).stat().st_size for f in MODEL_FILES) if present else 0
+        except OSError as exc:  # an unreadable cache folder: listed, with why, instead of ending the listing
+            present, size, note = False, 0, f"cannot read {path}: {exc.strerror or exc}"
         rows.append(ModelInfo(name, path, present, size, note))
     return rows
 
@@ -186,7 +209,7 @@ def install_pkuseg_model(
         with publish_folder(target, owned=_holds_only_an_installed_model, what="pkuseg model folder") as staged:
             shutil.copyfile(extracted / "weights.npz", staged / "weights.npz")
             progress("converting features.pkl to features.msgpack")
-            _convert_features(extracted / "features.pkl", staged / "features.msgpack")
+            _convert_features(extracted / "features.pkl", staged / "features.msgpack", f"{sdist}: features.pkl")
             progress("checking that spacy-pkuseg loads the model")
             _smoke_test(staged)
             (staged / INSTALL_RECORD).write_text(
@@ -215,11 +238,14 @@ def _extract_model(sdist: Path, destination: Path) -> None:
         raise ModelError(f"{sdist} does not contain {', '.join(sorted(wanted))}")
 
 
-def _convert_features(source: Path, destination: Path) -> None:
+def _convert_features(source: Path, destination: Path, label: str) -> None:
     import srsly
 
     with open(source, "rb") as handle:
-        data = pickle.load(handle)  # noqa: S301 - only from the sdist whose sha256 was just checked
+        try:
+            data = pickle.load(handle)  # noqa: S301 - only from the sdist whose sha256 was just checked
+        except Exception as exc:  # a truncated or foreign pickle raises any of a dozen exception types
+            raise ModelError(f"{label} is not a pkuseg feature file: {type(exc).__name__}: {exc}") from None
     try:
         converted = {
             "unigram": sorted(data["unigram"]),
@@ -227,9 +253,14 @@ def _convert_features(source: Path, destination: Path) -> None:
             "feature_to_idx": data["feature_to_idx"],
             "tag_to_idx": data["tag_to_idx"],
         }
-    except (KeyError, TypeError) as exc:
-        raise ModelError(f"{source} is not a pkuseg feature file: missing {exc}") from None
-    srsly.write_msgpack(destination, converted)
+    except KeyError as exc:
+        raise ModelError(f"{label} is not a pkuseg feature file: missing {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{label} is not a pkuseg feature file: {exc}") from None
+    try:
+        srsly.write_msgpack(destination, converted)
+    except (TypeError, ValueError, OverflowError) as exc:  # values msgpack cannot hold; OSError (disk full) passes
+        raise ModelError(f"{label} is not a pkuseg feature file: {exc}") from None
 
 
 def _smoke_test(model_dir: Path) -> None:

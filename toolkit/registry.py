@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
+import reprlib
+import types
+import typing
 from collections.abc import Iterator, Mapping
+from functools import cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .errors import RagEvalError, RegistryError
 
@@ -36,12 +40,25 @@ def declaration_problem(cls: type, kind: str, base: type | None) -> str | None:
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not _NAME.match(name):
         return f"has the name {name!r}; a name is lowercase letters, digits, '-' and '_', starting with a letter"
+    for attribute, declared in _declared(base).items():
+        value = getattr(cls, attribute, None)
+        if not _fits(value, declared):
+            return f"declares {attribute} = {reprlib.repr(value)}, which is not of type {_type_name(declared)}"
     option_set = getattr(cls, "option_set", None)
-    from .spec import format_value
+    from .spec import Option, format_value
 
-    for option in getattr(option_set, "options", ()):
+    options = getattr(option_set, "options", ())
+    if not isinstance(options, tuple):
+        return f"declares its options as {reprlib.repr(options)}, not a tuple of rag_eval.spec.Option"
+    seen: set[str] = set()
+    for option in options:
+        if not isinstance(option, Option):
+            return f"declares the option {reprlib.repr(option)}, which is not a rag_eval.spec.Option"
         if not isinstance(option.name, str) or not _KEY.match(option.name):
             return f"declares the option {option.name!r}; a key is lowercase letters, digits and '_'"
+        if option.name in seen:
+            return f"declares the option {option.name!r} twice"
+        seen.add(option.name)
         written = format_value(option.default)
         if not written:
             continue  # no value: the spec leaves the option out
@@ -52,6 +69,51 @@ def declaration_problem(cls: type, kind: str, base: type | None) -> str | None:
         if again != written:
             return f"declares option {option.name!r} with default {written!r}, which its parser reads as {again!r}"
     return None
+
+
+@cache
+def _declared(base: type | None) -> dict[str, Any]:
+    """The class attributes ``base`` declares (its ``ClassVar`` annotations) and their types."""
+    if base is None:
+        return {}
+    try:
+        hints = typing.get_type_hints(base)
+    except Exception:  # an annotation that cannot be evaluated: nothing to check against
+        return {}
+    return {
+        attribute: typing.get_args(hint)[0]
+        for attribute, hint in hints.items()
+        if typing.get_origin(hint) is typing.ClassVar and typing.get_args(hint) and hasattr(base, attribute)
+    }
+
+
+def _fits(value: object, declared: Any) -> bool:
+    """Whether ``value`` is of the declared type (plain classes, unions, ``tuple[X, ...]``, sets, lists)."""
+    origin, args = typing.get_origin(declared), typing.get_args(declared)
+    if declared is Any:
+        return True
+    if origin is None:
+        if declared is float:
+            return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return isinstance(value, declared) if isinstance(declared, type) else True
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in args)
+    if not isinstance(origin, type):
+        return True  # Literal, Callable, ...: not checked here
+    if not isinstance(value, origin):
+        return False
+    items: tuple[Any, ...] = tuple(value) if isinstance(value, (tuple, frozenset, set, list)) else ()
+    if origin is tuple and args:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_fits(item, args[0]) for item in items)
+        return len(items) == len(args) and all(_fits(item, arg) for item, arg in zip(items, args, strict=True))
+    if origin in (frozenset, set, list) and args:
+        return all(_fits(item, args[0]) for item in items)
+    return True
+
+
+def _type_name(declared: Any) -> str:
+    return declared.__name__ if isinstance(declared, type) else str(declared)
 
 
 class Registry(Mapping[str, type], Generic[T]):
