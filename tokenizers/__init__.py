@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 from ..errors import RagEvalError, RegistryError
 from ..records import Progress
-from ..registry import Registry
+from ..registry import Registry, plugin_failure
 from ..spec import SystemSpec
 from .base import Field, PythonTokenizer, Token, Tokenizer
 from .hybrid import HybridTokenizer, is_hybrid, split_fields
@@ -30,7 +30,13 @@ def get_tokenizer(spec: str | SystemSpec) -> Tokenizer:
     if isinstance(spec, str) and is_hybrid(spec):
         return HybridTokenizer.parse(spec, get_tokenizer)
     parsed = spec if isinstance(spec, SystemSpec) else SystemSpec.parse(spec)
-    return tokenizer_class(parsed.name).from_spec(parsed)
+    cls = tokenizer_class(parsed.name)
+    try:
+        return cls.from_spec(parsed)
+    except RagEvalError:
+        raise
+    except Exception as exc:  # a plug-in's own constructor: one line naming it, never a traceback
+        raise plugin_failure("tokenizer", parsed.name, "to start", exc) from exc
 
 
 def written_spec(spec: str) -> str:
@@ -68,6 +74,10 @@ def tokenize_many(specs: list[str], text: str, *, progress: Progress | None = No
         if progress is not None:
             progress(f"tokenizing with {name}", number, len(names))
         try:
+            # A registered name is a strategy's own name, never a spec: an entry point named "bigram+jieba"
+            # must not run as a hybrid of two others under that name.
+            if not specs and (is_hybrid(name) or SystemSpec.parse(name) != SystemSpec(name)):
+                raise RegistryError(f"tokenizer {name!r} is registered under a name a spec cannot hold")
             tokenizer = get_tokenizer(name)
             results.append(TokenizeResult(tokenizer.system, tokenizer.spec, tokenizer.tokenize(text)))
         except RagEvalError as exc:

@@ -158,7 +158,12 @@ class Tokenizer(Configurable):
 
     def check_available(self) -> None:
         """Raise UnavailableError with the install hint when this strategy cannot run with its options."""
-        reason = self.availability()
+        try:
+            reason = self.availability()
+        except RagEvalError:
+            raise
+        except Exception as exc:  # a plug-in's own check: one line naming it
+            raise plugin_failure("tokenizer", self.name, "to check it can run", exc) from exc
         if reason is not None:
             raise UnavailableError(f"tokenizer {self.name!r} is unavailable: {reason}", hint=self.install_hint or None)
 
@@ -184,7 +189,13 @@ class Tokenizer(Configurable):
     @property
     def spec(self) -> str:
         """Stable identity: canonical system spec plus fingerprint, e.g. ``jieba:mode=search,... [jieba=0.42.1]``."""
-        details = ", ".join(f"{key}={value}" for key, value in sorted(self.fingerprint().items()))
+        try:
+            fingerprint = self.fingerprint()
+            details = ", ".join(f"{key}={value}" for key, value in sorted(fingerprint.items()))
+        except RagEvalError:
+            raise
+        except Exception as exc:  # a plug-in's own fingerprint (its model checksums, versions): one line naming it
+            raise plugin_failure("tokenizer", self.name, "to give its fingerprint", exc) from exc
         return f"{self.system} [{details}]" if details else self.system
 
     def tokenize(self, text: str) -> list[Token]:
