@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from .columns import field_columns
 from .errors import QueryError
 from .processing import DocumentFrequency, QueryProcessing
+from .textio import shown
 from .tokenizers import Tokenizer, normalise
 from .tokenizers.normalise import check_text
 
@@ -78,7 +79,7 @@ def compile_query(
     ``document_frequency`` over ``chunks`` chunks; a phrase query is exact and never processed.
     """
     if mode not in MODES:
-        raise QueryError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
+        raise QueryError(f"unknown mode {shown(mode)}; choose from: {', '.join(MODES)}")
     check_query(text, max_chars=max_chars, max_terms=max_terms)
     normalised = " ".join(normalise(text, t2s=tokenizer.converts_traditional).split())
     if not any(c.isalnum() for c in text):

@@ -17,7 +17,7 @@ from .keys import path_from_key, split_target
 from .paths import path_under
 from .records import Chunk
 from .store import Index
-from .textio import decode_utf8, display_name, read_bytes, split_lines, text_argument
+from .textio import decode_utf8, display_name, read_bytes, shown, split_lines, text_argument
 from .tokenize_pool import tokenize_chunks
 
 
@@ -125,10 +125,15 @@ def _root_of(index: Index, root: str | Path | None) -> Path:
     return Path(root)
 
 
+#: Largest count or offset taken: past any real index or file, and within SQLite's integers.
+MAX_COUNT = 2**62
+
+
 def _count_argument(value: object, what: str, minimum: int) -> int:
-    """``value`` if it is an integer (not a bool) of at least ``minimum``, else one QueryError naming ``what``."""
-    if type(value) is not int or value < minimum:
-        raise QueryError(f"{what} must be an integer of at least {minimum}, not {value!r}")
+    """``value`` if it is an integer (not a bool) from ``minimum`` to MAX_COUNT, else one QueryError naming
+    ``what``."""
+    if type(value) is not int or not minimum <= value <= MAX_COUNT:
+        raise QueryError(f"{what} must be an integer from {minimum} to {MAX_COUNT}, not {shown(value)}")
     return value
 
 

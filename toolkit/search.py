@@ -19,7 +19,7 @@ from .query import CompiledQuery, compile_query, quote
 from .records import Chunk, Hit
 from .snippets import token_snippet, window_snippet
 from .store import Index
-from .textio import text_argument
+from .textio import shown, text_argument
 from .tokenizers import Token, Tokenizer, normalise
 
 
@@ -36,7 +36,7 @@ class SearchResult:
 
 def _check_limit(limit: object, maximum: int) -> int:
     if type(limit) is not int or not 1 <= limit <= maximum:
-        raise QueryError(f"limit must be an integer from 1 to {maximum}, not {limit!r}")
+        raise QueryError(f"limit must be an integer from 1 to {maximum}, not {shown(limit)}")
     return limit
 
 

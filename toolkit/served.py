@@ -27,6 +27,7 @@ from .paths import printable_path
 from .read import count_entries, list_entries, read_chunk, read_entry, verify_chunk
 from .search import warm
 from .store import Index
+from .textio import shown
 
 #: Whole files a ``read`` returns are at most this large (an agent's context is the limit, not the disk); so is
 #: the text of any ``read`` as it is sent (JSON escapes a control character in six bytes).
@@ -39,18 +40,6 @@ MAX_PAGE = 500
 DEFAULT_PAGE = 100
 #: Largest ``list`` offset: past any real index, and within SQLite's integers.
 MAX_OFFSET = 10**12
-
-
-def shown(value: object) -> str:
-    """A hostile argument as a message shows it: short, and never the repr of a deeply nested list (it recurses)
-    or of an integer of thousands of digits (Python refuses to print it)."""
-    if isinstance(value, str):
-        return repr(value) if len(value) <= 60 else repr(value[:57]) + "..."
-    if isinstance(value, float) or (isinstance(value, int) and abs(value) < 10**18):
-        return repr(value)
-    if isinstance(value, int):
-        return "an integer of more than 18 digits"
-    return f"a {type(value).__name__}"
 
 
 def parse_as_of(value: str | None) -> str | None:

@@ -366,3 +366,15 @@ def iter_jsonl(
     for number, line in iter_lines(path, error, max_bytes=max_bytes, label=label):
         if line.strip():
             yield number, _parse(line, f"{name}:{number}", error, one_line=True)
+
+
+def shown(value: object) -> str:
+    """A hostile argument as a message shows it: short, and never the repr of a deeply nested list (it recurses)
+    or of an integer of thousands of digits (Python refuses to print it)."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 60 else repr(value[:57]) + "..."
+    if isinstance(value, float) or (isinstance(value, int) and abs(value) < 10**18):
+        return repr(value)
+    if isinstance(value, int):
+        return "an integer of more than 18 digits"
+    return f"a {type(value).__name__}"
