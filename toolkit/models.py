@@ -152,6 +152,7 @@ def download_pkuseg_sdist(folder: Path) -> Path:
     """``pip download`` the pkuseg sdist (no dependencies, no build isolation) into ``folder``."""
     command = [
         sys.executable,
+        "-P",  # the working folder is not searched: a pip.py there is not run
         "-m",
         "pip",
         "download",
@@ -269,7 +270,8 @@ def _smoke_test(model_dir: Path) -> None:
         "seg = spacy_pkuseg.pkuseg(model_name=sys.argv[1]);"
         "print(' '.join(seg.cut('导出文件保留三十天')))"
     )
-    result = subprocess.run([sys.executable, "-c", code, str(model_dir)], capture_output=True, text=True)
+    # -P: a spacy_pkuseg.py in the working folder is not the one checked
+    result = subprocess.run([sys.executable, "-P", "-c", code, str(model_dir)], capture_output=True, text=True)
     if result.returncode != 0 or result.stderr.strip() or not result.stdout.strip():
         detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise ModelError(f"spacy-pkuseg could not load the converted model cleanly: {detail}")
