@@ -6,6 +6,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..outputs import recorded_name
+from .report import _md
+
 LABELS = {"naive": "naive order, judged-only pick", "decisive": "decisive order, model pick"}
 
 
@@ -19,8 +22,8 @@ def render_tables(studies: Mapping[str, Mapping[str, Any]]) -> str:
         for method, f in study["summary"].items():
             c = f["correct"]
             lines.append(
-                f"| {name} | {method} | {_pct(c.get('50'))} | {_pct(c.get('100'))} | {_pct(c.get('150'))} | "
-                f"{_pct(f['pool_winner_is_winner'])} |"
+                f"| {_cell(name)} | {_cell(method)} | {_pct(c.get('50'))} | {_pct(c.get('100'))} | "
+                f"{_pct(c.get('150'))} | {_pct(f['pool_winner_is_winner'])} |"
             )
     lines += [
         "",
@@ -35,12 +38,18 @@ def render_tables(studies: Mapping[str, Mapping[str, Any]]) -> str:
             by = " / ".join(_pct(f["settled_by"][k]) for k in ("50", "100", "150"))
             median = f["settled_median_judgments"]
             lines.append(
-                f"| {name} | {method} | {by} | {median if median is not None else '> ' + str(study['budget'])} | "
+                f"| {_cell(name)} | {_cell(method)} | {by} | "
+                f"{median if median is not None else '> ' + str(study['budget'])} | "
                 f"{_pct(f['first_settled_right'])} ({_pct(f['first_settled_claimed'])}) of {f['settled_samples']} | "
                 f"{_pct(f['settled_steps_right'])} ({_pct(f['settled_steps_claimed'])}) of {f['settled_steps']} | "
                 f"{f['first_settled_certain']} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """A set or method name (a study file's stem) as one table cell: escaped, on one line, encodable."""
+    return _md(recorded_name(text))
 
 
 def _pct(value: float | None) -> str:
@@ -56,6 +65,7 @@ def write_charts(studies: Mapping[str, Mapping[str, Any]], folder: str | Path) -
 
     plt.rcParams["svg.hashsalt"] = "rag-eval"  # stable ids: the same numbers give the same file
     plt.rcParams["svg.fonttype"] = "none"  # text stays text
+    plt.rcParams["text.parse_math"] = False  # a file name with two '$' is a name, not mathtext
     written = []
     for kind in ("picks", "settled"):
         figure, axes = plt.subplots(1, len(studies), figsize=(4 * len(studies), 3.6), squeeze=False)
@@ -78,7 +88,9 @@ def write_charts(studies: Mapping[str, Mapping[str, Any]], folder: str | Path) -
                 axis.axhline(study["target"], color="grey", linestyle=":", linewidth=1, label="claimed 95%")
                 axis.set_ylabel("share of samples")
                 axis.set_ylim(0, 1.02)
-            axis.set_title(f"{name} ({study['samples']} x {study['sample_queries']} queries)", fontsize=9)
+            axis.set_title(
+                f"{recorded_name(name)} ({study['samples']} x {study['sample_queries']} queries)", fontsize=9
+            )
             axis.set_xlabel("judgments")
             axis.grid(alpha=0.3)
         handles, labels = axes[0][0].get_legend_handles_labels()

@@ -489,18 +489,30 @@ def _without_labels(report: dict[str, Any], rows: list[dict[str, Any]], label: d
 
 # '_' inside a word (x86_64, model_dir) is no emphasis in CommonMark, so it is left as it is.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>|#~&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+# A list marker ('-', '+', '1.', '1)') and a space: at the start of a list item's text, a list inside the list.
+_LIST_MARKER = re.compile(r"^(?:[-+]|\d{1,9}[.)])(?= )")
+# Bidi embeddings, overrides and isolates are obeyed where the file is shown: an override reverses the rest of
+# its line, a table row's numbers too. They are shown as their escape instead.
+_BIDI_CONTROL = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def _one_line(text: Any) -> str:
+    """``text`` on one line (whitespace runs as one space), bidi controls shown as ``\\u202e``."""
+    return _BIDI_CONTROL.sub(lambda found: f"\\u{ord(found.group()):04x}", " ".join(str(text).split()))
 
 
 def _md(text: Any) -> str:
     """Free text for Markdown: every character Markdown would read as markup is backslash-escaped."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", _one_line(text))
+    return _LIST_MARKER.sub(lambda found: found.group()[:-1] + "\\" + found.group()[-1], escaped)
 
 
 def _md_code(text: Any, in_table: bool = False) -> str:
     """A code span that shows ``text`` as it is, whatever backticks it holds; ``|`` escaped inside a table."""
-    text = " ".join(str(text).split())
+    text = _one_line(text)
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
+    # Empty (or blank), it would be a run of backticks, not a span: padded, it is a span of two spaces.
+    padded = f" {text} " if not text or text.startswith("`") or text.endswith("`") else text
     return fence + (padded.replace("|", "\\|") if in_table else padded) + fence
 
 
