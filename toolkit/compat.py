@@ -8,16 +8,19 @@ Seed 001 (a Markdown section index): ``DocIndex(docs_root, db_path=":memory:")``
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import store, writer
+from .errors import CorpusError, IndexFileError, QueryError, RagEvalError, ReadError, SpecError
 from .evidence import evidence
 from .query import compile_query
 from .read import list_entries, read, verify_source
 from .search import search
+from .textio import shown, text_argument
 from .tokenizers import get_tokenizer
 
 __all__ = ["DocIndex", "SearchHit", "connect", "expression", "retrieve", "search_tool", "sync", "verify_source"]
@@ -33,26 +36,64 @@ class _Connection(sqlite3.Connection):
     rag_eval_index: store.Index | None = None
 
 
+def _path_argument(value: object, what: str, error: type[RagEvalError]) -> str:
+    """``value`` (a ``str`` or ``os.PathLike``) as a string; anything else, which ``str()`` would turn into a
+    file named ``None`` or ``b'x'`` in the working directory, is ``error`` naming its type."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise error(f"{what} must be a str or os.PathLike, not {type(value).__name__}")
+    return value
+
+
+def _tokenizer_argument(value: object) -> str | None:
+    """``value`` if it is a spec string or None (the default), else SpecError naming its type."""
+    if value is not None and not isinstance(value, str):
+        raise SpecError(f"tokenizer must be a spec string such as 'jieba', not {type(value).__name__}")
+    return value
+
+
 def connect(path: str | Path, tokenizer: str | None = None, *, check_same_thread: bool = True) -> sqlite3.Connection:
     """Open (or create) an index file.
 
     ``tokenizer`` (default: the index's own, else unicode61 as in seed 000) is what ``sync`` builds with;
     reading an index built with another tokenizer through this connection is an error.
     """
-    db = store.connect(path, check_same_thread=check_same_thread, factory=_Connection)
+    name = _path_argument(path, "index path", IndexFileError)
+    tokenizer = _tokenizer_argument(tokenizer)
+    try:
+        db = store.connect(name, check_same_thread=check_same_thread, factory=_Connection)
+    except sqlite3.Error as exc:  # a folder, a missing folder, a file that is not SQLite
+        raise IndexFileError(f"{name}: cannot open the index ({exc})") from None
     db.rag_eval_tokenizer = tokenizer  # type: ignore[attr-defined]
     return db
 
 
 def _path_of(db: sqlite3.Connection) -> str:
-    file = db.execute("PRAGMA database_list").fetchone()[2]
+    if not isinstance(db, sqlite3.Connection):
+        raise IndexFileError(f"db must be a connection from rag_eval.compat.connect, not {type(db).__name__}")
+    try:
+        file = db.execute("PRAGMA database_list").fetchone()[2]
+    except sqlite3.Error as exc:  # closed, or used from another thread
+        raise IndexFileError(
+            f"cannot use this connection ({exc})", hint="open one with rag_eval.compat.connect"
+        ) from None
     return file or ":memory:"
 
 
+def _as_of_argument(as_of: Any) -> Any:
+    """Seed 000 filters every search by date: ``as_of`` may not be None (a search without it would also return
+    archived and expired lines); its format is checked by the search."""
+    if as_of is None:
+        raise QueryError("as-of date None: use YYYY-MM-DD")
+    return as_of
+
+
 def _index(db: sqlite3.Connection) -> store.Index:
+    path = _path_of(db)
     cached = getattr(db, "rag_eval_index", None)
     if cached is None:
-        cached = store.Index.from_connection(db, _path_of(db), tokenizer=getattr(db, "rag_eval_tokenizer", None))
+        cached = store.Index.from_connection(db, path, tokenizer=getattr(db, "rag_eval_tokenizer", None))
         if isinstance(db, _Connection):
             db.rag_eval_index = cached
     return cached
@@ -60,9 +101,12 @@ def _index(db: sqlite3.Connection) -> store.Index:
 
 def sync(db: sqlite3.Connection, folder: str | Path, *, tokenizer: str | None = None) -> int:
     """Validate the whole manifest, then replace the index in one transaction; returns the line count."""
+    path = _path_of(db)
+    source = _path_argument(folder, "corpus folder", CorpusError)
+    tokenizer = _tokenizer_argument(tokenizer)
     meta = store.read_meta(db)
     chosen = tokenizer or getattr(db, "rag_eval_tokenizer", None) or meta.get("tokenizer") or "unicode61"
-    report = writer.build(folder, _path_of(db), builder=f"lines:max_bytes={SEED_MAX_BYTES}", tokenizer=chosen, db=db)
+    report = writer.build(source, path, builder=f"lines:max_bytes={SEED_MAX_BYTES}", tokenizer=chosen, db=db)
     if isinstance(db, _Connection):
         db.rag_eval_index = None
     return report.chunks
@@ -70,13 +114,17 @@ def sync(db: sqlite3.Connection, folder: str | Path, *, tokenizer: str | None = 
 
 def expression(query: Any, tokenizer: str = "unicode61") -> str | None:
     """The FTS5 expression for ``query`` (seed 000's contract: at most 200 characters and 12 terms, no NUL)."""
+    if not isinstance(tokenizer, str):
+        raise SpecError(f"tokenizer must be a spec string such as 'unicode61', not {type(tokenizer).__name__}")
     return compile_query(get_tokenizer(tokenizer), query, "and", max_chars=200, max_terms=12).expression
 
 
 def retrieve(db: sqlite3.Connection, query: str, *, as_of: str, limit: int = 10) -> list[dict[str, Any]]:
     """Current, unexpired lines matching every term, best bm25 first, as seed 000's row dicts."""
     index = _index(db)
-    hits = search(index, query, mode="and", as_of=as_of, limit=limit).hits
+    if limit is None:  # seed 000 takes an int from 1 to 20; None is not its default
+        raise QueryError(f"limit must be an integer from 1 to 20, not {shown(limit)}")
+    hits = search(index, query, mode="and", as_of=_as_of_argument(as_of), limit=limit).hits
     return [
         {
             "id": hit.id,
@@ -103,7 +151,7 @@ def search_tool(db: sqlite3.Connection, query: str, *, as_of: str) -> dict[str, 
     The same result ``rag-eval search --json`` and the MCP server return (:func:`rag_eval.evidence.evidence`),
     searched as seed 000's ``retrieve`` searches: every term, ten hits; each hit has seed 000's row fields.
     """
-    return evidence(_index(db), query, as_of=as_of, mode="and", limit=10)
+    return evidence(_index(db), query, as_of=_as_of_argument(as_of), mode="and", limit=10)
 
 
 @dataclass(frozen=True)
@@ -130,9 +178,9 @@ class DocIndex:
         tokenizer: str = "jieba",
         max_chars: int = 2000,
     ) -> None:
-        self.docs_root = Path(docs_root).resolve()
-        self.db_path = str(db_path)
-        self.tokenizer = tokenizer
+        self.docs_root = Path(_path_argument(docs_root, "docs_root", CorpusError)).resolve()
+        self.db_path = _path_argument(db_path, "db_path", IndexFileError)
+        self.tokenizer = _tokenizer_argument(tokenizer)
         self.max_chars = max_chars
         self.db = connect(self.db_path, tokenizer, check_same_thread=False)
 
@@ -164,6 +212,9 @@ class DocIndex:
 
     def read(self, path: str, anchor: str | None = None) -> str:
         """A stored section by anchor, or a whole file under ``docs_root`` (PermissionError on escape)."""
+        text_argument(path, "path", ReadError)
+        if anchor is not None:
+            text_argument(anchor, "anchor", ReadError)
         target = f"{path}#{anchor or ''}"  # an empty anchor reads the whole file, whatever its name holds
         return read(_index(self.db), target, root=self.docs_root)
 

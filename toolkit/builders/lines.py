@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import CorpusError, MissingSourceError
@@ -97,6 +97,10 @@ class LinesBuilder(Builder):
                 path = locate(root, relative, max_bytes=self.options["max_bytes"])
             except CorpusError as exc:
                 raise type(exc)(f"{where}: {exc}") from None
+            # Even a '..' that stays inside the root: read and verify refuse every '..' (they take paths from
+            # hits, which may be hostile), so evidence stored under such a path could never be verified.
+            if ".." in PurePosixPath(relative).parts:
+                raise CorpusError(f"{where}: path {relative!r} has a '..' component; name the file without it")
             # One file, one document: the index keeps one row per file. Compared after resolving, so
             # a.txt, ./a.txt and a symlink to a.txt are the same file.
             if path in files:
