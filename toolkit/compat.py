@@ -61,6 +61,13 @@ def connect(path: str | Path, tokenizer: str | None = None, *, check_same_thread
     """
     name = _path_argument(path, "index path", IndexFileError)
     tokenizer = _tokenizer_argument(tokenizer)
+    # Opening for writing switches a database to WAL: someone else's must not be touched, even by looking.
+    reason = store.foreign_reason(name) if name != ":memory:" else None
+    if reason is not None:
+        raise IndexFileError(
+            f"{name}: refusing to open it as an index: {reason}; rag-eval only writes its own index files",
+            hint="choose a new index path",
+        )
     try:
         db = store.connect(name, check_same_thread=check_same_thread, factory=_Connection)
     except sqlite3.Error as exc:  # a folder, a missing folder, a file that is not SQLite

@@ -19,7 +19,7 @@ from typing import Any
 from .builders import Builder, get_builder, infer_builder
 from .builders.base import FileRef
 from .columns import all_field_columns, field_columns
-from .errors import CorpusError, IndexFileError, RagEvalError
+from .errors import CorpusError, IndexFileError, RagEvalError, SpecError
 from .impact import TABLES as IMPACT_TABLES
 from .impact import build_engine, write_impacts
 from .indexmeta import SCHEMA_VERSION, read_meta, recorded_meta
@@ -106,6 +106,12 @@ def build(
     (:func:`rag_eval.impact.build_engine`).
     """
     started = time.perf_counter()
+    for value, what in ((source, "source"), (index_path, "index path")):
+        if not isinstance(value, (str, os.PathLike)):  # str(None) would build an index file named None
+            raise IndexFileError(f"the {what} must be a str or os.PathLike, not {type(value).__name__}")
+    for value, what, kind in ((builder, "builder", Builder), (tokenizer, "tokenizer", Tokenizer)):
+        if value is not None and not isinstance(value, (str, kind)):
+            raise SpecError(f"the {what} must be a spec string or a {kind.__name__}, not {type(value).__name__}")
     source = Path(source)
     path = str(index_path)
     for value, what in ((str(source), "source"), (path, "index")):
