@@ -310,13 +310,33 @@ def _check_surrogates(text: str, where: str, error: type[RagEvalError], one_line
                 )
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) < len(pairs):
+        seen: set[str] = set()
+        for key, _value in pairs:
+            if key in seen:
+                raise _Refused(json.dumps(key, ensure_ascii=False), f"the key {shown(key)} appears twice in one object")
+            seen.add(key)
+    return found
+
+
 def _parse(text: str, where: str, error: type[RagEvalError], one_line: bool) -> Any:
     lone = _SURROGATE.search(text)
     if lone:
         raise error(f"{where}: a lone surrogate U+{ord(lone.group()):04X} at {_position(text, lone.start(), one_line)}")
     _check_depth(text, where, error, one_line)
     try:
-        value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
+        value = json.loads(
+            text,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+            parse_constant=_parse_constant,
+            # A whole JSON file (a manifest, a baseline, a request) with a key given twice is ambiguous: Python
+            # keeps the last silently (an "expires" typed twice). JSON Lines records (a corpus's millions of
+            # passages) are left to the C parser alone.
+            object_pairs_hook=None if one_line else _unique_keys,
+        )
     except _Refused as exc:
         at = next(
             (f" at {_position(text, t.start(), one_line)}" for t in _TOKEN.finditer(text) if t.group() == exc.token), ""
