@@ -106,12 +106,17 @@ def build(
     (:func:`rag_eval.impact.build_engine`).
     """
     started = time.perf_counter()
-    for value, what in ((source, "source"), (index_path, "index path")):
-        if not isinstance(value, (str, os.PathLike)):  # str(None) would build an index file named None
-            raise IndexFileError(f"the {what} must be a str or os.PathLike, not {type(value).__name__}")
-    for value, what, kind in ((builder, "builder", Builder), (tokenizer, "tokenizer", Tokenizer)):
-        if value is not None and not isinstance(value, (str, kind)):
-            raise SpecError(f"the {what} must be a spec string or a {kind.__name__}, not {type(value).__name__}")
+    given_paths: tuple[tuple[object, str], ...] = ((source, "source"), (index_path, "index path"))
+    for given, what in given_paths:
+        if not isinstance(given, (str, os.PathLike)):  # str(None) would build an index file named None
+            raise IndexFileError(f"the {what} must be a str or os.PathLike, not {type(given).__name__}")
+    given_specs: tuple[tuple[object, str, type], ...] = (
+        (builder, "builder", Builder),
+        (tokenizer, "tokenizer", Tokenizer),
+    )
+    for given, what, kind in given_specs:
+        if given is not None and not isinstance(given, (str, kind)):
+            raise SpecError(f"the {what} must be a spec string or a {kind.__name__}, not {type(given).__name__}")
     source = Path(source)
     path = str(index_path)
     for value, what in ((str(source), "source"), (path, "index")):
