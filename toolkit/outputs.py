@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import RagEvalError
+from .renames import exchange, rename_no_replace, sync_folder, sync_tree
 
 
 class OutputError(RagEvalError):
@@ -209,22 +210,9 @@ def publish_folder(target: str | Path, *, owned: Ownership, what: str) -> Iterat
         held = _hold(staging)  # a later write of the same target leaves it alone while this one runs
         staging.chmod(0o777 & ~umask())  # mkdtemp makes it private; the folder gets what mkdir would give
         yield staging
-        _check_folder(path, owned, what)  # again: the block may have run for minutes
-        if path.exists() or path.is_symlink():
-            trash = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
-            trash_held = _hold(trash)
-            try:
-                path.rename(trash / "previous")
-                try:
-                    staging.rename(path)
-                except BaseException:
-                    (trash / "previous").rename(path)  # the previous folder goes back under its name
-                    raise
-                shutil.rmtree(trash, ignore_errors=True)
-            finally:
-                _release(trash_held)
-        else:
-            staging.rename(path)
+        sync_tree(staging)  # a full disk the file system reports only now fails here, before anything moves
+        _put_folder_in_place(staging, path, owned, what)
+        sync_folder(path.parent)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         remove_made(made)  # a failed or interrupted command leaves no folder it created either
@@ -232,6 +220,46 @@ def publish_folder(target: str | Path, *, owned: Ownership, what: str) -> Iterat
     finally:
         if held >= 0:
             _release(held)
+
+
+def _put_folder_in_place(staging: Path, path: Path, owned: Ownership, what: str) -> None:
+    """Move the complete ``staging`` folder to ``path``: never over anything that appeared there meanwhile unless
+    ``owned`` allows it, and an existing folder is swapped with the new one in one step, so ``path`` is never
+    missing (a kill between two renames used to leave only the previous folder, hidden, beside it)."""
+    _check_folder(path, owned, what)  # again: the block may have run for minutes
+    for _attempt in range(3):
+        if rename_no_replace(staging, path):
+            return
+        # Something is there: ours to replace only if it passes the check again (the block may have run for minutes).
+        _check_folder(path, owned, what)
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            continue  # removed meanwhile: a new folder again
+        staging.chmod(mode)  # a folder the user made private stays private
+        if exchange(staging, path):
+            shutil.rmtree(staging, ignore_errors=True)  # the previous folder, now under the staging name
+            return
+        _replace_folder_in_two_steps(staging, path)
+        return
+    raise OutputError(f"{path}: it keeps changing while rag-eval writes it; try again")
+
+
+def _replace_folder_in_two_steps(staging: Path, path: Path) -> None:
+    """Where the system cannot swap two names at once: the previous folder is moved aside under a name
+    :func:`clear_left_behind` recognises, the new one moved in, then the previous one removed."""
+    trash = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+    trash_held = _hold(trash)
+    try:
+        path.rename(trash / "previous")
+        try:
+            staging.rename(path)
+        except BaseException:
+            (trash / "previous").rename(path)  # the previous folder goes back under its name
+            raise
+        shutil.rmtree(trash, ignore_errors=True)
+    finally:
+        _release(trash_held)
 
 
 def _check_folder(path: Path, owned: Ownership, what: str) -> None:
@@ -297,7 +325,13 @@ class StagedFile:
         """Put the file in place (an existing target is checked again: it may have changed meanwhile)."""
         try:
             check_file_target(self.path, owned=self._owned, what=self._what)
-            os.replace(self._temporary, self.path)
+            # A new path: never over a file that appeared since the check (another run's, or the user's).
+            if not rename_no_replace(self._temporary, self.path):
+                check_file_target(self.path, owned=self._owned, what=self._what)
+                # A file the user made private stays private.
+                os.chmod(self._temporary, stat.S_IMODE(os.stat(self.path).st_mode))
+                os.replace(self._temporary, self.path)
+            sync_folder(self.path.parent)
         except BaseException:
             self.discard()
             raise
