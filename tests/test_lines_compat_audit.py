@@ -8,6 +8,7 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,15 +141,19 @@ def test_every_seed_call_that_takes_a_tokenizer_refuses_one_that_is_not_a_spec(s
 
 
 @pytest.mark.parametrize("db", [None, "index.sqlite", 3])
+def seed_call(call: str, db: Any, folder: Path) -> object:
+    """One of seed 000's calls that take a connection, on ``db`` (and ``folder`` for sync)."""
+    if call == "retrieve":
+        return retrieve(db, "导出", as_of=TODAY)
+    if call == "search_tool":
+        return search_tool(db, "导出", as_of=TODAY)
+    return sync(db, folder)
+
+
 @pytest.mark.parametrize("call", ["retrieve", "search_tool", "sync"])
 def test_seed_calls_refuse_what_is_not_a_connection(tmp_path: Path, db, call: str) -> None:
-    calls = {
-        "retrieve": lambda: retrieve(db, "导出", as_of=TODAY),
-        "search_tool": lambda: search_tool(db, "导出", as_of=TODAY),
-        "sync": lambda: sync(db, tmp_path),
-    }
     with pytest.raises(IndexFileError, match="db must be a connection"):
-        calls[call]()
+        seed_call(call, db, tmp_path)
 
 
 @pytest.mark.parametrize("call", ["retrieve", "search_tool", "sync"])
@@ -157,13 +162,8 @@ def test_seed_calls_on_a_closed_connection_are_one_error(tmp_path: Path, call: s
     make(root)
     db = connect(tmp_path / "index.sqlite")
     db.close()
-    calls = {
-        "retrieve": lambda: retrieve(db, "导出", as_of=TODAY),
-        "search_tool": lambda: search_tool(db, "导出", as_of=TODAY),
-        "sync": lambda: sync(db, root),
-    }
     with pytest.raises(IndexFileError, match="closed"):
-        calls[call]()
+        seed_call(call, db, root)
 
 
 @pytest.mark.parametrize(("path", "anchor"), [(None, None), (3, None), ("a.md", 5), ("a.md", b"x")])

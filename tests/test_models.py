@@ -35,7 +35,11 @@ def fake_sdist(folder: Path) -> Path:
         "pkuseg-0.0.25/pkuseg/models/default/features.pkl": pickle.dumps(features),
         "pkuseg-0.0.25/pkuseg/models/default/weights.npz": (mini_model_dir() / "weights.npz").read_bytes(),
     }
-    path = folder / "pkuseg-0.0.25.tar.gz"
+    return write_tarball(folder / "pkuseg-0.0.25.tar.gz", members)
+
+
+def write_tarball(path: Path, members: dict[str, bytes]) -> Path:
+    """A gzipped tarball at ``path`` holding ``members`` (name: bytes)."""
     with tarfile.open(path, "w:gz") as archive:
         for name, data in members.items():
             info = tarfile.TarInfo(name)

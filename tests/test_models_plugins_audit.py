@@ -4,10 +4,8 @@ plug-ins that raise or declare nonsense. Each failure is one error naming its ca
 from __future__ import annotations
 
 import errno
-import io
 import pickle
 import shutil
-import tarfile
 from collections.abc import Iterator
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -17,7 +15,8 @@ import pytest
 import regex
 import srsly
 from click.testing import CliRunner
-from test_models import fake_sdist, sha256
+from test_models import fake_sdist, sha256, write_tarball
+from test_plugin_contracts_audit import one_error
 
 from rag_eval import models, registry
 from rag_eval.builders import BUILDERS, Builder
@@ -42,29 +41,13 @@ def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
-def one_error(*args: str) -> str:
-    """The command fails with exit status 1 and exactly one ``error:`` line, no traceback."""
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exit_code == 1, (args, result.output, result.exception)
-    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result.exception
-    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and "Traceback" not in result.output, result.output
-    return lines[0]
-
-
 def sdist_with(folder: Path, features: bytes) -> Path:
     """An sdist laid out like pkuseg's whose features.pkl holds ``features``."""
-    path = folder / "pkuseg-0.0.25.tar.gz"
     members = {
         MODEL_DIR + "features.pkl": features,
         MODEL_DIR + "weights.npz": (mini_model_dir() / "weights.npz").read_bytes(),
     }
-    with tarfile.open(path, "w:gz") as archive:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return path
+    return write_tarball(folder / "pkuseg-0.0.25.tar.gz", members)
 
 
 def _features(**changes: Any) -> bytes:
