@@ -140,7 +140,6 @@ def test_every_seed_call_that_takes_a_tokenizer_refuses_one_that_is_not_a_spec(s
     assert len(retrieve(db, "导出 保留", as_of=TODAY)) == 2
 
 
-@pytest.mark.parametrize("db", [None, "index.sqlite", 3])
 def seed_call(call: str, db: Any, folder: Path) -> object:
     """One of seed 000's calls that take a connection, on ``db`` (and ``folder`` for sync)."""
     if call == "retrieve":
@@ -150,6 +149,7 @@ def seed_call(call: str, db: Any, folder: Path) -> object:
     return sync(db, folder)
 
 
+@pytest.mark.parametrize("db", [None, "index.sqlite", 3])
 @pytest.mark.parametrize("call", ["retrieve", "search_tool", "sync"])
 def test_seed_calls_refuse_what_is_not_a_connection(tmp_path: Path, db, call: str) -> None:
     with pytest.raises(IndexFileError, match="db must be a connection"):
