@@ -6,8 +6,33 @@ import itertools
 
 import numpy as np
 
+from ..errors import RagEvalError
+
 PERMUTATIONS = 10_000
 SEED = 20261129
+# Random sign vectors are drawn and summed this many numbers at a time, so memory stays bounded however
+# many queries there are (the draws, and so the p-value, are the same as in one block).
+_BLOCK = 1 << 20
+# Null means within this fraction of the per-query values' size of the observed mean count as ties with it:
+# far above floating-point noise (0.1 + 0.2 != 0.3), far below any difference a metric can show.
+_TIE = 1e-9
+
+
+class StatsError(RagEvalError, ValueError):
+    """Per-query values a significance test cannot use: unpaired, or not finite numbers."""
+
+
+def _paired(a: list[float], b: list[float], test: str) -> tuple[np.ndarray, np.ndarray]:
+    left, right = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(left) != len(right):
+        raise StatsError(
+            f"{test}: {len(left)} per-query values against {len(right)}; score both systems on the same queries"
+        )
+    for values in (left, right):
+        bad = np.flatnonzero(~np.isfinite(values))
+        if len(bad):
+            raise StatsError(f"{test}: per-query value number {bad[0] + 1} is {values[bad[0]]}, not a finite number")
+    return left, right
 
 
 def randomization_test(a: list[float], b: list[float], *, permutations: int = PERMUTATIONS, seed: int = SEED) -> float:
@@ -16,30 +41,42 @@ def randomization_test(a: list[float], b: list[float], *, permutations: int = PE
     Defined as ``scipy.stats.permutation_test(..., permutation_type="samples")`` defines it: all
     ``2**n`` sign vectors when that is at most ``permutations`` (exact), otherwise ``permutations``
     random ones from a fixed seed with the observed statistic counted once (p never 0); the two-sided
-    p-value is twice the smaller one-sided one, capped at 1.
+    p-value is twice the smaller one-sided one, capped at 1. Unlike scipy, a null mean within a tolerance
+    relative to the size of the per-query values (not of the observed mean) is a tie, so sums equal in
+    exact arithmetic stay tied when the observed mean is near 0. Raises :class:`StatsError` on unpaired or
+    non-finite values.
     """
-    diffs = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    left, right = _paired(a, b, "randomization test")
+    diffs = left - right
     n = len(diffs)
     if n == 0:
         return 1.0
     observed = diffs.mean()
     if 2**n <= permutations:
-        signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))
+        null = (np.array(list(itertools.product((1.0, -1.0), repeat=n))) * diffs).mean(axis=1)
         adjustment = 0
     else:
         rng = np.random.default_rng(seed)
-        signs = rng.choice((1.0, -1.0), size=(permutations, n))
+        rows = max(1, _BLOCK // n)
+        null = np.concatenate(
+            [
+                (rng.choice((1.0, -1.0), size=(min(rows, permutations - start), n)) * diffs).mean(axis=1)
+                for start in range(0, permutations, rows)
+            ]
+        )
         adjustment = 1
-    null = (signs * diffs).mean(axis=1)
-    # Relative tolerance as scipy uses, so floating-point noise does not decide ties with the observed value.
-    gamma = abs(1e-14 * observed) if observed else 1e-14
+    scale = max(float(np.abs(left).max()), float(np.abs(right).max()))
+    gamma = _TIE * scale if scale else _TIE
     greater = ((null >= observed - gamma).sum() + adjustment) / (len(null) + adjustment)
     less = ((null <= observed + gamma).sum() + adjustment) / (len(null) + adjustment)
     return float(min(1.0, 2 * min(greater, less)))
 
 
 def holm(p_values: list[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values, in the input order."""
+    """Holm-Bonferroni adjusted p-values, in the input order; raises :class:`StatsError` on a p outside [0, 1]."""
+    for p in p_values:
+        if not 0.0 <= p <= 1.0:  # NaN fails too
+            raise StatsError(f"Holm correction: {p!r} is not a p-value (a number from 0 to 1)")
     order = sorted(range(len(p_values)), key=lambda i: p_values[i])
     adjusted = [0.0] * len(p_values)
     running = 0.0
@@ -50,7 +87,8 @@ def holm(p_values: list[float]) -> list[float]:
 
 
 def win_tie_loss(a: list[float], b: list[float], *, epsilon: float = 1e-9) -> tuple[int, int, int]:
-    """Queries where ``a`` beats, equals or trails ``b``."""
-    wins = sum(x > y + epsilon for x, y in zip(a, b, strict=False))
-    losses = sum(y > x + epsilon for x, y in zip(a, b, strict=False))
-    return wins, len(a) - wins - losses, losses
+    """Queries where ``a`` beats, equals or trails ``b``; :class:`StatsError` on unpaired or non-finite values."""
+    left, right = _paired(a, b, "win/tie/loss")
+    wins = int((left > right + epsilon).sum())
+    losses = int((right > left + epsilon).sum())
+    return wins, len(left) - wins - losses, losses
