@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..errors import RagEvalError, RegistryError
+from ..errors import RagEvalError, RegistryError, SpecError
 from ..records import Progress
 from ..registry import Registry, plugin_failure
 from ..spec import SystemSpec
 from .base import Field, PythonTokenizer, Token, Tokenizer
-from .hybrid import HybridTokenizer, is_hybrid, split_fields
+from .hybrid import HybridTokenizer, is_hybrid, reads_as_one_field, split_fields
 from .normalise import normalise, normalise_with_offsets
 
 #: Every tokenizer, built-in or plug-in, keyed by name (entry-point group ``rag_eval.tokenizers``).
@@ -32,11 +32,15 @@ def get_tokenizer(spec: str | SystemSpec) -> Tokenizer:
     parsed = spec if isinstance(spec, SystemSpec) else SystemSpec.parse(spec)
     cls = tokenizer_class(parsed.name)
     try:
-        return cls.from_spec(parsed)
+        tokenizer = cls.from_spec(parsed)
     except RagEvalError:
         raise
     except Exception as exc:  # a plug-in's own constructor: one line naming it, never a traceback
         raise plugin_failure("tokenizer", parsed.name, "to start", exc) from exc
+    if not reads_as_one_field(tokenizer.system):
+        # A user dictionary reached through a link to /d/words^2: the name would read back as /d/words weighted 2.
+        raise SpecError(f"{tokenizer.system} cannot be a system's name: it reads as a hybrid (an option value holds ^)")
+    return tokenizer
 
 
 def written_spec(spec: str) -> str:

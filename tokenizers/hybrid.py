@@ -23,9 +23,11 @@ from ..errors import SpecError
 from .base import Field, QueryTerms, Token, Tokenizer
 
 #: ``+`` separates fields only before something that reads as a field spec (a lowercase name then ``:``,
-#: ``^``, ``+`` or the end), so an option value such as a path ``a+b.txt`` is not split.
-_FIELD_START = re.compile(r"\s*\+\s*(?=[a-z][a-z0-9_-]*\s*(?:[:^+]|$))")
-_WEIGHT = re.compile(r"\s*\^\s*([^:^+]+?)\s*$")
+#: ``^``, ``+`` or the end), so an option value such as a path ``a+b.txt`` is not split. Neither pattern
+#: starts or ends with optional whitespace (the parts are stripped instead): a long run of spaces made
+#: their search quadratic, a minute for one 100 kB spec.
+_FIELD_START = re.compile(r"\+\s*(?=[a-z][a-z0-9_-]*\s*(?:[:^+]|\Z))")
+_WEIGHT = re.compile(r"\^([^:^+]*)\Z")
 #: Largest field weight accepted: far beyond any useful one, small enough to keep bm25 finite.
 MAX_WEIGHT = 1000.0
 
@@ -38,7 +40,7 @@ def valid_weight(weight: float) -> bool:
 
 def is_hybrid(spec: str) -> bool:
     """Whether a spec names several fields or a weighted field (``a+b``, ``a^2``)."""
-    return bool(_FIELD_START.search(spec) or _WEIGHT.search(spec.strip()))
+    return bool(_FIELD_START.search(spec) or _WEIGHT.search(spec))
 
 
 def split_fields(spec: str) -> list[tuple[str, float]]:
@@ -50,19 +52,21 @@ def split_fields(spec: str) -> list[tuple[str, float]]:
         weight = 1.0
         found = _WEIGHT.search(part)
         if found is not None:
+            written = found.group(1).strip()
             try:
-                weight = float(found.group(1))
+                # ASCII only, as every other number in a spec: float() also reads ١, ２ and 1_0.
+                if not written.isascii() or "_" in written:
+                    raise ValueError(written)
+                weight = float(written)
             except ValueError:
-                raise SpecError(f"invalid weight {found.group(1)!r} in {spec!r}: expected a number after ^") from None
+                raise SpecError(f"invalid weight {written!r} in {spec!r}: expected a number after ^") from None
             if not valid_weight(weight):
-                raise SpecError(
-                    f"weight {found.group(1)} in {spec!r} must be from {1 / MAX_WEIGHT:g} to {MAX_WEIGHT:g}"
-                )
+                raise SpecError(f"weight {written} in {spec!r} must be from {1 / MAX_WEIGHT:g} to {MAX_WEIGHT:g}")
             if float(f"{weight:g}") != weight:
                 # The canonical spec (what an index records and reopens with) writes 6 significant digits: a
                 # finer weight would be recorded as another one, and the reopened index would rank with it.
                 raise SpecError(
-                    f"weight {found.group(1)} in {spec!r} has more than 6 significant digits",
+                    f"weight {written} in {spec!r} has more than 6 significant digits",
                     hint=f"write it with at most 6, e.g. ^{weight:g}",
                 )
             part = part[: found.start()].strip()
@@ -70,6 +74,15 @@ def split_fields(spec: str) -> list[tuple[str, float]]:
             raise SpecError(f"empty field in hybrid spec {spec!r}: expected FIELD[^WEIGHT]+FIELD[^WEIGHT]...")
         fields.append((part, weight))
     return fields
+
+
+def reads_as_one_field(system: str) -> bool:
+    """Whether a plain tokenizer's canonical spec reads back as itself, not as fields or a weight (a user
+    dictionary at ``/d/words^2`` names ``/d/words`` with weight 2)."""
+    try:
+        return split_fields(system) == [(system, 1.0)]
+    except SpecError:
+        return False
 
 
 class HybridTokenizer(Tokenizer):
@@ -83,9 +96,17 @@ class HybridTokenizer(Tokenizer):
         super().__init__()
         if not fields:
             raise SpecError("a hybrid needs at least one field")
+        if len(fields) == 1 and fields[0].weight == 1:
+            # Its canonical spec would be the field's own, which reopens as the plain tokenizer.
+            raise SpecError(f"a hybrid of one field of weight 1 is {fields[0].tokenizer.system} itself: use that")
         for field in fields:
             if isinstance(field.tokenizer, HybridTokenizer):
                 raise SpecError("a hybrid's field cannot itself be a hybrid")
+            if not reads_as_one_field(field.tokenizer.system):
+                raise SpecError(
+                    f"{field.tokenizer.system} cannot be a field of a hybrid: its spec reads as another hybrid "
+                    "(an option value holds ^ or +NAME)"
+                )
             if not field.tokenizer.whitespace_free_tokens:
                 raise SpecError(
                     f"{field.tokenizer.system} cannot be a field of a hybrid: its tokens may contain whitespace, "
@@ -104,9 +125,13 @@ class HybridTokenizer(Tokenizer):
         return bool(self.options["t2s"])
 
     @classmethod
-    def parse(cls, spec: str, make: Callable[[str], Tokenizer]) -> HybridTokenizer:
-        """A hybrid from its spec; ``make`` builds each field's tokenizer from its own spec."""
-        return cls([Field(make(part), weight) for part, weight in split_fields(spec)])
+    def parse(cls, spec: str, make: Callable[[str], Tokenizer]) -> Tokenizer:
+        """A hybrid from its spec; ``make`` builds each field's tokenizer from its own spec. One field of
+        weight 1 (``bigram^1``) is that field's tokenizer: the same system as ``bigram``, under its name."""
+        fields = [Field(make(part), weight) for part, weight in split_fields(spec)]
+        if len(fields) == 1 and fields[0].weight == 1:
+            return fields[0].tokenizer
+        return cls(fields)
 
     @property
     def fields(self) -> tuple[Field, ...]:

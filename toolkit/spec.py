@@ -57,7 +57,9 @@ def parse_bool(value: str) -> bool:
 
 
 _WHOLE = re.compile(r"[+-]?[0-9]+\Z")
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+# Unambiguous (the digits before and after the point cannot trade places), so a long run of digits that
+# fails to match fails in linear time rather than quadratic.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,8 @@ class OptionSet:
                 values[key] = option.convert(raw)
             except ValueError as exc:
                 raise SpecError(f"bad value {raw!r} for {owner} option {key!r}: {exc}") from None
+            except OSError as exc:  # a parser that looks a path up, which the system refuses (too long, ...)
+                raise SpecError(f"bad value {raw!r} for {owner} option {key!r}: {exc.strerror or exc}") from None
         return values
 
 
@@ -175,6 +179,19 @@ class Configurable:
         given = {key: value if isinstance(value, str) else format_value(value) for key, value in options.items()}
         self._check_options(given)
         self.options: dict[str, Any] = self.option_set.resolve(self.name, given)
+        self._check_writable()
+
+    def _check_writable(self) -> None:
+        """Refuse a value the canonical spec cannot hold: read back, a comma would start another option and
+        whitespace around the value would be dropped, so the name would be another system's or none at all
+        (a user dictionary reached through a link to ``/tmp/a,b.txt`` resolves to that path)."""
+        for key, value in self.options.items():
+            text = format_value(value)
+            if "," in text or text != text.strip():
+                raise SpecError(
+                    f"{self.name} option {key!r} is {text!r}, which a spec cannot hold "
+                    "(no comma, no whitespace at either end)"
+                )
 
     def _check_options(self, given: dict[str, str]) -> None:
         """Subclasses refuse option combinations here, before the values are parsed."""
