@@ -349,9 +349,9 @@ def evaluate(
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """Mean and per-query values of each metric over every judged query.
 
-    A judged query with no results counts as zero (as ``trec_eval -c``). Only queries with at least one
-    positive judgement are judged; the run may contain other queries (they are ignored). Qrels with no
-    judged query, grades outside 0..MAX_RELEVANCE and scores that are not finite are EvaluationErrors.
+    A judged query with no results counts as zero, in NumQ as one query (as ``trec_eval -c``). Only queries with
+    at least one positive judgement are judged; the run may contain other queries (they are ignored). Qrels with
+    no judged query, grades outside 0..MAX_RELEVANCE and scores that are not finite are EvaluationErrors.
     """
     ir_measures = _ir_measures()
     names = list(dict.fromkeys(metrics))
@@ -373,8 +373,10 @@ def evaluate(
         by_measure.setdefault(measure, []).append(name)
     plain = [m for m in by_measure if not (m.NAME == "RR" and "cutoff" in m.params)]
     batches: list[tuple[list[Any], dict[str, dict[str, float]], dict[Any, Any]]] = []
-    if plain:
-        batches.append((plain, run_dict, {m: m for m in plain}))
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for measure in plain:
+        groups.setdefault(_pytrec_eval_settings(measure), []).append(measure)
+    batches.extend((group, run_dict, {m: m for m in group}) for group in groups.values())
     for cutoff in sorted({m["cutoff"] for m in by_measure if m not in plain}):
         cut = [m for m in by_measure if m not in plain and m["cutoff"] == cutoff]
         uncut = {_without_cutoff(m): m for m in cut}
@@ -385,8 +387,28 @@ def evaluate(
             if value.query_id in per_query:
                 for name in by_measure[origin[value.measure]]:
                     per_query[value.query_id][name] = float(value.value)
+    for query in judged:
+        if query not in run_dict:  # trec_eval -c counts a query without results in num_q, as 1
+            for name in names:
+                if measures[name].NAME == "NumQ":
+                    per_query[query][name] = 1.0
     means = {name: sum(per_query[q][name] for q in judged) / len(judged) for name in names}
     return means, per_query
+
+
+def _pytrec_eval_settings(measure: Any) -> tuple[Any, ...]:
+    """The pytrec_eval settings (relevance level, judged-only, gains) a measure is computed with.
+
+    ir-measures' pytrec_eval provider runs pytrec_eval once per setting and puts a measure that has none
+    (NumQ, NumRet, nDCG without gains) into whichever run comes first: NumRet was counted with judged_only and
+    nDCG@10 computed on another nDCG's gains. Measures are batched by setting so each runs with its own."""
+    params = measure.SUPPORTED_PARAMS
+    gains = measure["gains"] if "gains" in params else None
+    return (
+        measure["rel"] if "rel" in params else 1,
+        measure["judged_only"] if "judged_only" in params else False,
+        tuple(sorted(gains.items())) if isinstance(gains, dict) else None,
+    )
 
 
 def _top(run: dict[str, dict[str, float]], depth: int) -> dict[str, dict[str, float]]:
