@@ -13,14 +13,14 @@ A = [0.9, 0.5, 1.0, 0.3, 0.8, 0.0, 0.6, 0.7]
 B = [0.6, 0.5, 0.7, 0.1, 0.9, 0.0, 0.2, 0.4]
 
 
-def scipy_p(a: list[float], b: list[float], n_resamples: int) -> float:
+def scipy_p(a: list[float], b: list[float], n_resamples: int, random_state: int = 1) -> float:
     result = scipy_stats.permutation_test(
         (np.array(a), np.array(b)),
         lambda x, y, axis: np.mean(x - y, axis=axis),
         permutation_type="samples",
         n_resamples=n_resamples,
         alternative="two-sided",
-        random_state=1,
+        random_state=random_state,
     )
     return float(result.pvalue)
 
