@@ -13,7 +13,9 @@ import signal
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -90,23 +92,34 @@ def test_a_folder_replaced_is_never_missing_whenever_the_write_is_killed(tmp_pat
 # -- what appears at the target while a command writes is never replaced ------------------------------------------
 
 
+def after_the_last_check(monkeypatch: pytest.MonkeyPatch, check: str, act: Callable[[Path], object]) -> None:
+    """``outputs.<check>`` runs ``act(path)`` right after its second call: the check just before the output is
+    moved in (the first is before it is written)."""
+    real = getattr(outputs, check)
+    calls = []
+
+    def checked(path: Path, *args: Any, **kwargs: Any) -> Any:
+        result = real(path, *args, **kwargs)
+        calls.append(path)
+        if len(calls) == 2:
+            act(Path(path))
+        return result
+
+    monkeypatch.setattr(outputs, check, checked)
+
+
 def test_a_user_folder_made_after_the_last_check_is_not_deleted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A folder the user made (with a file) just after publish_folder's last check: the old code saw it existed,
     moved it aside and deleted it with the previous output it took it for."""
     target = tmp_path / "out"
-    real = outputs._check_folder
-    calls = []
 
-    def user_makes_it_after_the_check(path: Path, owned, what: str) -> None:
-        real(path, owned, what)
-        calls.append(path)
-        if len(calls) == 2:  # the check after the block, before the move
-            path.mkdir()
-            (path / "thesis.tex").write_text("a user's only copy")
+    def user_makes_it(path: Path) -> None:
+        path.mkdir()
+        (path / "thesis.tex").write_text("a user's only copy")
 
-    monkeypatch.setattr(outputs, "_check_folder", user_makes_it_after_the_check)
+    after_the_last_check(monkeypatch, "_check_folder", user_makes_it)
     with pytest.raises(OutputError, match="refusing to replace"):
         with new_folder(target, what="dataset folder") as staging:
             (staging / "corpus.jsonl").write_text("{}\n")
@@ -120,17 +133,7 @@ def test_a_new_file_never_replaces_one_that_appeared_since_the_check(
     """fuse -o / search --run / a judgments log (new files only): a file another run or the user put at the path
     after the check was overwritten by os.replace."""
     target = tmp_path / "fused.run"
-    real = outputs.check_file_target
-    calls = []
-
-    def another_writer_finishes_first(path, *, owned, what):
-        checked = real(path, owned=owned, what=what)
-        calls.append(path)
-        if len(calls) == 2:  # the check just before the file is moved in (the first is before it is written)
-            Path(path).write_text("the other run's\n")
-        return checked
-
-    monkeypatch.setattr(outputs, "check_file_target", another_writer_finishes_first)
+    after_the_last_check(monkeypatch, "check_file_target", lambda path: path.write_text("the other run's\n"))
     with pytest.raises(OutputError, match="refusing to replace"):
         write_text_atomic(target, "mine\n", owned=None, what="run file")
     assert target.read_text() == "the other run's\n"
@@ -142,17 +145,13 @@ def test_two_writes_of_one_new_folder_at_once_both_end_whole(tmp_path: Path, mon
     first replaces the second's (rag-eval's own) output whole, and leaves nothing beside it."""
     target = tmp_path / "out"
     real = outputs._check_folder
-    calls = []
 
-    def the_other_run_publishes(path: Path, owned, what: str) -> None:
-        real(path, owned, what)
-        calls.append(path)
-        if len(calls) == 2:
-            monkeypatch.setattr(outputs, "_check_folder", real)
-            with publish_folder(path, owned=mine, what="report folder") as other:
-                (other / "report.json").write_text("other")
+    def the_other_run_publishes(path: Path) -> None:
+        monkeypatch.setattr(outputs, "_check_folder", real)
+        with publish_folder(path, owned=mine, what="report folder") as other:
+            (other / "report.json").write_text("other")
 
-    monkeypatch.setattr(outputs, "_check_folder", the_other_run_publishes)
+    after_the_last_check(monkeypatch, "_check_folder", the_other_run_publishes)
     with publish_folder(target, owned=mine, what="report folder") as staging:
         (staging / "report.json").write_text("first")
     assert (target / "report.json").read_text() == "first"
