@@ -8,19 +8,18 @@ Seed 001 (a Markdown section index): ``DocIndex(docs_root, db_path=":memory:")``
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import store, writer
-from .errors import CorpusError, IndexFileError, QueryError, RagEvalError, ReadError, SpecError
+from .errors import CorpusError, IndexFileError, QueryError, ReadError, SpecError
 from .evidence import evidence
 from .query import compile_query
 from .read import list_entries, read, verify_source
 from .search import search
-from .textio import shown, text_argument
+from .textio import path_argument, shown, text_argument
 from .tokenizers import get_tokenizer
 
 __all__ = ["DocIndex", "SearchHit", "connect", "expression", "retrieve", "search_tool", "sync", "verify_source"]
@@ -36,16 +35,6 @@ class _Connection(sqlite3.Connection):
     rag_eval_index: store.Index | None = None
 
 
-def _path_argument(value: object, what: str, error: type[RagEvalError]) -> str:
-    """``value`` (a ``str`` or ``os.PathLike``) as a string; anything else, which ``str()`` would turn into a
-    file named ``None`` or ``b'x'`` in the working directory, is ``error`` naming its type."""
-    if isinstance(value, os.PathLike):
-        value = os.fspath(value)
-    if not isinstance(value, str):
-        raise error(f"{what} must be a str or os.PathLike, not {type(value).__name__}")
-    return value
-
-
 def _tokenizer_argument(value: object) -> str | None:
     """``value`` if it is a spec string or None (the default), else SpecError naming its type."""
     if value is not None and not isinstance(value, str):
@@ -59,7 +48,7 @@ def connect(path: str | Path, tokenizer: str | None = None, *, check_same_thread
     ``tokenizer`` (default: the index's own, else unicode61 as in seed 000) is what ``sync`` builds with;
     reading an index built with another tokenizer through this connection is an error.
     """
-    name = _path_argument(path, "index path", IndexFileError)
+    name = path_argument(path, "index path", IndexFileError)
     tokenizer = _tokenizer_argument(tokenizer)
     # Opening for writing switches a database to WAL: someone else's must not be touched, even by looking.
     reason = store.foreign_reason(name) if name != ":memory:" else None
@@ -109,7 +98,7 @@ def _index(db: sqlite3.Connection) -> store.Index:
 def sync(db: sqlite3.Connection, folder: str | Path, *, tokenizer: str | None = None) -> int:
     """Validate the whole manifest, then replace the index in one transaction; returns the line count."""
     path = _path_of(db)
-    source = _path_argument(folder, "corpus folder", CorpusError)
+    source = path_argument(folder, "corpus folder", CorpusError)
     tokenizer = _tokenizer_argument(tokenizer)
     meta = store.read_meta(db)
     chosen = tokenizer or getattr(db, "rag_eval_tokenizer", None) or meta.get("tokenizer") or "unicode61"
@@ -185,8 +174,8 @@ class DocIndex:
         tokenizer: str = "jieba",
         max_chars: int = 2000,
     ) -> None:
-        self.docs_root = Path(_path_argument(docs_root, "docs_root", CorpusError)).resolve()
-        self.db_path = _path_argument(db_path, "db_path", IndexFileError)
+        self.docs_root = Path(path_argument(docs_root, "docs_root", CorpusError)).resolve()
+        self.db_path = path_argument(db_path, "db_path", IndexFileError)
         self.tokenizer = _tokenizer_argument(tokenizer)
         self.max_chars = max_chars
         self.db = connect(self.db_path, tokenizer, check_same_thread=False)

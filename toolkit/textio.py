@@ -51,6 +51,16 @@ def display_name(name: str) -> str:
     return repr(name) if _UNSAFE.search(name) else name
 
 
+def path_argument(value: object, what: str, error: type[RagEvalError]) -> str:
+    """``value`` (a ``str`` or ``os.PathLike``) as a string; anything else, which ``str()`` would turn into a
+    file named ``None`` or ``b'x'`` in the working directory, is ``error`` naming its type."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise error(f"{what} must be a str or os.PathLike, not {type(value).__name__}")
+    return value
+
+
 def text_argument(value: object, what: str, error: type[RagEvalError]) -> str:
     """``value`` if it is a string that can be stored and printed (no NUL, no lone surrogate, which is how
     undecodable bytes arrive), else ``error`` naming ``what``."""

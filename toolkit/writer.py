@@ -29,6 +29,7 @@ from .processing import QueryProcessing
 from .records import Chunk, Progress
 from .search import weights_for
 from .store import BUSY_TIMEOUT_MS, build_lock, connect, create_schema, foreign_reason, index_size
+from .textio import path_argument
 from .tokenize_pool import tokenize_chunks
 from .tokenizers import Tokenizer, get_tokenizer
 
@@ -106,10 +107,8 @@ def build(
     (:func:`rag_eval.impact.build_engine`).
     """
     started = time.perf_counter()
-    given_paths: tuple[tuple[object, str], ...] = ((source, "source"), (index_path, "index path"))
-    for given, what in given_paths:
-        if not isinstance(given, (str, os.PathLike)):  # str(None) would build an index file named None
-            raise IndexFileError(f"the {what} must be a str or os.PathLike, not {type(given).__name__}")
+    path_argument(source, "the source", IndexFileError)
+    path_argument(index_path, "the index path", IndexFileError)
     given_specs: tuple[tuple[object, str, type], ...] = (
         (builder, "builder", Builder),
         (tokenizer, "tokenizer", Tokenizer),
