@@ -39,7 +39,16 @@ from .gate import (
     load_baseline,
     stage_baseline,
 )
-from .metrics import DEFAULT_METRICS, RankedDoc, check_qrels, evaluate, judged_queries, metric_names, parse_metric
+from .metrics import (
+    DEFAULT_METRICS,
+    RankedDoc,
+    check_qrels,
+    evaluate,
+    judged_queries,
+    metric_names,
+    parse_metric,
+    relevant_queries,
+)
 from .records import NO_ANSWER, SYNTHETIC_KIND, Dataset, Qrel
 from .report import check_output, write_outputs
 from .runner import System, SystemRun, check_builder, latency_summary, run_system
@@ -276,14 +285,15 @@ def compare(
         # Rows, runs and per-query values are keyed by name: a second one would silently replace the first.
         raise RagEvalError(f"system {repeated[0]!r} is given twice", hint="give each system and --run a distinct name")
     qrels = dataset.qrel_list()
-    judged_ids = judged_queries(check_qrels(qrels))
-    if not judged_ids and dataset.meta.get("format") != "source":
+    checked = check_qrels(qrels)
+    judged_ids = judged_queries(checked)
+    if not relevant_queries(checked) and dataset.meta.get("format") != "source":
         raise RagEvalError(
-            f"dataset {dataset.id!r} has no judged query (no qrel with a positive grade): every metric would be 0",
+            f"dataset {dataset.id!r} has no relevant document (no qrel with a positive grade): every metric would be 0",
             hint="check the dataset's qrels",
         )
-    if not judged_ids:  # a knowledge base and questions without judgments: what needs no labels only
-        metrics = []
+    if not relevant_queries(checked):  # a knowledge base and questions without judgments: what needs no labels
+        metrics, judged_ids = [], []
     outside_docs = [(run, read_run(run.path)) for run in outside or []]
     corpus_ids = set(dataset.corpus)
     curve = [f"R@{k}" for k in RECALL_CURVE] if metrics else []
@@ -653,7 +663,7 @@ def run_compare(
         data = load_dataset(dataset)
         if qrels is not None:
             data.qrels = check_judgments(read_any_qrels(qrels), data.corpus, data.queries, qrels)
-    if (baseline is not None or baseline_path is not None) and not judged_queries(data.qrels):
+    if (baseline is not None or baseline_path is not None) and not relevant_queries(data.qrels):
         raise RagEvalError(
             "a baseline or a gate needs judged queries: these questions have no judgments",
             hint="judge them first (rag-eval judge), then add --qrels FILE",

@@ -26,7 +26,7 @@ from ..tokenizers import Tokenizer, get_tokenizer, written_spec
 from .compare import Skipped, SystemProgress, default_systems
 from .judge_session import Session
 from .judgments import Judgments, PoolIdentity, check_id, counted, named_target
-from .metrics import judged_queries, ranked_ids
+from .metrics import ranked_ids, relevant_queries
 from .records import Dataset
 from .runner import System, run_system
 from .sources import source_dataset
@@ -281,7 +281,7 @@ def oracle(
     dataset, systems, skipped, identity = plan(
         source, questions, tokenizers=tokenizers, builder=builder, depth=depth, qrels=qrels
     )
-    judged = judged_queries(dataset.qrels)
+    judged = relevant_queries(dataset.qrels)
     if not judged:
         raise RagEvalError(f"{qrels}: no question has a relevant passage; there is no winner to find")
     if samples and len(judged) < sample_queries:

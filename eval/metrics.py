@@ -340,18 +340,26 @@ def _check_id(value: Any, what: str, checked: set[str]) -> None:
 
 
 def judged_queries(qrels: Mapping[str, Mapping[str, int]]) -> list[str]:
-    """Queries with at least one positive grade, sorted: the queries every mean is taken over."""
+    """Queries with at least one judgment, sorted: the queries every mean is taken over, as trec_eval -c takes
+    it over every query of the qrels (one whose judgments are all 0 scores 0 and still counts)."""
+    return sorted(q for q, docs in qrels.items() if docs)
+
+
+def relevant_queries(qrels: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """Queries with at least one positive grade, sorted: those on which systems can differ."""
     return sorted(q for q, docs in qrels.items() if any(grade > 0 for grade in docs.values()))
 
 
 def evaluate(
     qrels: Iterable[Qrel], run: Iterable[RankedDoc], metrics: Iterable[str] = DEFAULT_METRICS
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """Mean and per-query values of each metric over every judged query.
+    """Mean and per-query values of each metric over every judged query (every query of the qrels).
 
-    A judged query with no results counts as zero, in NumQ as one query (as ``trec_eval -c``). Only queries with
-    at least one positive judgement are judged; the run may contain other queries (they are ignored). Qrels with
-    no judged query, grades outside 0..MAX_RELEVANCE and scores that are not finite are EvaluationErrors.
+    As ``trec_eval -c``: a judged query with no results counts as zero, in NumQ as one query, and a query whose
+    judgments are all 0 counts too (its values are 0, including the interpolated precision trec_eval leaves
+    undefined, 0/0, for it under judged_only); the run may contain other queries (they are ignored).
+    Qrels without a positive grade (every metric would be 0), grades outside 0..MAX_RELEVANCE and scores that
+    are not finite are EvaluationErrors.
     """
     ir_measures = _ir_measures()
     names = list(dict.fromkeys(metrics))
@@ -360,9 +368,9 @@ def evaluate(
     measures = {name: parse_metric(name) for name in names}
     qrel_dict = check_qrels(qrels)
     judged = judged_queries(qrel_dict)
-    if not judged:
+    if not relevant_queries(qrel_dict):
         raise EvaluationError(
-            "no judged query: no qrel has a positive grade, so every metric would be 0",
+            "no relevant document: no qrel has a positive grade, so every metric would be 0",
             hint="check the qrels file: grades 1 and above mark relevant documents",
         )
     run_dict = check_run(run, set(judged))
@@ -385,8 +393,12 @@ def evaluate(
     for measures_batch, docs, origin in batches:
         for value in provider.evaluator(measures_batch, qrel_dict).iter_calc(docs):
             if value.query_id in per_query:
+                found = float(value.value)
+                # trec_eval's 0/0: interpolated precision under judged_only for a query with no relevant and no
+                # judged retrieved document; every other measure gives such a query 0, and so does this one
+                found = 0.0 if math.isnan(found) else found
                 for name in by_measure[origin[value.measure]]:
-                    per_query[value.query_id][name] = float(value.value)
+                    per_query[value.query_id][name] = found
     for query in judged:
         if query not in run_dict:  # trec_eval -c counts a query without results in num_q, as 1
             for name in names:

@@ -2,8 +2,10 @@
 the pick equals the winner under the full qrels, over random samples of queries.
 
 The winner is the system with the highest mean nDCG@10 (trec_eval: gain = grade, ideal ranking from every
-judged passage of the query, unjudged = not relevant) over the sample's queries with a positive grade; when
-several tie exactly, picking any of them counts as correct. A pooled passage absent from the qrels gets grade 0.
+judged passage of the query, unjudged = not relevant) over the sample's queries with a positive grade (the same
+winner as over every judged query, as compare averages: a query without a relevant passage gives every system 0);
+samples are drawn from the queries with a relevant passage. When several tie exactly, picking any of them counts
+as correct. A pooled passage absent from the qrels gets grade 0.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ..errors import RagEvalError
 from ..outputs import write_text_atomic
 from ..records import Progress
 from .judgments import counted
-from .metrics import judged_queries, ranked_ids
+from .metrics import ranked_ids, relevant_queries
 from .selection import DEFAULT_SAMPLES, METHODS, Runs, SelectionError, Selector
 
 CUT = 10
@@ -157,7 +159,7 @@ def sampling_study(
     for method in methods:
         if method not in METHODS:
             raise SelectionError(f"unknown judging order {method!r}; choose from: {', '.join(METHODS)}")
-    judged = judged_queries(qrels)
+    judged = relevant_queries(qrels)
     if len(judged) < sample_queries:
         raise RagEvalError(
             f"{counted(len(judged), 'judged query', 'judged queries')}, fewer than the {sample_queries} a sample needs"

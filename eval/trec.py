@@ -180,8 +180,8 @@ def read_any_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     if not any(grade > 0 for docs in qrels.values() for grade in docs.values()):
         count = sum(len(docs) for docs in qrels.values())
         raise DatasetError(
-            f"{name}: no judged query: {count} judgments of {len(qrels)} queries, none with a positive grade "
-            "(no query has a relevant document), so every metric would be 0",
+            f"{name}: no relevant document: {count} judgments of {len(qrels)} queries, none with a positive grade, "
+            "so every metric would be 0",
             hint="grades 1 and above mark relevant documents, 0 not relevant",
         )
     return qrels

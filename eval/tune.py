@@ -58,6 +58,8 @@ SCHEMA = "rag-eval/tune/1"
 #: Share of the dev queries the first round of successive halving runs on.
 FIRST_ROUND_SHARE = 0.25
 SEED = 20261130
+#: What a part of the queries needs to rank anything, in messages: without a relevant document every metric is 0.
+WITH_RELEVANT = "judged query with a relevant document"
 MAX_SPACE_BYTES = 100_000
 #: Most candidates a space may hold: a 100 kB file of weights and processing specs multiplies to millions,
 #: which enumerating alone would take hours (only ``3 * budget`` of them ever run).
@@ -300,8 +302,13 @@ def _evaluate(
 
 
 def _judged(dataset: Dataset) -> list[str]:
-    """The queries every metric averages over: those with a positive judgement (as in metrics.evaluate)."""
-    return [q for q in dataset.queries if any(grade > 0 for grade in dataset.qrels.get(q, {}).values())]
+    """The queries every metric averages over: those with a judgment (as in metrics.evaluate)."""
+    return [q for q in dataset.queries if dataset.qrels.get(q)]
+
+
+def _relevant(dataset: Dataset) -> bool:
+    """Whether some query has a relevant document: without one every metric is 0 and compare refuses."""
+    return any(grade > 0 for q in dataset.queries for grade in dataset.qrels.get(q, {}).values())
 
 
 def _merged(first: dict[str, Any], second: dict[str, Any], judged: list[str], metric: str) -> dict[str, Any]:
@@ -382,8 +389,8 @@ def search_space(
     from .metrics import canonical_metric
 
     metric = canonical_metric(metric)  # the spelling compare keys its rows by
-    if not _judged(dev):
-        raise RagEvalError(f"{dev.id}: no judged query falls in the dev part", hint="raise --split")
+    if not _relevant(dev):
+        raise RagEvalError(f"{dev.id}: no {WITH_RELEVANT} falls in the dev part", hint="raise --split")
     trials: list[Trial] = []
     seconds: dict[str, float] = {}
     finalists = _draw(pool, budget)
@@ -393,7 +400,7 @@ def search_space(
     first = subset(dev, first_ids, "round1")
     # Successive halving: a wider field on a quarter of dev, the best on all of it. A quarter without a judged
     # query could rank nothing: then the budget's draw runs on all of dev in one round.
-    if len(pool) > budget and _judged(first):
+    if len(pool) > budget and _relevant(first):
         wide = _draw(pool, 3 * budget)
         clock = time.perf_counter()
         rows = _evaluate(first, wide, metric, progress, 1)
@@ -407,7 +414,7 @@ def search_space(
             keep.add(trial.candidate.name)
         finalists = [c for c in wide if c.name in keep]
         rest = subset(dev, rest_ids, "round2")
-        if _judged(rest):  # the finalists' first-quarter results are kept: they run on the other queries only
+        if _relevant(rest):  # the finalists' first-quarter results are kept: they run on the other queries only
             earlier, remaining = rows, rest
     clock = time.perf_counter()
     rows = _evaluate(remaining, finalists, metric, progress, 2)
@@ -490,11 +497,11 @@ def tune(
         data = load_dataset(dataset_ref)
         dev_ids, test_ids = split_ids(list(data.queries), dev_fraction)
         dev = subset(data, dev_ids, "dev")
-        if not _judged(dev):
-            raise RagEvalError(f"{dev.id}: no judged query falls in the dev part", hint="raise --split")
-        if eval_on is None and not _judged(subset(data, test_ids, "test")):
+        if not _relevant(dev):
+            raise RagEvalError(f"{dev.id}: no {WITH_RELEVANT} falls in the dev part", hint="raise --split")
+        if eval_on is None and not _relevant(subset(data, test_ids, "test")):
             # Checked before the search, not after it: whether there is a held-back part at all, nothing it holds.
-            raise RagEvalError(f"{data.id}[test]: no judged query falls in the test part", hint="lower --split")
+            raise RagEvalError(f"{data.id}[test]: no {WITH_RELEVANT} falls in the test part", hint="lower --split")
         other = load_dataset(eval_on) if eval_on else None
         asked_again: list[str] = []
         unseen: Dataset | None = None
@@ -504,12 +511,12 @@ def tune(
             asked_again = reused_dev_queries(dev, other)
             left_out = set(asked_again)
             unseen = subset(other, [q for q in other.queries if q not in left_out], "unseen") if left_out else other
-            if not _judged(unseen):
+            if not _relevant(unseen):
                 raise RagEvalError(
-                    f"{eval_on}: every judged query of {other.id} asks a dev query tune chooses on again "
+                    f"{eval_on}: every {WITH_RELEVANT} of {other.id} asks a dev query tune chooses on again "
                     f"({len(asked_again)} of them, e.g. {asked_again[0]!r}), so none of it is unseen"
                     if asked_again
-                    else f"{eval_on}: {other.id} has no judged query",
+                    else f"{eval_on}: {other.id} has no {WITH_RELEVANT}",
                     hint="leave out --eval-on to test on the held-back part, or give a set with other questions",
                 )
         found = search_space(
@@ -610,7 +617,7 @@ def _test_evidence(
     held: Dataset, rows: dict[str, dict[str, Any]], on_front: list[Trial], singles: list[Trial], metric: str
 ) -> dict[str, Any]:
     """Each front member against the best single tokenizer on the held-back queries."""
-    judged = sorted(q for q in held.queries if q in held.qrels and any(g > 0 for g in held.qrels[q].values()))
+    judged = sorted(_judged(held))
 
     def values(name: str) -> list[float]:
         per_query = rows[name].get("_per_query") or {}

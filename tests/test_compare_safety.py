@@ -266,15 +266,15 @@ def _beir(folder: Path, qrels: str) -> Path:
     return folder
 
 
-def test_a_dataset_without_a_judged_query_is_refused(tmp_path: Path, no_runs: None) -> None:
+def test_a_dataset_without_a_relevant_document_is_refused(tmp_path: Path, no_runs: None) -> None:
     dataset = _beir(tmp_path / "zero", "q1\tp1\t0\nq2\tp2\t0\n")
     error = one_error(invoke("compare", dataset, "-t", "bigram", "-o", tmp_path / "out"))
-    assert "no judged query" in error
+    assert "no relevant document" in error
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q1 0 p1 0\nq2 0 p2 0\n", encoding="utf-8")
     run = tmp_path / "run.txt"
     run.write_text("q1 Q0 p1 1 2.0 x\n", encoding="utf-8")
-    assert "no judged query" in one_error(invoke("evaluate", run, qrels))
+    assert "no relevant document" in one_error(invoke("evaluate", run, qrels))
     assert not (tmp_path / "out").exists()
 
 

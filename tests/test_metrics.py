@@ -48,9 +48,9 @@ def test_hand_computed_values() -> None:
     assert means["RR@10"] == pytest.approx((1 + 0.5 + 0) / 3)
 
 
-def test_queries_without_positive_judgements_are_not_averaged() -> None:
+def test_queries_judged_all_zero_are_averaged_as_zero() -> None:
     means, per_query = evaluate([Qrel("q1", "d1", 1), Qrel("q2", "d2", 0)], run(("q1", "d1"), ("q2", "d2")), ["P@1"])
-    assert set(per_query) == {"q1"} and means["P@1"] == 1.0
+    assert set(per_query) == {"q1", "q2"} and per_query["q2"]["P@1"] == 0.0 and means["P@1"] == 0.5
 
 
 @pytest.mark.parametrize(
@@ -182,8 +182,8 @@ def test_a_document_returned_twice_or_judged_twice_differently_is_refused() -> N
 
 
 @pytest.mark.parametrize("qrels", [[], [Qrel("q1", "d1", 0), Qrel("q2", "d2", 0)]])
-def test_qrels_without_a_judged_query_are_refused(qrels: list[Qrel]) -> None:
-    with pytest.raises(RagEvalError, match="no judged query"):
+def test_qrels_without_a_relevant_document_are_refused(qrels: list[Qrel]) -> None:
+    with pytest.raises(RagEvalError, match="no relevant document"):
         evaluate(qrels, run(("q1", "d1")), ["P@1"])
 
 

@@ -112,7 +112,8 @@ def reference(spec: str, qrels: Qrels, run: Run, queries: list[str]) -> dict[str
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, {trec}, relevance_level=rel, judged_docs_only_flag=judged)
     found = evaluator.evaluate(ran)
     missing = 1.0 if measure.NAME == "NumQ" else 0.0  # trec_eval -c
-    return {q: found[q][key] if q in found else missing for q in queries}
+    # trec_eval's 0/0 (IPrec under -J for a query with nothing relevant or judged retrieved) counts 0 in rag-eval
+    return {q: (0.0 if math.isnan(found[q][key]) else found[q][key]) if q in found else missing for q in queries}
 
 
 # --- random runs and qrels -------------------------------------------------------------------------------------
@@ -158,8 +159,8 @@ def test_every_measure_equals_trec_eval_per_query_and_in_the_all_row(case: Case)
     with tempfile.TemporaryDirectory() as folder:
         # all measures in one call, in a random order: as `rag-eval evaluate --metric ... --metric ...` computes them
         means, per_query = evaluate_files(*_write(Path(folder), qrels, run), specs)
-    # rag-eval scores the queries with a relevant document (see the xfail test below for the others)
-    judged = sorted(q for q, docs in qrels.items() if any(g > 0 for g in docs.values()))
+    # rag-eval scores every query of the qrels, as trec_eval -c does (those judged all 0 too)
+    judged = sorted(qrels)
     assert sorted(per_query) == judged
     for spec in specs:
         expected = reference(spec, qrels, run, judged)
@@ -175,7 +176,7 @@ def test_every_measure_equals_trec_eval_per_query_and_in_the_all_row(case: Case)
 def test_ir_measures_one_measure_at_a_time_agrees(case: Case) -> None:
     """ir-measures' pytrec_eval provider, called with one measure (RR@k aside: it has no cutoff there)."""
     qrels, run, specs = case
-    judged = sorted(q for q, docs in qrels.items() if any(g > 0 for g in docs.values()))
+    judged = sorted(qrels)
     qrel_list = [Qrel(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
     docs = [RankedDoc(q, d, n, s) for q, ds in run.items() for n, (d, s) in enumerate(ds.items(), 1)]
     _, per_query = evaluate(qrel_list, docs, specs)
@@ -187,7 +188,8 @@ def test_ir_measures_one_measure_at_a_time_agrees(case: Case) -> None:
         found = {m.query_id: m.value for m in provider.iter_calc([measure], qrels, run)}
         for query in judged:
             if query in run:
-                assert math.isclose(per_query[query][spec], found[query], abs_tol=TOLERANCE), (spec, query)
+                expected = 0.0 if math.isnan(found[query]) else found[query]  # trec_eval's 0/0 counts 0 (above)
+                assert math.isclose(per_query[query][spec], expected, abs_tol=TOLERANCE), (spec, query)
 
 
 # --- differences found, each failing before its fix -------------------------------------------------------------
@@ -229,16 +231,13 @@ def test_rr_at_k_breaks_ties_as_trec_eval_not_as_ir_measures_default() -> None:
     assert per_query["q1"]["RR@1"] == 0.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rag-eval averages over queries with a relevant document; trec_eval over every query of the qrels "
-    "(its CHANGELOG, 4/5/06: queries with no relevant docs are not ignored). A project decision, left as is.",
-)
 def test_a_query_judged_without_a_relevant_document_is_averaged_as_trec_eval_does() -> None:
+    """Regression: rag-eval averaged over queries with a relevant document only (P@1 1.0 here); trec_eval over
+    every query of the qrels (its CHANGELOG, 4/5/06: queries with no relevant docs are not ignored)."""
     qrels = [Qrel("q1", "a", 1), Qrel("q2", "b", 0)]
     run = [RankedDoc("q1", "a", 1, 1.0), RankedDoc("q2", "b", 1, 1.0)]
     means, _ = evaluate(qrels, run, ["P@1"])
     found = pytrec_eval.RelevanceEvaluator({"q1": {"a": 1}, "q2": {"b": 0}}, {"P.1"}).evaluate(
         {"q1": {"a": 1.0}, "q2": {"b": 1.0}}
     )
-    assert means["P@1"] == sum(v["P_1"] for v in found.values()) / len(found)  # 0.5; rag-eval says 1.0
+    assert means["P@1"] == sum(v["P_1"] for v in found.values()) / len(found) == 0.5

@@ -39,7 +39,7 @@ def test_the_format_is_told_by_field_count(tmp_path: Path, text: str, expected: 
         ("", "no judgments: the file is empty"),  # regression: accepted as "not judged", exit 0
         ("  \n\n\t\n", "no judgments: the file is empty"),
         ("query-id\tcorpus-id\tscore\n", "no judgments: only a header"),
-        ("q1 0 d1 0\nq2 0 d2 0\n", "no judged query: 2 judgments of 2 queries, none with a positive grade"),
+        ("q1 0 d1 0\nq2 0 d2 0\n", "no relevant document: 2 judgments of 2 queries, none with a positive grade"),
         ("q1 d1 1\n", "j.qrels:1: not a qrels line: 3 fields, where TREC qrels have 4"),
     ],
 )
@@ -74,7 +74,8 @@ def test_compare_refuses_given_judgments_that_judge_nothing(
     outcome = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "out")])
     assert outcome.exit_code == 1, outcome.stderr
     lines = outcome.stderr.splitlines()
-    assert lines[0].startswith("error: ") and f"{qrels.name}: no judg" in lines[0], lines
+    found = {"empty": "no judgments", "blank": "no judgments", "zero": "no relevant document"}[kind]
+    assert lines[0].startswith("error: ") and f"{qrels.name}: {found}" in lines[0], lines
     assert all(line.startswith("hint: ") for line in lines[1:]) and "Traceback" not in outcome.stderr
     assert not (tmp_path / "out").exists()
 

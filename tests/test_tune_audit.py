@@ -87,7 +87,7 @@ def test_a_dev_part_judged_only_with_grade_0_is_the_dev_error() -> None:
     dev = subset(data, dev_ids, "dev")
     zeros = replace(dev, qrels={q: dict.fromkeys(docs, 0) for q, docs in dev.qrels.items()})
     pool = [Candidate("bigram", System("bigram", "", ""))]
-    with pytest.raises(RagEvalError, match="no judged query falls in the dev part"):
+    with pytest.raises(RagEvalError, match="no judged query with a relevant document falls in the dev part"):
         search_space(zeros, pool, budget=1)
 
 
@@ -96,7 +96,7 @@ def test_a_test_part_without_a_judged_query_is_an_error_before_the_search(tmp_pa
     the dataset's qrels; the cure is a smaller dev fraction."""
     calls: list[str] = []
     space = _space(tmp_path, 'tokenizers = ["bigram", "unigram"]\n')
-    with pytest.raises(RagEvalError, match="no judged query falls in the test part") as caught:
+    with pytest.raises(RagEvalError, match="no judged query with a relevant document falls in the test part") as caught:
         tune(
             "evidence-mini",
             output=tmp_path / "out",
