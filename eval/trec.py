@@ -124,8 +124,8 @@ def write_trec_qrels(qrels: dict[str, dict[str, int]], path: str | Path) -> None
 
 
 def read_run(path: str | Path) -> list[RankedDoc]:
-    """A TREC run file (``qid Q0 docid rank score tag``), re-ranked by descending score with ties by
-    document id, as trec_eval orders it. Scores must be finite decimal numbers."""
+    """A TREC run file (``qid Q0 docid rank score tag``), re-ranked as trec_eval orders it: by descending
+    score, ties by descending document id (the rank column is ignored). Scores must be finite decimal numbers."""
     path = Path(path)
     name = display_name(str(path))
     rows: dict[str, list[tuple[float, str]]] = {}
@@ -147,7 +147,7 @@ def read_run(path: str | Path) -> list[RankedDoc]:
     return [
         RankedDoc(query_id, doc_id, rank, score)
         for query_id, docs in rows.items()
-        for rank, (score, doc_id) in enumerate(sorted(docs, key=lambda d: (-d[0], d[1])), start=1)
+        for rank, (score, doc_id) in enumerate(sorted(docs, reverse=True), start=1)
     ]
 
 

@@ -531,3 +531,13 @@ def test_a_strategy_declared_out_of_default_comparisons_is_left_out_but_can_be_n
     assert {"unicode61", "trigram", "jieba", "pkuseg", "bigram", "unigram"} <= names
     for name in declared_out:
         get_tokenizer(name)  # still registered and nameable with -t
+
+
+def test_a_query_judged_all_zero_counts_in_compares_means(tmp_path: Path) -> None:
+    """As trec_eval -c: q2's one judgment is 0, so it counts as a judged query scoring 0 (it was left out)."""
+    dataset = _beir(tmp_path / "half", "q1\tp1\t1\nq2\tp1\t0\n")
+    outcome = invoke("compare", dataset, "-t", "bigram", "--metric", "P@1", "-o", tmp_path / "out")
+    assert outcome.exit_code == 0, outcome.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    assert report["judged_queries"] == 2
+    assert report["systems"][0]["metrics"]["P@1"] == 0.5

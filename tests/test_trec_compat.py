@@ -9,9 +9,12 @@ way. q3 has no results; trec_eval -c counts it as zero.
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rag_eval.eval.metrics import evaluate
 from rag_eval.eval.records import Qrel
@@ -55,3 +58,28 @@ def test_tied_scores_are_why_runs_are_strict() -> None:
     expected = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))
     # trec_eval orders the tied d1/d2 differently from rag-eval's chunk-id order, and nDCG changes.
     assert expected["raw_tied"]["q1"]["ndcg_cut_10"] != pytest.approx(expected["strict"]["q1"]["ndcg_cut_10"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c", "d", "e", "文", "Z"]), st.sampled_from([0.5, 1.0, 2.0])),
+        min_size=1,
+        max_size=7,
+        unique_by=lambda pair: pair[0],
+    ),
+    st.sampled_from(["a", "b", "c", "d", "e", "文", "Z"]),
+)
+def test_read_run_ranks_tied_scores_as_trec_eval_does(docs: list[tuple[str, float]], relevant: str) -> None:
+    """Regression: ties were ranked by document id ascending; trec_eval ranks them descending. The rank
+    read_run gives the one relevant document is the one trec_eval's reciprocal rank implies."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "tied.run"
+        path.write_text("".join(f"q1 Q0 {d} 1 {s} t\n" for d, s in docs), encoding="utf-8")
+        ranked = read_run(path)
+    found = pytrec_eval.RelevanceEvaluator({"q1": {relevant: 1}}, {"recip_rank"}).evaluate({"q1": dict(docs)})["q1"][
+        "recip_rank"
+    ]
+    rank = next((doc.rank for doc in ranked if doc.doc_id == relevant), None)
+    assert found == (0.0 if rank is None else 1 / rank)
