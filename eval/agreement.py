@@ -4,10 +4,12 @@ top results was judged and how small a difference so few queries can detect."""
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import math
 from collections.abc import Mapping, Sequence
-from statistics import NormalDist
+from importlib.resources import files
 from typing import Any
 
 from .metrics import ranked_ids
@@ -18,9 +20,12 @@ DEPTH = 10
 RBO_P = 0.9
 #: Below this many judged queries a report warns that its conclusions rest on few queries.
 FEW_QUERIES = 25
-#: The detectable difference is stated for a two-sided test at this level with this power.
+#: The detectable difference is stated for a two-sided test at this level with this power (data/power_table.json
+#: was computed for them).
 ALPHA = 0.05
 POWER = 0.8
+# Per-query differences this close, relative to their size, are the same difference up to float noise.
+_SAME = 1e-9
 
 Ranked = Mapping[str, Mapping[str, Sequence[str]]]  # system -> query -> doc ids, best first
 
@@ -138,32 +143,56 @@ def smallest_p(queries: int) -> float:
     return min(1.0, 2.0 ** (1 - queries))
 
 
-def detectable_difference(differences: Sequence[float], alpha: float = ALPHA, power: float = POWER) -> float | None:
-    """The smallest mean difference a paired two-sided test at ``alpha`` detects with ``power``, from the
-    spread of the observed per-query differences (normal approximation: (z_{1-a/2} + z_power) sd / sqrt(n));
-    None with fewer than two queries, or so few that the sign-flip test cannot reach ``alpha`` at all
-    (:func:`smallest_p`: five or fewer at 0.05)."""
+@functools.cache
+def power_table() -> dict[str, Any]:
+    """``data/power_table.json``: c(n) = delta / sd, the smallest standardized mean difference the paired
+    randomization test detects at ``ALPHA`` with ``POWER`` on n normal per-query differences (n = 6 .. 100),
+    with the parameters tools/power_table.py computed it with."""
+    text = (files("rag_eval.eval") / "data" / "power_table.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def detectable_difference(differences: Sequence[float]) -> float | None:
+    """The smallest mean difference the paired randomization test (eval/stats.py, two-sided, at ``ALPHA``)
+    detects with ``POWER`` when per-query differences are normal with the spread of ``differences``:
+    c(n) * sd from :func:`power_table` (simulated on the test itself) up to its largest n; above it, c scaled
+    as 1 / sqrt(n) from there, which slightly overstates it (the normal approximation's small-sample penalty,
+    about 1% at 100 queries, shrinks further with n). None when the sign-flip test cannot reach ``ALPHA``
+    (:func:`smallest_p`: five queries or fewer) or the differences do not vary (two identical systems): there
+    is then no spread to size a difference from."""
     n = len(differences)
-    if n < 2 or smallest_p(n) > alpha:
+    if smallest_p(n) > ALPHA:
+        return None
+    if max(differences) - min(differences) <= _SAME * max(abs(d) for d in differences):
         return None
     mean = sum(differences) / n
     sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1))
-    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
-    return z * sd / math.sqrt(n)
+    effects = power_table()["effect"]
+    largest = max(int(size) for size in effects)
+    if n <= largest:
+        return effects[str(n)] * sd
+    return effects[str(largest)] * math.sqrt(largest / n) * sd
 
 
 def test_reach(queries: int, detectable: float | None, metric: str, basis: str) -> str:
     """What a paired randomization test on ``queries`` queries can be expected to detect, in words, for a
     few-queries warning: nothing at all when the exact test's smallest p-value is over alpha, else the
-    ``detectable`` difference in ``metric``, with ``basis`` saying whose per-query differences it comes from."""
+    ``detectable`` difference in ``metric``, with ``basis`` saying whose per-query differences it comes from
+    (None: those differences do not vary, so no size can be given)."""
     if smallest_p(queries) > ALPHA:
         return (
             f"can find no difference significant: with {queries} queries the smallest p-value it can give "
             f"is {smallest_p(queries):.3f}, over alpha {ALPHA}"
         )
     if detectable is None:
-        return "cannot be expected to detect any difference"
-    stated = f"(paired, alpha {ALPHA}, power {POWER}, {basis})"
+        return (
+            f"cannot be given a detectable difference in {metric}: the systems' per-query differences are all "
+            f"the same, so there is no spread to size one from"
+        )
+    stated = (
+        f"(paired, alpha {ALPHA} before Holm's correction, power {POWER}, per-query differences taken as normal, "
+        f"{basis})"
+    )
     if detectable >= 1:
         return f"cannot be expected to detect any difference in {metric} (it would need {detectable:.2f}) {stated}"
     return f"can only be expected to detect a difference in {metric} of about {detectable:.3f} or more {stated}"
@@ -226,8 +255,9 @@ def label_free(
             diffs = [per_query[leader][q][first] - per_query[other["name"]][q][first] for q in common]
             found.append((len(common), detectable_difference(diffs)))
         count = min(n for n, _ in found)
-        reachable = [value for _, value in found if value is not None]
-        detectable = max(reachable) if reachable and len(reachable) == len(found) else None
+        # A pair whose differences do not vary (None once every pair can reach alpha) adds no spread.
+        spread = [value for _, value in found if value is not None]
+        detectable = max(spread) if spread and smallest_p(count) <= ALPHA else None
         section["detectable_difference"] = None if detectable is None else round(detectable, 4)
         if count < FEW_QUERIES:
             basis = "from the widest spread of per-query differences between the leading system and another"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import platform
 import sqlite3
@@ -13,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -53,7 +55,7 @@ from .records import NO_ANSWER, SYNTHETIC_KIND, Dataset, Qrel
 from .report import check_output, write_outputs
 from .runner import System, SystemRun, check_builder, latency_summary, run_system
 from .sources import check_judgments, check_trec_ids, source_dataset
-from .stats import PERMUTATIONS, SEED, holm, randomization_test, win_tie_loss
+from .stats import PERMUTATIONS, SEED, holm, randomization_test, student_t_quantile, win_tie_loss
 from .trec import read_any_qrels, read_run
 
 DEFAULT_REFERENCE = "bigram"
@@ -167,12 +169,20 @@ def load_systems_toml(path: Path) -> tuple[list[System], list[Fusion]]:
 
 
 def _bootstrap_ci(values: list[float], seed: int = SEED) -> list[float]:
+    """95% interval of the mean of ``values``: Hesterberg's expanded percentile bootstrap (The American
+    Statistician 69(4), 2015), the bootstrap means' quantiles at Phi(-+sqrt(n / (n - 1)) t_{0.975, n-1}) instead
+    of 2.5% and 97.5%, which widens them as a t interval is wider than a normal one (the plain percentile
+    interval covered about 88% at 10 queries). Seeded; [0, 0] without values, [v, v] when all are v."""
     if not values:
         return [0.0, 0.0]
     data = np.asarray(values, dtype=float)
+    n = len(data)
     rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, len(data), size=(BOOTSTRAP, len(data)))].mean(axis=1)
-    return [round(float(np.percentile(means, 2.5)), 4), round(float(np.percentile(means, 97.5)), 4)]
+    means = data[rng.integers(0, n, size=(BOOTSTRAP, n))].mean(axis=1)
+    if n == 1:
+        return [round(float(means[0]), 4)] * 2
+    tail = NormalDist().cdf(-math.sqrt(n / (n - 1)) * student_t_quantile(0.975, n - 1))
+    return [round(float(np.quantile(means, tail)), 4), round(float(np.quantile(means, 1 - tail)), 4)]
 
 
 def _tokens_per_passage(index_path: str) -> float:

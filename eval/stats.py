@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -92,3 +93,33 @@ def win_tie_loss(a: list[float], b: list[float], *, epsilon: float = 1e-9) -> tu
     wins = int((left > right + epsilon).sum())
     losses = int((right > left + epsilon).sum())
     return wins, len(left) - wins - losses, losses
+
+
+def student_t_quantile(probability: float, df: int) -> float:
+    """The ``probability`` quantile of Student's t distribution with ``df`` (a positive whole number) degrees of
+    freedom: the exact finite series of its distribution function for whole ``df`` (Abramowitz and Stegun
+    26.7.3 and 26.7.4, in the angle theta = atan(t / sqrt(df))), inverted by bisection on theta."""
+    if not 0.0 < probability < 1.0 or df < 1 or df != int(df):
+        raise ValueError(f"Student t quantile: needs 0 < probability < 1 and whole df >= 1, got {probability}, {df}")
+    if probability < 0.5:
+        return -student_t_quantile(1.0 - probability, df)
+    target = 2.0 * probability - 1.0  # P(|T| <= t)
+    # The series' coefficients after its leading 1: 2/3, 2*4/(3*5), ... (odd df) or 1/2, 1*3/(2*4), ... (even df).
+    k = np.arange(1, (df - 2) // 2 + 1, dtype=float)
+    coefficients = np.cumprod(2 * k / (2 * k + 1) if df % 2 else (2 * k - 1) / (2 * k))
+
+    def within(theta: float) -> float:
+        cos, sin = math.cos(theta), math.sin(theta)
+        powers = cos ** (2 * np.arange(1, len(coefficients) + 1))
+        series = 1.0 + float(coefficients @ powers)
+        if df % 2:
+            return 2 / math.pi * (theta + (sin * cos * series if df > 1 else 0.0))
+        return sin * series
+
+    low, high = 0.0, math.pi / 2
+    for _ in range(200):
+        middle = (low + high) / 2
+        if middle in (low, high):
+            break
+        low, high = (middle, high) if within(middle) < target else (low, middle)
+    return math.sqrt(df) * math.tan((low + high) / 2)
