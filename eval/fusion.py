@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RagEvalError
-from ..outputs import OutputError, checked_target, write_text_atomic
+from ..outputs import OutputError, checked_target, refuse_inputs, write_text_atomic
 from ..spec import SystemSpec
 from ..tokenizers import written_spec
 from .metrics import RankedDoc
@@ -434,7 +434,8 @@ def fuse_files(
     """
     if type(depth) is not int or not 1 <= depth <= MAX_DEPTH:
         raise FusionError(f"depth must be a whole number from 1 to {MAX_DEPTH}, not {depth!r}")
-    target = checked_target(output, what=FUSED_RUN_WHAT)
+    target = checked_target(output, what=FUSED_RUN_WHAT, file=True)
+    refuse_inputs(output, [("run", path) for path in paths], what=FUSED_RUN_WHAT)
     if target.exists() or target.is_symlink():  # refused now, before reading the runs, not after
         raise OutputError(
             f"{target}: refusing to replace it: it already exists", hint="choose a new path, or move the file away"

@@ -51,9 +51,9 @@ class JudgmentsWriteError(JudgmentsError):
 
 
 def named_target(path: str | Path, *, what: str, example: str) -> Path:
-    """The output path as :func:`checked_target` accepts it; refused with an example of the file wanted."""
+    """The output path as :func:`checked_target` accepts it for a file; refused with an example of the file wanted."""
     try:
-        return checked_target(path, what=what)
+        return checked_target(path, what=what, file=True)
     except OutputError as exc:
         raise OutputError(str(exc), hint=f"name the {what}, e.g. -o {example}") from None
 

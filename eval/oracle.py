@@ -327,34 +327,56 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--count", type=int, default=None)
     parser.add_argument("--methods", default=",".join(METHODS))
     args = parser.parse_args(argv)
-    if args.charts:
-        from .oracle_report import render_tables, write_charts
-
-        studies = {Path(p).stem: json.loads(Path(p).read_text(encoding="utf-8")) for p in args.runs}
-        write_charts(studies, args.charts)
-        print(render_tables(studies), end="")
-        return
-    if not args.qrels or not args.out:
+    if not args.charts and (not args.qrels or not args.out):
         parser.error("--qrels and --out are needed to run a study")
-    study = sampling_study(
-        read_runs(args.runs),
-        read_any_qrels(args.qrels),
-        samples=args.samples,
-        sample_queries=args.sample_queries,
-        methods=args.methods.split(","),
-        budget=args.budget,
-        until_settled=args.until_settled,
-        seed=args.seed,
-        mc_samples=args.mc_samples,
-        first=args.first,
-        count=args.count,
-    )
-    records = study.pop("records")
-    study["summary"] = summarise({**study, "records": records})
-    study["command"] = "python -m rag_eval.eval.oracle " + " ".join(argv if argv is not None else sys.argv[1:])
-    write_text_atomic(args.out, json.dumps(study, indent=1) + "\n", owned=_a_study, what="study")
-    if args.records:
-        write_text_atomic(args.records, json.dumps(records, separators=(",", ":")), owned=_a_study, what="records")
+    # Bad input (a study file that is not UTF-8 or not JSON, a run, qrels, an output refused) ends in one line.
+    try:
+        if args.charts:
+            from ..textio import read_json
+            from .oracle_report import render_tables, write_charts
+
+            studies = {}
+            for name in args.runs:
+                # The project's JSON reader: not UTF-8, bad JSON, a key given twice, limits: one error naming the file.
+                study = read_json(name, RagEvalError)
+                try:
+                    render_tables({Path(name).stem: study})  # what the tables and charts read is there
+                except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                    raise RagEvalError(
+                        f"{name}: not a judging study ({type(exc).__name__}: {exc})",
+                        hint="give the JSON files this module writes with --out",
+                    ) from None
+                studies[Path(name).stem] = study
+            try:
+                write_charts(studies, args.charts)
+            except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                raise RagEvalError(f"the studies cannot be drawn ({type(exc).__name__}: {exc})") from None
+            print(render_tables(studies), end="")
+            return
+        study = sampling_study(
+            read_runs(args.runs),
+            read_any_qrels(args.qrels),
+            samples=args.samples,
+            sample_queries=args.sample_queries,
+            methods=args.methods.split(","),
+            budget=args.budget,
+            until_settled=args.until_settled,
+            seed=args.seed,
+            mc_samples=args.mc_samples,
+            first=args.first,
+            count=args.count,
+        )
+        records = study.pop("records")
+        study["summary"] = summarise({**study, "records": records})
+        study["command"] = "python -m rag_eval.eval.oracle " + " ".join(argv if argv is not None else sys.argv[1:])
+        write_text_atomic(args.out, json.dumps(study, indent=1) + "\n", owned=_a_study, what="study")
+        if args.records:
+            write_text_atomic(args.records, json.dumps(records, separators=(",", ":")), owned=_a_study, what="records")
+    except RagEvalError as exc:
+        parser.exit(1, f"error: {exc}\n" + (f"hint: {exc.hint}\n" if exc.hint else ""))
+    except OSError as exc:  # a file system problem not anticipated (a charts folder that does not exist)
+        where = f": {exc.filename}" if exc.filename else ""
+        parser.exit(1, f"error: {exc.strerror or exc}{where}\n")
 
 
 if __name__ == "__main__":

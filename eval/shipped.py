@@ -12,9 +12,25 @@ from typing import Any
 from ..builders import Builder, get_builder
 from ..errors import DatasetError
 from ..outputs import new_folder
-from ..textio import read_bytes, read_json, read_text
+from ..textio import read_bytes, read_json, read_text, refuse_unknown_keys
 from .beir import read_qrels, read_queries, write_beir
 from .records import Dataset, Passage
+
+#: The keys of a datasets/manifest.json entry; any other is refused (a misspelt ``as-of`` would silently evaluate
+#: without the set's date). Its dataset ids and the names under ``files`` are free.
+ENTRY_KEYS = (
+    "kind",
+    "description",
+    "licence",
+    "builder",
+    "mode",
+    "as_of",
+    "corpus",
+    "queries",
+    "qrels",
+    "files",
+    "characters",
+)
 
 
 def datasets_root() -> Path:
@@ -28,6 +44,8 @@ def manifest() -> dict[str, dict[str, Any]]:
     data = read_json(datasets_root() / "manifest.json", DatasetError, label="datasets/manifest.json")
     if not isinstance(data, dict) or not all(isinstance(value, dict) for value in data.values()):
         raise DatasetError("datasets/manifest.json: expected an object of dataset entries")
+    for dataset_id, found in data.items():
+        refuse_unknown_keys(found, ENTRY_KEYS, f"datasets/manifest.json entry {dataset_id!r}", DatasetError)
     return data
 
 

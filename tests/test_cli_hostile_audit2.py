@@ -54,7 +54,7 @@ def test_evaluate_aggregates_every_measure_as_trec_eval(tmp_path: Path, metric: 
     qrels = {q: {d: int(g) for d, g in docs.items()} for q, docs in _trec(QRELS).items()}
     # ir-measures aggregates as trec_eval's all row: a sum for the counts, a mean for the rest
     expected = ir_measures.calc_aggregate([measure], qrels, _trec(RUN))[measure]
-    assert json.loads(output)["mean"][metric] == pytest.approx(expected)
+    assert json.loads(output)["all"][metric] == pytest.approx(expected)
 
 
 def test_evaluate_counts_are_totals_over_the_judged_queries(tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ def test_outputs_and_evaluate_match(result, tmp_path: Path) -> None:
     qrels = load_dataset("evidence-mini").meta["path"] + "/qrels/test.tsv"
     evaluated = CliRunner().invoke(cli, ["evaluate", str(run_file), qrels, "--json"])
     assert evaluated.exit_code == 0, evaluated.output
-    mean = json.loads(evaluated.output)["mean"]
+    mean = json.loads(evaluated.output)["all"]
     bigram = next(row for row in report["systems"] if row["name"].startswith("bigram"))
     assert mean["nDCG@10"] == pytest.approx(bigram["metrics"]["nDCG@10"], abs=1e-4)
     assert len(read_run(run_file)) == len(runs["bigram | lines | and"])

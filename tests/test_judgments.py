@@ -55,7 +55,7 @@ def test_rag_eval_evaluate_reads_the_judgments_file(tmp_path: Path) -> None:
     run.write_text("q1 Q0 b 1 2.0 x\nq1 Q0 a 2 1.0 x\n", encoding="utf-8")
     result = CliRunner().invoke(cli, ["evaluate", str(run), str(path), "--metric", "RR@10", "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["mean"] == {"RR@10": 0.5}
+    assert json.loads(result.output)["all"] == {"RR@10": 0.5}
 
 
 def test_a_regrade_replaces_and_undo_brings_the_earlier_grade_back(tmp_path: Path) -> None:

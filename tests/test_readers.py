@@ -107,12 +107,12 @@ def _shipped_manifest(root: Path) -> Any:
             shipped.manifest.cache_clear()
 
 
-def _manifest(first: str = '"c"', note: str = '"x"') -> str:
+def _manifest(first: str = '"c"', path: str = '"c.txt"') -> str:
+    # A manifest entry has no free-text key (unknown keys are refused): the text under test is a file name.
     return (
         '[{"doc_id": "a", "revision": "r1", "status": "current", "expires": null, "path": "a.txt"},\n'
         '{"doc_id": "b", "revision": "r1", "status": "current", "expires": null, "path": "b.txt"},\n'
-        f'{{"doc_id": {first}, "revision": "r1", "status": "current", "expires": null, "path": "c.txt", '
-        f'"note": {note}}}]\n'
+        f'{{"doc_id": {first}, "revision": "r1", "status": "current", "expires": null, "path": {path}}}]\n'
     )
 
 
@@ -128,10 +128,10 @@ def _squad_json(id_json: str = '"a1"', text_json: str = '"导出文件保留三�
 
 
 def _shipped_json(id_json: str = '"x"', text_json: str = '"a set"') -> str:
-    return f'{{"x": {{"kind": "retrieval",\n"files": {{}},\n"id": {id_json}, "description": {text_json}}}}}\n'
+    return f'{{"x": {{"kind": "retrieval",\n"files": {{}},\n"licence": {id_json}, "description": {text_json}}}}}\n'
 
 
-_LINES_FILES = {"a.txt": "第一行\n第二行\n", "b.txt": "乙\n", "c.txt": "丙\n"}
+_LINES_FILES = {"a.txt": "第一行\n第二行\n", "b.txt": "乙\n", "c.txt": "丙\n", "\U0001f600 ok.txt": "丁\n"}
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,7 @@ class Reader:
     error: type[RagEvalError]
     by_line: bool  # messages carry path:line
     json: Callable[[str, str], str] | None = None  # fixture with (id, text) JSON fragments, hostile on line 2/3
+    edge_text: str = '"\\ud83d\\ude00 ok"'  # a valid text fragment holding a surrogate pair escape
     skip: frozenset[str] = field(default_factory=frozenset)
 
     def make(self, root: Path, replace: str | bytes | None = None) -> Path:
@@ -166,6 +167,7 @@ READERS = [
         CorpusError,
         False,
         _manifest,
+        edge_text='"\\ud83d\\ude00 ok.txt"',
     ),
     Reader("lines-source", "a.txt", {"manifest.json": _manifest(), **_LINES_FILES}, _lines_chunks, CorpusError, False),
     # A directory named doc.md is a folder of the tree, not a file: it is searched, not refused.
@@ -357,7 +359,7 @@ def test_untrusted_json_limits(tmp_path: Path, reader: Reader, case: str) -> Non
 def test_valid_json_edges_are_accepted(tmp_path: Path, reader: Reader) -> None:
     """The limits are limits: a surrogate pair, 64 levels and a 100-digit number still parse."""
     assert reader.json is not None
-    reader.make(tmp_path, reader.json('"x"', '"\\ud83d\\ude00 ok"'))
+    reader.make(tmp_path, reader.json('"x"', reader.edge_text))
     assert "error" not in finishes(lambda: reader.load(tmp_path))
     from rag_eval.textio import parse_json
 

@@ -35,13 +35,18 @@ def report(base_report: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(base_report))
 
 
-@pytest.fixture(scope="module")
-def study() -> dict[str, Any]:
+def small_study() -> dict[str, Any]:
+    """A judging study of two systems on two queries, with its summary."""
     runs = {"a": {"q1": ["x", "y", "n1"], "q2": ["z", "n2"]}, "b": {"q1": ["y", "x", "n3"], "q2": ["n2", "z"]}}
     qrels = {"q1": {"x": 2, "y": 1}, "q2": {"z": 1}}
     found = sampling_study(runs, qrels, samples=3, sample_queries=2, budget=4, until_settled=4, mc_samples=50)
     found["summary"] = summarise(found)
     return found
+
+
+@pytest.fixture(scope="module")
+def study() -> dict[str, Any]:
+    return small_study()
 
 
 def _tables(html: str) -> list[list[int]]:

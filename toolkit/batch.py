@@ -23,7 +23,7 @@ from .eval.records import Query
 from .eval.runner import DEPTH, strict_run, trec_run_text
 from .eval.sources import MAX_QUESTIONS_BYTES, read_questions
 from .eval.trec import read_topics
-from .outputs import OutputError, check_file_target, checked_target, write_text_atomic
+from .outputs import OutputError, check_file_target, checked_target, refuse_inputs, write_text_atomic
 from .processing import QueryProcessing
 from .records import Progress
 from .search import search, warm
@@ -112,9 +112,12 @@ def check_tag(tag: object) -> str:
     return value
 
 
-def check_new_file(output: str | Path) -> Path:
-    """``output`` as a path for a new run file, refused now rather than after every query has run."""
-    target = checked_target(output, what=RUN_WHAT)
+def check_new_file(output: str | Path, inputs: tuple[tuple[str, str | Path], ...] = ()) -> Path:
+    """``output`` as a path for a new run file, refused now rather than after every query has run: never one of
+    ``inputs`` (``(what it is, path)``: the index, the queries file), a SQLite side file (an index's ``-wal``,
+    ``-shm``, ``-journal``) or a path ending in a separator."""
+    target = checked_target(output, what=RUN_WHAT, file=True)
+    refuse_inputs(output, inputs, what=RUN_WHAT)
     if target.is_file() and not target.is_symlink():
         # As ``rag-eval fuse`` does: a run file carries no mark of who wrote it, so none is ever replaced.
         raise OutputError(
@@ -179,15 +182,16 @@ def batch_search(
     index file, or an open :class:`~rag_eval.store.Index` (used as it is and left open).
 
     Everything is checked before the first search (arguments, the output path, every query); ``output``
-    must be a new file and is written once, atomically, at the end: a failed or interrupted batch leaves
-    no file behind.
+    must be a new file (not the index, one of its SQLite side files or ``topics``; no trailing separator) and
+    is written once, atomically, at the end: a failed or interrupted batch leaves no file behind.
     """
     limit = check_limit(DEPTH if limit is None else limit)
     tag = check_tag(DEFAULT_TAG if tag is None else tag)
     for value, what in ((topics, "topics"), (output, "output")):
         if not isinstance(value, (str, os.PathLike)):
             raise QueryError(f"{what} must be a path (str or os.PathLike), not {type(value).__name__}")
-    check_new_file(output)
+    index_file = index_path.path if isinstance(index_path, Index) else index_path
+    check_new_file(output, (("index", index_file), ("queries file", topics)))
     queries = read_topics_file(topics)
     started = time.perf_counter()
     opened = nullcontext(index_path) if isinstance(index_path, Index) else Index.open(index_path)

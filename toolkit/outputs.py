@@ -15,7 +15,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -53,8 +53,57 @@ def inside(output: str | Path, source: str | Path) -> bool:
     return folder == root or root in folder.parents
 
 
-def checked_target(target: str | Path, *, what: str) -> Path:
-    """``target`` as an absolute path with a name, never the working folder or one of its parents."""
+#: The files SQLite keeps beside a database ``X``: ``X-wal`` and ``X-shm`` (WAL mode), ``X-journal`` (rollback
+#: journal). An output under such a name would be taken for one: opening the database, SQLite replays a hot journal
+#: into it or deletes the file.
+SQLITE_SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def sqlite_side_file_of(path: str | Path) -> tuple[Path, str] | None:
+    """The SQLite database ``path`` is named as a side file of, with the suffix (``X`` and ``-wal`` for
+    ``X-wal``), when ``X`` is one (an empty file counts: SQLite opens it as an empty database); else None."""
+    path = Path(path)
+    for suffix in SQLITE_SIDE_SUFFIXES:
+        if path.name.endswith(suffix) and path.name != suffix:
+            database = path.with_name(path.name[: -len(suffix)])
+            if _is_sqlite(database):
+                return database, suffix
+    return None
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):  # a FIFO is never opened: that would block
+            return False
+        if info.st_size == 0:
+            return True
+        with open(path, "rb") as handle:
+            return handle.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+    except (OSError, ValueError):
+        return False
+
+
+def refuse_inputs(target: str | Path, inputs: Iterable[tuple[str, str | Path]], *, what: str) -> None:
+    """OutputError when ``target`` is one of a command's ``inputs`` (``(what it is, path)`` pairs), however it is
+    spelled (``./x``, a symbolic or hard link): the output would replace what the command reads."""
+    for kind, given in inputs:
+        try:
+            same = os.path.samefile(target, given)
+        except (OSError, TypeError, ValueError):  # one is missing (a new output is no input), or not a path
+            same = False
+        if same:
+            raise OutputError(
+                f"{target}: the {what} cannot be written over the {kind} it reads ({given})",
+                hint=f"choose a new path for the {what}",
+            )
+
+
+def checked_target(target: str | Path, *, what: str, file: bool = False) -> Path:
+    """``target`` as an absolute path with a name, never the working folder or one of its parents, nor a name
+    SQLite takes for a side file of an existing database (``X-wal``, ``X-shm``, ``X-journal``). ``file``: the
+    output is a file, so a path that ends in a separator (``out.run/``, which names a folder) is refused too."""
     if not isinstance(target, (str, os.PathLike)):  # str(None) would name a file "None"
         raise OutputError(f"the {what} must be a path (str or os.PathLike), not {target!r:.80}")
     raw = os.fspath(target)
@@ -67,6 +116,14 @@ def checked_target(target: str | Path, *, what: str) -> Path:
             f"-: the {what} cannot be written to standard output; name a path",
             hint=f"a file or folder named '-' is written as {os.path.join(os.getcwd(), '-')}",
         )
+    if file:
+        ending = next((end for end in ("/.", os.sep, os.altsep) if end and raw.endswith(end)), None)
+        if ending is not None:
+            # pathlib and abspath drop the separator: written as given, "out.run/" would be a file "out.run".
+            raise OutputError(
+                f"{raw}: the {what} is a file, but this path ends in {ending!r}, which names a folder",
+                hint=f"name the file without the trailing {ending!r}",
+            )
     path = Path(os.path.abspath(raw))
     cwd = Path(os.getcwd())
     if path == cwd or path in cwd.parents or not path.name:
@@ -85,6 +142,14 @@ def checked_target(target: str | Path, *, what: str) -> Path:
         parent = parent.parent
     if not parent.is_dir():
         raise OutputError(f"{raw}: cannot create it: {parent} is not a folder")
+    side = sqlite_side_file_of(path)
+    if side is not None:
+        database, suffix = side
+        raise OutputError(
+            f"{raw}: refusing to write the {what} there: SQLite would take it for the {suffix} file of the "
+            f"database {database} (and replay, rewrite or delete it)",
+            hint=f"choose another name for the {what}",
+        )
     return path
 
 
@@ -300,7 +365,7 @@ def new_folder(target: str | Path, *, what: str) -> Iterator[Path]:
 def check_file_target(target: str | Path, *, owned: Ownership | None, what: str) -> Path:
     """``target`` as :func:`write_text_atomic` will accept it, checked now (before minutes of work): a new
     path, or a regular file that ``owned`` allows replacing (``owned=None``: none)."""
-    path = checked_target(target, what=what)
+    path = checked_target(target, what=what, file=True)
     if path.is_symlink() or path.exists():
         if not path.is_file() or path.is_symlink():
             raise _refuse(path, "it is not a regular file", what)
@@ -353,7 +418,7 @@ class StagedFile:
 def stage_text(target: str | Path, text: str, *, owned: Ownership | None, what: str) -> StagedFile:
     """Write ``text`` (UTF-8) beside ``target`` (checked as :func:`write_text_atomic` checks it) and return it
     staged, not yet in place."""
-    clear_left_behind(checked_target(target, what=what))
+    clear_left_behind(checked_target(target, what=what, file=True))
     path = check_file_target(target, owned=owned, what=what)
     made = make_parents(path)
     try:

@@ -10,14 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .builders.base import SourceFile
+from .builders.base import WHOLE_FILE_BYTES, SourceFile
+from .builders.lines import DEFAULT_MAX_BYTES as LINES_MAX_BYTES
 from .columns import all_field_columns
 from .errors import CorpusError, IndexFileError, QueryError, RagEvalError, ReadError
 from .keys import path_from_key, split_target
 from .paths import path_under
 from .records import Chunk
 from .store import Index
-from .textio import decode_utf8, display_name, read_bytes, shown, split_lines, text_argument
+from .textio import decode_utf8, display_name, open_regular, read_bytes, shown, split_lines, text_argument
 from .tokenize_pool import tokenize_chunks
 
 
@@ -147,19 +148,44 @@ def read_chunk(index: Index, key: str) -> Chunk | None:
     return None if row is None else Chunk(*row)
 
 
+#: The most :func:`verify_source` reads of a hit's file unless told otherwise: what a lines build accepts by
+#: default (``lines:max_bytes``). A larger file is never read, so a hostile or huge file at a hit's path costs
+#: nothing; the hit is not verified.
+VERIFY_MAX_BYTES = LINES_MAX_BYTES
+
+
+class _TooLarge(ReadError):
+    """A source file over the size a verify reads: not read, so not verified."""
+
+
+def build_limit(index: Index) -> int:
+    """The largest source file ``index``'s build accepted, its builder's ``max_bytes``: a larger file cannot hold
+    the bytes that were indexed. A builder that declares none gets the limit of the whole-file builders' option."""
+    limit = index.builder.options.get("max_bytes")
+    return limit if type(limit) is int and limit > 0 else int(WHOLE_FILE_BYTES.high)
+
+
+def _oversized(exc: _TooLarge, index: Index) -> str:
+    return f"{exc}, the most its build ({index.builder.system}) accepted: the file changed since the build"
+
+
 def verify_chunk(index: Index, chunk: Chunk, root: str | Path | None = None) -> SourceStatus:
     """Whether the source behind one stored chunk still has the sha256 recorded at build time.
 
     ``ok``: the file's bytes are unchanged (and a line still reads the same, as seed 000's
-    ``verify_source`` checks); ``stale``: they changed; ``missing``: the file is gone or cannot be read
+    ``verify_source`` checks); ``stale``: they changed (a file now larger than the build accepted, its
+    builder's ``max_bytes``, is stale without being read); ``missing``: the file is gone or cannot be read
     under the root (default: the recorded corpus root). Reads one file, never re-chunks or re-tokenizes.
     """
     base = _root_of(index, root)
     try:
-        raw = read_bytes(safe_path(base, chunk.path), ReadError, label=chunk.path)
+        path = safe_path(base, chunk.path)
+        sha, raw = _read_source(path, chunk.path, build_limit(index), whole=chunk.line is not None)
+    except _TooLarge as exc:
+        return SourceStatus(chunk.path, "stale", 1, _oversized(exc, index), chunk.key)
     except RagEvalError as exc:
         return SourceStatus(chunk.path, "missing", 1, str(exc), chunk.key)
-    unchanged = hashlib.sha256(raw).hexdigest() == chunk.sha256
+    unchanged = sha == chunk.sha256
     detail = "" if unchanged else "the file changed since the build"
     if chunk.line is not None:
         same = _line_reads(raw, chunk.path, chunk.line, chunk.text)
@@ -169,14 +195,37 @@ def verify_chunk(index: Index, chunk: Chunk, root: str | Path | None = None) -> 
     return SourceStatus(chunk.path, "ok" if unchanged else "stale", 1, detail, chunk.key)
 
 
-def verify_source(root: str | Path, hit: Mapping[str, Any]) -> bool:
+def _read_source(path: Path, label: str, limit: int, *, whole: bool) -> tuple[str, bytes]:
+    """The sha256 of the file at ``path`` and, with ``whole``, its bytes (else none: it is hashed a block at a
+    time, as a corpus.jsonl of gigabytes needs). ReadError when it is missing or unreadable; ``_TooLarge``, without
+    reading it, when it is over ``limit`` bytes (or grows past it while it is read)."""
+    if whole:
+        raw = read_bytes(path, ReadError, max_bytes=limit, label=label, too_large=_TooLarge)
+        return hashlib.sha256(raw).hexdigest(), raw
+    digest, total = hashlib.sha256(), 0
+    with open_regular(path, ReadError, max_bytes=limit, label=label, too_large=_TooLarge) as handle:
+        try:
+            while block := handle.read(1 << 20):
+                total += len(block)
+                if total > limit:
+                    raise _TooLarge(f"{display_name(label)}: more than {limit} bytes, over the limit")
+                digest.update(block)
+        except OSError as exc:
+            raise ReadError(f"{display_name(label)}: cannot read: {exc.strerror or exc}") from None
+    return digest.hexdigest(), b""
+
+
+def verify_source(root: str | Path, hit: Mapping[str, Any], *, max_bytes: int = VERIFY_MAX_BYTES) -> bool:
     """True when the file behind a line hit still has the same sha256 and that line still reads the same.
 
-    Never raises: a missing file, an escape from the root or undecodable bytes are all False.
+    Never raises for a hit or its file: a missing file, an escape from the root, undecodable bytes and a file
+    over ``max_bytes`` (default ``VERIFY_MAX_BYTES``, what a lines build accepts by default; give the
+    ``lines:max_bytes`` an index was built with), which is not read, are all False: not verified.
     """
+    _count_argument(max_bytes, "max_bytes", 1)
     try:
         path = safe_path(Path(root), str(hit["path"]))
-        raw = read_bytes(path, ReadError)
+        raw = read_bytes(path, ReadError, max_bytes=max_bytes)
         return hashlib.sha256(raw).hexdigest() == hit["sha256"] and _line_reads(
             raw, str(hit["path"]), hit["line"], hit["text"]
         )
@@ -256,7 +305,11 @@ def _check_file(
     index: Index, base: Path, path: str, sha: str, rows: list[tuple], listed: dict[str, Any] | None, plan_error: str
 ) -> tuple[str, str]:
     try:
-        data = read_bytes(safe_path(base, path), ReadError, label=path)
+        data = read_bytes(
+            safe_path(base, path), ReadError, max_bytes=build_limit(index), label=path, too_large=_TooLarge
+        )
+    except _TooLarge as exc:
+        return "stale", _oversized(exc, index)
     except RagEvalError as exc:
         return "missing", str(exc)
     if hashlib.sha256(data).hexdigest() != sha:

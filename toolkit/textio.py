@@ -9,6 +9,7 @@ whose message names the file, and the line where there is one.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import fcntl
 import io
@@ -17,7 +18,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Generator, Iterator
+from collections.abc import Collection, Generator, Iterator, Mapping
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, NoReturn
@@ -132,10 +133,16 @@ def _open_error(path: Path, name: str, exc: OSError, error: type[RagEvalError]) 
 
 
 def open_regular(
-    path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None, label: str | None = None
+    path: str | Path,
+    error: type[RagEvalError],
+    *,
+    max_bytes: int | None = None,
+    label: str | None = None,
+    too_large: type[RagEvalError] | None = None,
 ) -> io.BufferedReader:
     """``path`` opened for binary reading after checking, on the open descriptor, that it is a regular file
-    of at most ``max_bytes``. Opening never blocks: a FIFO is opened non-blocking and refused."""
+    of at most ``max_bytes`` (a larger one is ``too_large``, by default ``error``). Opening never blocks: a FIFO
+    is opened non-blocking and refused."""
     name = display_name(label if label is not None else str(path))
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -148,7 +155,7 @@ def open_regular(
         if not stat.S_ISREG(info.st_mode):
             raise error(f"{name}: {file_kind(info.st_mode)}, not a regular file")
         if max_bytes is not None and info.st_size > max_bytes:
-            raise error(f"{name}: {info.st_size} bytes is over the limit of {max_bytes}")
+            raise (too_large or error)(f"{name}: {info.st_size} bytes is over the limit of {max_bytes}")
         # Regular files ignore O_NONBLOCK on Linux; clear it so reads behave as documented everywhere.
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         return os.fdopen(fd, "rb")
@@ -158,12 +165,18 @@ def open_regular(
 
 
 def read_bytes(
-    path: str | Path, error: type[RagEvalError], *, max_bytes: int | None = None, label: str | None = None
+    path: str | Path,
+    error: type[RagEvalError],
+    *,
+    max_bytes: int | None = None,
+    label: str | None = None,
+    too_large: type[RagEvalError] | None = None,
 ) -> bytes:
     """The bytes of a regular file, refused (as ``error`` naming ``label``) when missing, unreadable,
-    not a regular file or over ``max_bytes`` (checked before reading and again while reading)."""
+    not a regular file or over ``max_bytes`` (checked before reading and again while reading; as ``too_large``
+    when given, so a caller can tell a file it will not read from one it cannot)."""
     name = display_name(label if label is not None else str(path))
-    with open_regular(path, error, max_bytes=max_bytes, label=label) as handle:
+    with open_regular(path, error, max_bytes=max_bytes, label=label, too_large=too_large) as handle:
         try:
             if max_bytes is None:
                 data = handle.read()
@@ -176,7 +189,7 @@ def read_bytes(
         except OSError as exc:
             raise error(f"{name}: cannot read: {exc.strerror or exc}") from None
     if max_bytes is not None and len(data) > max_bytes:  # it grew after the size check
-        raise error(f"{name}: more than {max_bytes} bytes, over the limit")
+        raise (too_large or error)(f"{name}: more than {max_bytes} bytes, over the limit")
     return data
 
 
@@ -396,6 +409,20 @@ def iter_jsonl(
     for number, line in iter_lines(path, error, max_bytes=max_bytes, label=label):
         if line.strip():
             yield number, _parse(line, f"{name}:{number}", error, one_line=True)
+
+
+def refuse_unknown_keys(
+    found: Mapping[str, Any], allowed: Collection[str], where: str, error: type[RagEvalError]
+) -> None:
+    """Nothing when every key of ``found`` (a JSON object whose keys are fixed) is in ``allowed``; else one ``error``
+    naming the first other key, the closest allowed one and every allowed key. Ignored, a misspelt key (``expire``
+    for ``expires``) would silently leave its setting at the default."""
+    for key in found:
+        if key not in allowed:
+            names = sorted(allowed)
+            close = difflib.get_close_matches(key, names, n=1, cutoff=0.6) if len(key) <= 100 else []
+            guess = f" (did you mean {close[0]!r}?)" if close else ""
+            raise error(f"{where}: unknown key {shown(key)}{guess}; allowed keys: {', '.join(names)}")
 
 
 def shown(value: object) -> str:

@@ -24,7 +24,7 @@ from .impact import TABLES as IMPACT_TABLES
 from .impact import build_engine, write_impacts
 from .indexmeta import SCHEMA_VERSION, read_meta, recorded_meta
 from .locks import remove_database
-from .outputs import make_parents, recorded_name, remove_made, umask
+from .outputs import make_parents, recorded_name, remove_made, sqlite_side_file_of, umask
 from .processing import QueryProcessing
 from .records import Chunk, Progress
 from .search import weights_for
@@ -145,6 +145,13 @@ def build(
         if reason is not None:
             raise IndexFileError(
                 f"{path}: refusing to build into it: {reason}; rag-eval only writes its own index files",
+                hint="choose a new index path",
+            )
+        side = sqlite_side_file_of(path)
+        if side is not None:  # an index there would be taken for that database's journal, and replayed into it
+            raise IndexFileError(
+                f"{path}: refusing to build into it: SQLite would take it for the {side[1]} file of the "
+                f"database {side[0]}",
                 hint="choose a new index path",
             )
     root, refs = builder.plan(source)

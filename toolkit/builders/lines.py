@@ -10,15 +10,21 @@ from typing import Any
 from ..errors import CorpusError, MissingSourceError
 from ..records import Chunk
 from ..spec import Option, OptionSet
-from ..textio import read_json, split_lines
+from ..textio import display_name, read_json, refuse_unknown_keys, split_lines
 from .base import WHOLE_FILE_BYTES, Builder, FileRef, QueryDefaults, SourceFile, locate
 
-__all__ = ["LinesBuilder", "MAX_MANIFEST_BYTES", "iso_date", "split_lines"]
+__all__ = ["DEFAULT_MAX_BYTES", "LinesBuilder", "MANIFEST_KEYS", "MAX_MANIFEST_BYTES", "iso_date", "split_lines"]
 
 _ID = re.compile(r"[a-z0-9-]{1,40}\Z")
 _STATUSES = ("current", "archived")
+#: Largest source file a lines build accepts unless its ``max_bytes`` option says otherwise; also the most
+#: ``read.verify_source`` reads of a hit's file by default.
+DEFAULT_MAX_BYTES = 1_000_000
 #: Largest manifest.json accepted: about 200,000 entries, far more than a hand-kept evidence corpus.
 MAX_MANIFEST_BYTES = 50_000_000
+#: The keys of a manifest entry (seed 000's). Any other is refused: a misspelt ``expire`` would leave a line that
+#: never expires.
+MANIFEST_KEYS = ("doc_id", "revision", "status", "expires", "path")
 
 
 def iso_date(value: Any, what: str = "date") -> str:
@@ -38,13 +44,14 @@ class LinesBuilder(Builder):
     Validation is all-or-nothing before anything is written: ids ``[a-z0-9-]{1,40}`` without duplicates,
     relative ``.txt`` paths that resolve inside the corpus root (no ``..``, no symlink escapes), each file
     named by one entry only (``a.txt`` and ``./a.txt`` are the same file), a size limit, UTF-8 only (one
-    leading BOM ignored), status ``current`` or ``archived``, ``expires`` strictly ``YYYY-MM-DD`` or null.
+    leading BOM ignored), status ``current`` or ``archived``, ``expires`` strictly ``YYYY-MM-DD`` or null, and no
+    key but those five (``MANIFEST_KEYS``).
     """
 
     name = "lines"
     summary = "line-level evidence from a manifest (seed 000): doc@rev:sha256#Lline provenance, status, expiry"
     option_set = OptionSet(
-        (Option("max_bytes", "largest source file accepted, in bytes", 1_000_000, WHOLE_FILE_BYTES),)
+        (Option("max_bytes", "largest source file accepted, in bytes", DEFAULT_MAX_BYTES, WHOLE_FILE_BYTES),)
     )
     index_title = False
     list_by = "document"
@@ -75,6 +82,7 @@ class LinesBuilder(Builder):
             where = f"{manifest_path.name} entry {number}"
             if not isinstance(item, dict):
                 raise CorpusError(f"{where}: expected an object with doc_id, revision, status, path")
+            refuse_unknown_keys(item, MANIFEST_KEYS, f"{display_name(str(manifest_path))} entry {number}", CorpusError)
             doc, revision = item.get("doc_id"), item.get("revision")
             for label, value in (("doc_id", doc), ("revision", revision)):
                 if not isinstance(value, str) or not _ID.match(value):

@@ -140,7 +140,7 @@ if TYPE_CHECKING:
 @click.option(
     "--write-baseline",
     "write_baseline",
-    type=click.Path(path_type=Path),
+    type=click.Path(),  # a str: pathlib would drop a trailing '/', which the library refuses for a file
     help="Also write this run as a baseline file (identities and mean metrics) for later --against; "
     "replaces only a file rag-eval wrote.",
 )
@@ -176,7 +176,7 @@ def compare_cmd(
     baseline_file: Path | None,
     fail_on_regression: bool,
     tolerance: float,
-    write_baseline: Path | None,
+    write_baseline: str | None,
     as_json: bool,
     output: Path,
 ) -> None:

@@ -25,7 +25,13 @@ from .params import TEXT
     "to 10000). Default: the six headline metrics.",
 )
 @click.option("--per-query", is_flag=True, help="Also print each judged query's values.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON: all (the all row: each metric's mean, the total for NumQ, NumRel and NumRet), num_q, and "
+    "with --per-query per_query (query id, then metric).",
+)
 def evaluate_cmd(run_file: Path, qrels_file: Path, metrics: tuple[str, ...], per_query: bool, as_json: bool) -> None:
     """Score a TREC run file against qrels (TREC four-column or BEIR TSV) with trec_eval's definitions.
 
@@ -36,7 +42,8 @@ def evaluate_cmd(run_file: Path, qrels_file: Path, metrics: tuple[str, ...], per
 
     means, values = evaluate_files(run_file, qrels_file, metrics)
     if as_json:
-        found = {"mean": means, "num_q": len(values), **({"per_query": values} if per_query else {})}
+        # "all", as trec_eval names the row: not "mean", which NumQ, NumRel and NumRet (totals) are not.
+        found = {"all": means, "num_q": len(values), **({"per_query": values} if per_query else {})}
         click.echo(json.dumps(found, indent=2))
         return
     if per_query:

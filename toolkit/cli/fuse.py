@@ -44,7 +44,11 @@ from .params import TEXT
     help="Each run counts with its top DEPTH documents per query; the fused run keeps DEPTH.",
 )
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), required=True, help="The fused run file to write (a new file)."
+    "-o",
+    "--output",
+    type=click.Path(),  # a str: pathlib would drop a trailing '/', which the library refuses for a file
+    required=True,
+    help="The fused run file to write (a new file).",
 )
 def fuse_cmd(
     run_files: tuple[Path, ...],
@@ -53,7 +57,7 @@ def fuse_cmd(
     normalise: str | None,
     weights: tuple[float, ...],
     depth: int,
-    output: Path,
+    output: str,
 ) -> None:
     """Fuse TREC run files (from rag-eval or any other engine) into one run, with ranx's definitions.
 

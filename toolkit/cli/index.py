@@ -28,7 +28,7 @@ def index_cmd() -> None:
     "--output",
     "index_path",
     required=True,
-    type=click.Path(path_type=Path),
+    type=click.Path(),  # a str: pathlib would drop a trailing '/', which names a folder, not an index file
     help="Index file to create or update (SQLite).",
 )
 @click.option(
@@ -75,7 +75,7 @@ def index_cmd() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def index_build_cmd(
     source: Path,
-    index_path: Path,
+    index_path: str,
     builder_spec: str | None,
     tokenizer_spec: str | None,
     processing: str | None,
@@ -104,8 +104,9 @@ def index_build_cmd(
     from ..writer import build
 
     # Refused before anything is read: the working folder, one of its parents, a path ending in '..' (whose
-    # folders the build would create before finding it names an existing folder), NUL, a parent that is a file.
-    checked_target(index_path, what="index")
+    # folders the build would create before finding it names an existing folder) or in '/', NUL, a parent that
+    # is a file, a name SQLite takes for another database's side file (X-wal, X-shm, X-journal).
+    checked_target(index_path, what="index", file=True)
 
     if tokenizer_spec is not None and not tokenizer_spec.strip():
         raise click.UsageError("-t is empty: name a tokenizer spec, e.g. -t jieba (or leave -t out)")
@@ -280,7 +281,7 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
 @click.option(
     "--run",
     "run_file",
-    type=click.Path(path_type=Path),
+    type=click.Path(),  # a str: pathlib would drop a trailing '/', which the library refuses for a file
     help="With --queries: the TREC run file to write (a new file; qid Q0 docid rank score tag).",
 )
 @click.option("--run-tag", type=TEXT, help="With --queries: the run's tag, its sixth column  [default: rag-eval]")
@@ -302,7 +303,7 @@ def search_cmd(
     explain: bool,
     processing: str | None,
     topics: Path | None,
-    run_file: Path | None,
+    run_file: str | None,
     run_tag: str | None,
     engine: str | None,
 ) -> None:

@@ -36,7 +36,7 @@ from .progress import Bars
 @click.option(
     "-o",
     "--output",
-    type=click.Path(path_type=Path),
+    type=click.Path(),  # a str: pathlib would drop a trailing '/', which the library refuses for a file
     help="The judgments file (TREC qrels; its log JUDGMENTS.jsonl beside it); an existing one of the same "
     "pool is resumed. With --oracle: a new JSON file for the replay (optional).",
 )
@@ -75,7 +75,7 @@ def judge_cmd(
     tokenizers: tuple[str, ...],
     builder: str | None,
     depth: int,
-    output: Path,
+    output: str | None,
     assessor: str,
     port: int,
     idle_timeout: float,
@@ -161,7 +161,7 @@ def _oracle(
     sample_queries: int,
     seed: int,
     as_json: bool,
-    output: Path | None,
+    output: str | None,
 ) -> None:
     import dataclasses
     import json
