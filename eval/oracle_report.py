@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..outputs import recorded_name
+from ..errors import RagEvalError
+from ..outputs import StagedFile, recorded_name, stage_text
+from ..textio import read_bytes
 from .report import _md
 
 LABELS = {"naive": "naive order, judged-only pick", "decisive": "decisive order, model pick"}
+#: Each chart's y-axis label: written into its SVG as text, it marks a file as one of these charts.
+Y_LABELS = {"picks": "share of samples whose pick is the winner", "settled": "share of samples"}
+#: The most of an existing file read to tell whether it is one of these charts.
+_CHART_BYTES = 5_000_000
 
 
 def render_tables(studies: Mapping[str, Mapping[str, Any]]) -> str:
@@ -66,7 +73,7 @@ def write_charts(studies: Mapping[str, Mapping[str, Any]], folder: str | Path) -
     plt.rcParams["svg.hashsalt"] = "rag-eval"  # stable ids: the same numbers give the same file
     plt.rcParams["svg.fonttype"] = "none"  # text stays text
     plt.rcParams["text.parse_math"] = False  # a file name with two '$' is a name, not mathtext
-    written = []
+    staged: list[StagedFile] = []
     for kind in ("picks", "settled"):
         figure, axes = plt.subplots(1, len(studies), figsize=(4 * len(studies), 3.6), squeeze=False)
         for axis, (name, study) in zip(axes[0], studies.items(), strict=True):
@@ -78,7 +85,7 @@ def write_charts(studies: Mapping[str, Mapping[str, Any]], folder: str | Path) -
                     if method != "naive":
                         axis.plot(x, f["curve_judged_pick"], linestyle="--", label=f"{method} order, judged-only pick")
                 axis.axhline(0.97, color="grey", linestyle=":", linewidth=1, label="target 97%")
-                axis.set_ylabel("share of samples whose pick is the winner")
+                axis.set_ylabel(Y_LABELS[kind])
                 axis.set_ylim(0, 1.02)
             else:
                 f = summary.get("decisive") or next(iter(summary.values()))
@@ -86,7 +93,7 @@ def write_charts(studies: Mapping[str, Mapping[str, Any]], folder: str | Path) -
                 axis.plot(x, f["settled_share_curve"], label="share of samples saying settled")
                 axis.plot(x, right, label="share right among them")
                 axis.axhline(study["target"], color="grey", linestyle=":", linewidth=1, label="claimed 95%")
-                axis.set_ylabel("share of samples")
+                axis.set_ylabel(Y_LABELS[kind])
                 axis.set_ylim(0, 1.02)
             axis.set_title(
                 f"{recorded_name(name)} ({study['samples']} x {study['sample_queries']} queries)", fontsize=9
@@ -96,8 +103,33 @@ def write_charts(studies: Mapping[str, Mapping[str, Any]], folder: str | Path) -
         handles, labels = axes[0][0].get_legend_handles_labels()
         figure.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
         figure.tight_layout(rect=(0, 0.1, 1, 1))
-        path = Path(folder) / f"{kind}.svg"
-        figure.savefig(path, format="svg", metadata={"Date": None})
+        text = io.StringIO()
+        figure.savefig(text, format="svg", metadata={"Date": None})
         plt.close(figure)
-        written.append(path)
+        try:
+            staged.append(stage_text(Path(folder) / f"{kind}.svg", text.getvalue(), owned=_a_chart, what="chart"))
+        except BaseException:
+            for item in staged:
+                item.discard()
+            raise
+    # both charts drawn and staged before either replaces a file: a failure while drawing leaves the folder as it was
+    written = []
+    try:
+        for item in staged:
+            written.append(item.commit())
+    finally:
+        for item in staged[len(written) :]:
+            item.discard()
     return written
+
+
+def _a_chart(path: Path) -> str | None:
+    """None when ``path`` is one of these charts (a matplotlib SVG carrying one of their y-axis labels), which
+    a new drawing may replace; else why not."""
+    try:
+        head = read_bytes(path, RagEvalError, max_bytes=_CHART_BYTES)
+    except RagEvalError as exc:
+        return f"it cannot be read as a chart this command drew ({exc})"
+    if b"<svg" in head and b"Matplotlib" in head and any(label.encode() in head for label in Y_LABELS.values()):
+        return None
+    return "it is not a judging-study chart rag-eval drew"

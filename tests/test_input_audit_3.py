@@ -382,7 +382,7 @@ def test_oracle_main_ends_in_one_error_line(
     good = tmp_path / "good.json"
     good.write_text(json.dumps(study), encoding="utf-8")
     assert "missing.json" in _oracle_error(capsys, "--charts", str(tmp_path), str(tmp_path / "missing.json"))
-    assert "No such file" in _oracle_error(capsys, "--charts", str(tmp_path / "nowhere"), str(good))
+    assert "not a folder" in _oracle_error(capsys, "--charts", str(good), str(good))  # a file, not a folder
     run = tmp_path / "a.run"
     run.write_text("q1 Q0 d1 1 oops x\n", encoding="utf-8")
     qrels = tmp_path / "q.qrels"
