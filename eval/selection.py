@@ -70,6 +70,9 @@ class Decision:
     certain: bool
     judged: int
     pooled: int
+    #: Each system's expected mean nDCG@10 over the pooled questions once every pooled passage is judged: what
+    #: ``compare --qrels`` will report then (a question with no relevant passage counts, as 0); ``margin`` is
+    #: the leader's over the runner-up's.
     scores: dict[str, float]
 
     def lead(self) -> str:
@@ -307,6 +310,10 @@ class Selector:
         others = sorted((s for s in order if s != leader), key=lambda s: (-scores[s], -wins[s], self._systems[s]))
         runner = others[0] if others else None
         confidence = 1.0 if certain else float(wins[leader])
+        # Shown as compare will average: each completion's mean over its questions with a relevant passage,
+        # rescaled to one over every pooled question (the ranking and the decision above are unchanged).
+        pooled_queries = max(1, np.unique(self._qidx).size)
+        shown = (sampled.scores * (sampled.relevant / pooled_queries)).mean(axis=1)
         judged = int(np.count_nonzero(~np.isnan(self._grades)))
         if self._history:
             self._history[-1].lead = (leader, confidence)
@@ -324,13 +331,13 @@ class Selector:
         return Decision(
             leader=self._systems[leader],
             runner_up=None if runner is None else self._systems[runner],
-            margin=0.0 if runner is None else float(scores[leader] - scores[runner]),
+            margin=0.0 if runner is None else float(shown[leader] - shown[runner]),
             confidence=confidence,
             settled=certain or held,
             certain=certain,
             judged=judged,
             pooled=len(self._pairs),
-            scores={s: float(scores[n]) for n, s in enumerate(self._systems)},
+            scores={s: float(shown[n]) for n, s in enumerate(self._systems)},
         )
 
     def _certain(self, leader: int) -> bool:

@@ -43,6 +43,7 @@ class Completions:
     scores: np.ndarray  # (systems, samples) mean nDCG@10 in every completion
     per_query: np.ndarray  # (systems, queries, samples) each query's nDCG@10 over the number of valid queries
     winners: np.ndarray  # (systems, samples) True where the system has the top score (ties all True)
+    relevant: np.ndarray  # (samples,) the valid queries (with a relevant passage) in every completion, at least 1
 
 
 #: The largest x whose e^x is finite in float64 (about 709.78).
@@ -157,14 +158,17 @@ class PoolModel:
         positives = known[judged & (known > 0)]
         share_two = (1.0 + np.count_nonzero(positives >= 2)) / (2.0 + positives.size)
         drawn = np.where(relevant, np.where(self.level[rows] < share_two, 2.0, 1.0), 0.0).astype(np.float32)
-        per_query = self.per_query(known, judged, rows, drawn)
+        per_query, relevant = self.per_query(known, judged, rows, drawn)
         scores = per_query.sum(axis=1)
         winners = scores >= scores.max(axis=0, keepdims=True) - 1e-9
-        return Completions(rows, drawn, scores, per_query, winners)
+        return Completions(rows, drawn, scores, per_query, winners, relevant)
 
-    def per_query(self, known: np.ndarray, judged: np.ndarray, rows: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    def per_query(
+        self, known: np.ndarray, judged: np.ndarray, rows: np.ndarray, drawn: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(systems, queries, samples) nDCG@10 divided by the number of queries with a positive grade (so the
-        sum over queries is the mean), for the recorded grades and the drawn grades of the unjudged rows."""
+        sum over queries is the mean), for the recorded grades and the drawn grades of the unjudged rows; and
+        that number per sample (at least 1)."""
         fixed = np.where(judged, known, 0.0)
         q = self.qidx[rows]
         idcg = np.zeros((self.n_queries, self.samples))
@@ -186,7 +190,7 @@ class PoolModel:
                 * inverse
                 for s in range(self.disc.shape[1])
             ]
-        )
+        ), count
 
 
 def _by_query(values: np.ndarray, qidx: np.ndarray, n_queries: int) -> np.ndarray:

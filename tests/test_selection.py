@@ -145,7 +145,8 @@ def test_queries_not_every_system_answered_and_short_lists() -> None:
     selector.record("q2", "d2", 0)
     selector.record("q2", "d3", 0)
     decision = selector.decision()
-    assert decision.certain and decision.leader == "a" and decision.scores["a"] == pytest.approx(1.0)
+    # q2 has no relevant passage: it counts as 0 in the mean, as compare counts it
+    assert decision.certain and decision.leader == "a" and decision.scores["a"] == pytest.approx(0.5)
     assert "leader a" in decision.line() and "3 of 3 judged" in decision.line()
 
 
@@ -294,3 +295,24 @@ def test_the_model_learns_whether_answered_queries_hold_more() -> None:
     one, three = taught({"d1"}), taught({"d1", "d2", "d4"})
     assert one is not None and three is not None
     assert one < selection.FEW_MORE < three
+
+
+def test_the_scores_shown_are_the_means_compare_reports_once_everything_is_judged() -> None:
+    """A question whose pooled passages are all graded 0 counts in compare's means (as 0); the page's scores
+    and margin said the means over the questions with a relevant passage (0.693 and 1.0 here, not 0.347, 0.5)."""
+    from rag_eval.eval.metrics import Qrel, RankedDoc, evaluate
+
+    runs = {"a": {"q1": ["y", "x"], "q2": ["z"]}, "b": {"q1": ["x", "y"], "q2": ["w"]}}
+    grades = {("q1", "x"): 1, ("q1", "y"): 0, ("q2", "z"): 0, ("q2", "w"): 0}
+    selector = Selector(runs, samples=50)
+    for (query, doc), grade in grades.items():
+        selector.record(query, doc, grade)
+    decision = selector.decision()
+    assert decision.certain
+    qrels = [Qrel(q, d, g) for (q, d), g in grades.items()]
+    for system, by_query in runs.items():
+        run = [RankedDoc(q, d, n, 1.0 / n) for q, docs in by_query.items() for n, d in enumerate(docs, 1)]
+        means, _ = evaluate(qrels, run, ["nDCG@10"])
+        assert math.isclose(decision.scores[system], means["nDCG@10"], rel_tol=1e-9), system
+    assert math.isclose(decision.margin, decision.scores["b"] - decision.scores["a"], rel_tol=1e-9)
+    assert decision.leader == "b"
