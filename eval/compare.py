@@ -16,12 +16,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 
 from .. import __version__
 from ..builders import get_builder
-from ..errors import RagEvalError
+from ..errors import IndexFileError, RagEvalError
 from ..outputs import inside, recorded_name
 from ..processing import QueryProcessing
 from ..query import MODES
@@ -186,7 +187,11 @@ def _bootstrap_ci(values: list[float], seed: int = SEED) -> list[float]:
 
 
 def _tokens_per_passage(index_path: str) -> float:
-    db = sqlite3.connect(index_path)
+    # mode=rw: never create a file under the cached index's name (``cache clear`` may have removed it meanwhile).
+    try:
+        db = sqlite3.connect(f"file:{quote(os.path.abspath(index_path))}?mode=rw", uri=True)
+    except sqlite3.Error as exc:
+        raise IndexFileError(f"{index_path}: the cached index went while compare ran ({exc}); run again") from None
     try:
         db.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, 'search', 'row')")
         tokens = db.execute("SELECT coalesce(sum(cnt), 0) FROM temp.vocab").fetchone()[0]
@@ -316,6 +321,8 @@ def compare(
             (lambda phase, done, total, name=system.name: progress(name, phase, done, total)) if progress else None
         )
         result: SystemRun = run_system(dataset, system, progress=callback)
+        # At once, not after the metrics: `cache clear` keeps an index only while a command has it open.
+        tokens_per_passage = _tokens_per_passage(result.index_path)
         check_units(result.run, corpus_ids, system.name, dataset)
         means, values = _evaluate(qrels, result.run, metrics + curve, judged_ids)
         runs[system.name] = result.run
@@ -374,7 +381,7 @@ def compare(
                     if build.get("tokenize_seconds") and not get_tokenizer(system.tokenizer).native
                     else None
                 ),
-                "tokens_per_passage": _tokens_per_passage(result.index_path),
+                "tokens_per_passage": tokens_per_passage,
                 "zero_hit_queries": len(result.zero_hit_queries),
                 "no_answer_queries": len(no_answer),
                 "no_answer_false_hit_rate": round(false_hit / len(no_answer), 4) if no_answer else None,

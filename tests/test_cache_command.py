@@ -40,7 +40,7 @@ def test_cache_clear_removes_cached_indexes_only(tmp_path: Path, monkeypatch: py
     with open(indexes[0], "rb") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         result = runner.invoke(cli, ["cache", "clear"])
-        assert "removed 0 cached indexes" in result.output and "1 in use by a running build, kept" in result.output
+        assert "removed 0 cached indexes" in result.output and "1 in use by a running command, kept" in result.output
     result = runner.invoke(cli, ["cache", "clear"])
     assert result.output.startswith("removed 1 cached index")
     assert not indexes[0].exists() and stray.exists() and model.exists()

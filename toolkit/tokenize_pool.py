@@ -16,9 +16,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from .errors import RagEvalError
 from .locks import release_inherited_locks
 from .offsets import encode_spans
 from .tokenizers import Tokenizer, get_tokenizer
@@ -125,6 +127,11 @@ def _die_with(parent: int) -> None:
 def _init_worker(system: str, parent: int) -> None:
     global _worker_tokenizer, _worker_load_seconds
     _die_with(parent)
+    # Ctrl-C reaches every process of the terminal's group: the parent stops the pool, and a worker waiting for
+    # work printed KeyboardInterrupt's traceback under the one-line message. A SIGTERM ends a worker at once,
+    # whatever handler the parent has.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # A forked worker inherits the build lock's descriptor; only the parent may hold the lock, so that
     # it is released the moment the parent dies, whatever its workers are doing.
     release_inherited_locks()
@@ -279,19 +286,27 @@ def _tokenize_chunks(
     report = PoolReport(plan.workers, method, plan=plan.describe())
     report.cpu_seconds = time.process_time() - cpu  # the probe's
     loads: dict[int, float] = {}
-    with ProcessPoolExecutor(
-        max_workers=plan.workers,
-        mp_context=multiprocessing.get_context(method),
-        initializer=_init_worker,
-        initargs=(tokenizer.system, os.getpid()),
-    ) as pool:
-        for batch_results, pid, load, worker_cpu in pool.map(_work, batches, [keep_offsets] * len(batches)):
-            results += batch_results
-            loads[pid] = load
-            report.cpu_seconds += worker_cpu
-            if progress is not None:
-                progress(len(results))
-    _worker_tokenizer = None
+    try:
+        with ProcessPoolExecutor(
+            max_workers=plan.workers,
+            mp_context=multiprocessing.get_context(method),
+            initializer=_init_worker,
+            initargs=(tokenizer.system, os.getpid()),
+        ) as pool:
+            for batch_results, pid, load, worker_cpu in pool.map(_work, batches, [keep_offsets] * len(batches)):
+                results += batch_results
+                loads[pid] = load
+                report.cpu_seconds += worker_cpu
+                if progress is not None:
+                    progress(len(results))
+    except BrokenProcessPool:
+        # A worker killed (the out-of-memory killer, a kill) or failing to start: one error, not a traceback.
+        raise RagEvalError(
+            f"a {tokenizer.name} worker process stopped before tokenizing its share (killed, or out of memory)",
+            hint=f"run again; {WORKERS_ENV}=1 tokenizes in this process alone",
+        ) from None
+    finally:
+        _worker_tokenizer = None
     report.worker_load_seconds = sorted(round(v, 3) for v in loads.values())
     report.wall_seconds = time.perf_counter() - started
     return results, report

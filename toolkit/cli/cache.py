@@ -44,7 +44,8 @@ def cache_info_cmd(as_json: bool) -> None:
 )
 def cache_clear_cmd(older_than: float | None) -> None:
     """Remove cached indexes; compare, judge and tune build them again when needed. Models and other caches
-    are kept, and so is an index a running build holds.
+    are kept, and so is an index a running build holds or a running command reads. Files that killed commands
+    left in the cache go too.
 
     \b
     Examples:
@@ -53,8 +54,11 @@ def cache_clear_cmd(older_than: float | None) -> None:
     """
     from ..cache import clear_indexes
 
-    removed, freed, busy = clear_indexes(older_than)
+    cleared = clear_indexes(older_than)
+    removed, left, busy = cleared.removed, cleared.left_behind, cleared.busy
     click.echo(
-        f"removed {removed} cached index{'' if removed == 1 else 'es'} ({freed / 1e6:.1f} MB)"
-        + (f"; {busy} in use by a running build, kept" if busy else "")
+        f"removed {removed} cached index{'' if removed == 1 else 'es'}"
+        + (f" and {left} file{'' if left == 1 else 's'} killed commands left" if left else "")
+        + f" ({cleared.freed / 1e6:.1f} MB)"
+        + (f"; {busy} in use by a running command, kept" if busy else "")
     )
