@@ -124,6 +124,20 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
+def _stop_now(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool whose results are no longer wanted (Ctrl-C, SIGTERM, an error): leaving its ``with`` waits for
+    every batch already submitted, which tokenized the rest of the corpus (5 s of pkuseg on DRCD's 1.3 MB)
+    before the command could stop. The batches not started are cancelled and the workers ended (the executor
+    has no public way to end them before Python 3.14's ``terminate_workers``)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        try:
+            process.terminate()
+        except (OSError, ValueError):  # already gone, or closed
+            pass
+
+
 def _init_worker(system: str, parent: int) -> None:
     global _worker_tokenizer, _worker_load_seconds
     _die_with(parent)
@@ -293,12 +307,16 @@ def _tokenize_chunks(
             initializer=_init_worker,
             initargs=(tokenizer.system, os.getpid()),
         ) as pool:
-            for batch_results, pid, load, worker_cpu in pool.map(_work, batches, [keep_offsets] * len(batches)):
-                results += batch_results
-                loads[pid] = load
-                report.cpu_seconds += worker_cpu
-                if progress is not None:
-                    progress(len(results))
+            try:
+                for batch_results, pid, load, worker_cpu in pool.map(_work, batches, [keep_offsets] * len(batches)):
+                    results += batch_results
+                    loads[pid] = load
+                    report.cpu_seconds += worker_cpu
+                    if progress is not None:
+                        progress(len(results))
+            except BaseException:
+                _stop_now(pool)
+                raise
     except BrokenProcessPool:
         # A worker killed (the out-of-memory killer, a kill) or failing to start: one error, not a traceback.
         raise RagEvalError(

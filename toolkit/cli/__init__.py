@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import sqlite3
 import sys
 from typing import Any
@@ -12,11 +13,26 @@ import click
 from .. import __version__
 from ..errors import RagEvalError
 
+#: Exit statuses of a command stopped by a signal, as a shell reports them: 128 + the signal's number.
+INTERRUPTED_EXIT = 128 + signal.SIGINT
+TERMINATED_EXIT = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt (a subclass, so a server stops on it as
+    on Ctrl-C), so that every ``finally`` and staged output is cleaned up before the process ends."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated()
+
 
 class _Group(click.Group):
     """Every error is one ``error:`` line on stderr (plus an optional ``hint:``), never a traceback
     (``--debug`` shows it): RagEvalError and unexpected file-system or SQLite errors exit 1, usage errors
-    (click's own) exit 2 after the usage line. A closed output pipe (``| head``) ends the command quietly."""
+    (click's own) exit 2 after the usage line, Ctrl-C exits 130 and SIGTERM 143 (``error: interrupted`` or
+    ``error: terminated``, after the command cleaned up). A closed output pipe (``| head``) ends the command
+    quietly."""
 
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
@@ -33,6 +49,12 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except BrokenPipeError:
             raise  # click ends the command quietly (exit 1) without writing to the closed pipe
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated): outputs were cleaned up on the way here
+            if debug:
+                raise
+            terminated = isinstance(exc, Terminated)
+            _report("terminated (SIGTERM)" if terminated else "interrupted", None)
+            ctx.exit(TERMINATED_EXIT if terminated else INTERRUPTED_EXIT)
         except click.ClickException as exc:
             _report_click_error(exc)
             ctx.exit(exc.exit_code)
@@ -153,6 +175,8 @@ def main() -> None:
     import warnings
 
     warnings.showwarning = _show_warning
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # not when the caller chose to ignore or handle it
+        signal.signal(signal.SIGTERM, _terminate)
     cli(prog_name="rag-eval")
 
 
