@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import math
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,12 @@ def corpus_digest(dataset: Dataset) -> str:
     return digest.hexdigest()
 
 
+def questions_digest(dataset: Dataset) -> str:
+    """sha256 over the questions' ids and texts (NFC): what the assessor reads beside each passage."""
+    texts = {query_id: unicodedata.normalize("NFC", query.text) for query_id, query in dataset.queries.items()}
+    return hashlib.sha256(json.dumps(texts, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+
+
 def plan(
     source: str,
     questions: str | Path,
@@ -100,6 +107,7 @@ def plan(
         questions=tuple(sorted(dataset.queries)),  # ids from the text: the file order does not matter
         systems=tuple(sorted(system.name for system in systems.values())),
         depth=depth,
+        question_texts=questions_digest(dataset),
     )
     return dataset, systems, skipped, identity
 

@@ -34,10 +34,15 @@ if TYPE_CHECKING:
 
 HOST = "127.0.0.1"
 _TOKEN_IN_TEXT = re.compile(r"token=[^&\s'\"]*")
+#: C0, DEL and C1 controls: a request line may hold any of them, and the log goes to the assessor's terminal.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 #: Largest request body read, in bytes (a grade is under 300).
 MAX_BODY = 16_384
 #: Stop after this many seconds without a request, unless told otherwise (None: never).
 DEFAULT_IDLE_TIMEOUT = 4 * 3600.0
+#: Seconds a connection may send nothing (or take nothing of the answer) before it is closed: a request that
+#: never ends would otherwise hold its thread and descriptor for as long as the server runs.
+REQUEST_TIMEOUT = 30.0
 #: The methods the server answers; any other known method is 405 with this list in ``Allow``.
 ALLOWED = "GET, POST"
 
@@ -49,6 +54,7 @@ class ServerError(RagEvalError):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     app: JudgeServer
+    request_timeout: float = REQUEST_TIMEOUT
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # One log line, never socketserver's traceback: a page closed mid-answer is routine, anything else a bug.
@@ -73,8 +79,9 @@ class JudgeServer:
         self.log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
 
     @classmethod
-    def bind(cls, port: int = 0) -> JudgeServer:
-        """Listen on 127.0.0.1:``port`` (0: a free port chosen by the system)."""
+    def bind(cls, port: int = 0, *, request_timeout: float = REQUEST_TIMEOUT) -> JudgeServer:
+        """Listen on 127.0.0.1:``port`` (0: a free port chosen by the system); a connection silent for
+        ``request_timeout`` seconds is closed."""
         if not 0 <= port <= 65535:
             raise ServerError(f"--port must be between 0 and 65535, not {port}")
         try:
@@ -86,6 +93,7 @@ class JudgeServer:
                     f"port {port} on {HOST} is {why}", hint="choose another --port, or leave it out for a free one"
                 ) from None
             raise ServerError(f"cannot listen on {HOST}:{port}: {exc.strerror or exc}") from None
+        httpd.request_timeout = request_timeout
         return cls(httpd)
 
     @property
@@ -96,7 +104,7 @@ class JudgeServer:
     def serve(
         self, session: Session, *, announce: Callable[[str], None], idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
     ) -> str:
-        """Answer requests until Ctrl-C or ``idle_timeout`` seconds without one; returns why it stopped."""
+        """Answer requests until Ctrl-C, SIGTERM or ``idle_timeout`` seconds without one; returns why it stopped."""
         self.session = session
         self.last_request = time.monotonic()
         stop = threading.Event()
@@ -105,8 +113,9 @@ class JudgeServer:
         announce(self.url)
         try:
             self.httpd.serve_forever(poll_interval=0.2)
-        except KeyboardInterrupt:
-            self.stop_reason = "interrupted"
+        except KeyboardInterrupt as exc:
+            # The command line raises SIGTERM as a subclass of KeyboardInterrupt (rag_eval.cli.Terminated).
+            self.stop_reason = "interrupted" if type(exc) is KeyboardInterrupt else "terminated"
         finally:
             stop.set()
         return self.stop_reason or "stopped"
@@ -148,13 +157,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- checks ---------------------------------------------------------------------------------------------
 
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.request_timeout)  # reads and writes alike
+
     @property
     def app(self) -> JudgeServer:
         return self.server.app
 
     def _host_ok(self) -> bool:
-        host = self.headers.get("Host", "")
-        return host in (f"{HOST}:{self.app.port}", f"localhost:{self.app.port}")
+        # Exactly one Host (RFC 9112 3.2): with two, the one checked need not be the one a proxy or browser used.
+        hosts = self.headers.get_all("Host") or []
+        return len(hosts) == 1 and hosts[0] in (f"{HOST}:{self.app.port}", f"localhost:{self.app.port}")
 
     def _cookie_token(self) -> str:
         try:
@@ -214,10 +228,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(data, ensure_ascii=False).encode(), "application/json; charset=utf-8")
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-        self.app.log("judge: " + _TOKEN_IN_TEXT.sub("token=...", format % args))
+        # Control characters escaped, as http.server's own log_message does: a request line from anyone who can
+        # reach the port must not drive the terminal (clear it, retitle it, fake a line).
+        line = _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", format % args)
+        self.app.log("judge: " + _TOKEN_IN_TEXT.sub("token=...", line))
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         # Grades, undos, skips and refusals; not every page poll. Never the query string (the token).
+        if not hasattr(self, "path"):
+            return  # a request line http.server could not parse: its refusal is logged already, with the line
         status = str(int(code)) if isinstance(code, int) else str(code)
         if self.command == "POST" or not status.startswith("2"):
             self.log_message("%s %s %s", self.command, urlsplit(self.path).path, status)
@@ -262,8 +281,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         if not self._admitted():
             return
-        origin = self.headers.get("Origin")
-        if origin is not None and origin not in (f"http://{HOST}:{self.app.port}", f"http://localhost:{self.app.port}"):
+        allowed = (f"http://{HOST}:{self.app.port}", f"http://localhost:{self.app.port}")
+        if any(origin not in allowed for origin in self.headers.get_all("Origin") or []):
             self._refuse(HTTPStatus.FORBIDDEN, "refused: another origin")
             return
         session = self.app.session
@@ -306,6 +325,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _body(self) -> dict[str, Any]:
         if self.headers.get_content_type() != "application/json":
             raise RagEvalError("expected Content-Type: application/json")
+        if "Transfer-Encoding" in self.headers:  # a body this server does not read: never acted on as empty
+            raise RagEvalError("Transfer-Encoding is not supported: send the body with a Content-Length")
         raw_length = self.headers.get("Content-Length", "0").strip()
         if not raw_length.isascii() or not raw_length.isdigit():
             raise RagEvalError(f"bad Content-Length {raw_length[:20]!r}: expected a whole number of bytes")
@@ -313,7 +334,12 @@ class _Handler(BaseHTTPRequestHandler):
         if len(digits) > len(str(MAX_BODY)) or int(digits) > MAX_BODY:
             raise RagEvalError(f"request body over {MAX_BODY} bytes")
         length = int(digits)
-        raw = self.rfile.read(length) if length else b"{}"
+        try:
+            raw = self.rfile.read(length) if length else b"{}"
+        except TimeoutError:
+            raise RagEvalError(f"the request body did not arrive within {self.server.request_timeout:g} s") from None
+        if len(raw) < length:  # the client stopped sending: a prefix is never taken for the request
+            raise RagEvalError(f"the request body was cut short ({len(raw)} of {length} bytes)")
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:

@@ -19,7 +19,7 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,10 +66,14 @@ class PoolIdentity:
     questions: tuple[str, ...]
     systems: tuple[str, ...]
     depth: int
+    #: sha256 over the questions' ids and texts: a queries.jsonl keeps its ids when a question is reworded.
+    question_texts: str = ""
 
     def fingerprint(self) -> str:
-        """sha256 over the identity's canonical JSON."""
+        """sha256 over the identity's canonical JSON (without ``question_texts`` when empty, as logs before it)."""
         data = {"corpus": self.corpus, "questions": list(self.questions), "systems": list(self.systems)}
+        if self.question_texts:
+            data["question_texts"] = self.question_texts
         text = json.dumps(data | {"depth": self.depth}, ensure_ascii=False, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -82,6 +86,7 @@ class PoolIdentity:
             "corpus": self.corpus,
             "questions": hashlib.sha256("\n".join(self.questions).encode()).hexdigest(),
             "question_count": len(self.questions),
+            "question_texts": self.question_texts,
             "systems": list(self.systems),
             "depth": self.depth,
             "created": utc_now(),
@@ -95,6 +100,8 @@ class PoolIdentity:
             out.append("the source's passages differ")
         if header.get("questions") != mine["questions"]:
             out.append(f"the questions differ ({header.get('question_count')} then, {len(self.questions)} now)")
+        elif header.get("question_texts", mine["question_texts"]) != mine["question_texts"]:
+            out.append("the questions' texts differ (the same ids, reworded)")
         if header.get("systems") != mine["systems"]:
             then = [str(system) for system in header.get("systems") or []]
             left_out = [system for system in then if system not in self.systems]
@@ -165,6 +172,9 @@ class Judgments:
         self._torn: tuple[int, int] | None = None
         #: Why no more can be written, once a failed write could not be taken back.
         self._broken = ""
+        #: The log's size and the qrels file's stat as rag-eval last left them: anything else is an edit by hand.
+        self._log_size = 0
+        self._qrels_seen: tuple[int, ...] | None = None
 
     @classmethod
     def check(cls, path: str | Path, identity: PoolIdentity) -> list[Grade]:
@@ -186,6 +196,7 @@ class Judgments:
             return []
         judgments = cls(target, identity, "")
         judgments._read(log)
+        judgments._check_not_in_use()
         return list(judgments.events)
 
     @classmethod
@@ -204,6 +215,8 @@ class Judgments:
             judgments._read(judgments.log)
             judgments._drop_torn_line()
             judgments._sync_qrels()
+            judgments._log_size = os.fstat(judgments._fd).st_size
+            judgments._qrels_seen = _stat_of(judgments.path)
         except BaseException:
             judgments.close()
             raise
@@ -218,10 +231,26 @@ class Judgments:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.close()
-            raise JudgmentsError(
-                f"{display_name(str(self.path))}: another rag-eval judge is writing this file",
-                hint="finish that session first, or judge into another file",
-            ) from None
+            raise self._in_use() from None
+
+    def _check_not_in_use(self) -> None:
+        """Refuse, before any index is built, a log another judging session holds (a shared lock, let go at once)."""
+        try:
+            fd = os.open(self.log, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            return  # read a moment ago; open says what is wrong with it
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise self._in_use() from None
+        finally:
+            os.close(fd)
+
+    def _in_use(self) -> JudgmentsError:
+        return JudgmentsError(
+            f"{display_name(str(self.path))}: another rag-eval judge is writing this file",
+            hint="finish that session first, or judge into another file",
+        )
 
     def close(self) -> None:
         """Release the file (the lock goes with the descriptor)."""
@@ -316,7 +345,10 @@ class Judgments:
     def _check_header(self, header: dict[str, Any], name: str) -> None:
         if header.get("format") != FORMAT or header.get("version") != VERSION:
             raise JudgmentsError(f"{name}: not a rag-eval judgments log (format {FORMAT!r}, version {VERSION})")
-        if header.get("pool") != self.identity.fingerprint():
+        identity = self.identity
+        if "question_texts" not in header:  # a log written before the texts were part of the pool: ids only
+            identity = replace(identity, question_texts="")
+        if header.get("pool") != identity.fingerprint():
             why = "; ".join(self.identity.differences(header)) or "the pool differs"
             raise JudgmentsError(
                 f"{display_name(str(self.path))}: these judgments belong to another pool: {why}",
@@ -393,10 +425,19 @@ class Judgments:
             raise JudgmentsWriteError(f"{self.path}: the judgments file is closed")
         if self._broken:
             raise JudgmentsWriteError(self._broken, hint=RESTART)
-        self._check_log_in_place()
+        self._check_log_in_place(record["event"])
+        if then is not None:
+            self._check_qrels_unchanged(record["event"])
         size = os.fstat(self._fd).st_size
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
+        if size + len(line) > MAX_LOG_BYTES:  # a log the next start could not read back
+            raise JudgmentsWriteError(
+                f"{display_name(str(self.log))}: reached its limit of {MAX_LOG_BYTES:,} bytes; this {record['event']} "
+                "was not recorded",
+                hint=f"the grades so far are in {display_name(str(self.path))}; judge on into a new -o path",
+            )
         try:
-            _write_all(self._fd, (json.dumps(record, ensure_ascii=False) + "\n").encode())
+            _write_all(self._fd, line)
         except BaseException as exc:
             raise self._failed(exc, size, record, _reason(exc, self.log)) from None
         try:
@@ -408,6 +449,9 @@ class Judgments:
                 why = f"{display_name(str(self.path))}: is now a symbolic link, which rag-eval did not create and "
                 why += "does not write through"
             raise self._failed(exc, size, record, why) from None
+        self._log_size = size + len(line)
+        if then is not None:
+            self._qrels_seen = _stat_of(self.path)
 
     def _failed(self, exc: BaseException, size: int, record: dict[str, Any], why: str) -> BaseException:
         """Take the log back to ``size`` bytes; the error to raise (an interrupt stays what it is)."""
@@ -420,8 +464,8 @@ class Judgments:
         # log, so it mends a judgments file deleted or replaced meanwhile.
         return JudgmentsWriteError(f"{why}; this {record['event']} was not recorded", hint=RESTART)
 
-    def _check_log_in_place(self) -> None:
-        """Refuse to write when the log open since the start is no longer the file at its path."""
+    def _check_log_in_place(self, event: str) -> None:
+        """Refuse to write when the log open since the start is no longer the file at its path, or was changed."""
         mine = os.fstat(self._fd)
         try:
             there = os.lstat(self.log)
@@ -432,6 +476,33 @@ class Judgments:
                 f"{display_name(str(self.log))}: moved, removed or replaced while judging; nothing more is written",
                 hint=RESTART,
             )
+        if mine.st_size != self._log_size:
+            raise JudgmentsWriteError(
+                f"{display_name(str(self.log))}: changed by another program while judging (edited by hand?); "
+                f"this {event} was not recorded",
+                hint=f"put it back as it was, or stop and judge into a new -o path (the grades so far are in "
+                f"{display_name(str(self.path))})",
+            )
+
+    def _check_qrels_unchanged(self, event: str) -> None:
+        """Refuse to write a qrels file someone changed since rag-eval last wrote it (edited by hand while judging):
+        a rewrite would drop the edit, an append add to it. The stat tells at once; the lines decide."""
+        now = _stat_of(self.path)
+        if now is None or now == self._qrels_seen or self.path.is_symlink():
+            return  # gone or a link: the write itself refuses it, and says how to go on
+        try:
+            same = read_trec_qrels(self.path) == self.grades
+        except RagEvalError:
+            same = False
+        if not same:
+            name = display_name(str(self.path))
+            raise JudgmentsWriteError(
+                f"{name}: changed by another program while judging (edited by hand?), and rag-eval does not write "
+                f"over it; this {event} was not recorded",
+                hint=f"put back the lines rag-eval wrote and go on, or stop, move {name} aside and run the same "
+                f"command again (it is written anew from {self.log.name})",
+            )
+        self._qrels_seen = now
 
     def _cut_back(self, fd: int, size: int, path: Path) -> None:
         """Take back a partly done write: the file at ``fd`` back to ``size`` bytes."""
@@ -522,6 +593,15 @@ def _reason(exc: BaseException, path: Path) -> str:
 
 def _qrels_lines(grades: dict[str, dict[str, int]]) -> list[str]:
     return sorted(split_lines(trec_qrels_text(grades)))
+
+
+def _stat_of(path: Path) -> tuple[int, ...] | None:
+    """What changes when anything writes ``path`` (its inode, size and times), or None when it is not there."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def whole_lines(data: bytes) -> int:
