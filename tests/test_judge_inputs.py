@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError
 from rag_eval.eval.judge import build_pool, check_idle_timeout, plan
-from rag_eval.eval.judge_server import JudgeServer
+from rag_eval.eval.judge_server import REQUEST_TIMEOUT, JudgeServer
 from rag_eval.eval.judge_session import Session
 from rag_eval.eval.judgments import Judgments, JudgmentsError, JudgmentsWriteError, PoolIdentity, log_path
 from rag_eval.eval.selection import SelectionError, Selector
@@ -303,13 +303,15 @@ def test_a_torn_qrels_file_that_the_log_does_not_explain_is_left_alone(tmp_path:
 class Running:
     """A judging server on 127.0.0.1 in a thread of this process, over the handbook's test questions."""
 
-    def __init__(self, output: Path) -> None:
+    def __init__(self, output: Path, *, request_timeout: float = REQUEST_TIMEOUT) -> None:
         dataset, systems, skipped, identity = plan("handbook", QUESTIONS, tokenizers=["bigram", "unigram"])
         pool = build_pool(dataset, systems, identity, skipped=skipped)
+        self.output = output
         self.judgments = Judgments.open(output, identity, assessor="")
         self.session = Session(pool, self.judgments, Selector(pool.runs))
-        self.server = JudgeServer.bind(0)
-        self.server.log = lambda _line: None
+        self.server = JudgeServer.bind(0, request_timeout=request_timeout)
+        self.lines: list[str] = []  # what the server logs
+        self.server.log = self.lines.append
         self.port = self.server.port
         started = threading.Event()
         self.thread = threading.Thread(

@@ -10,7 +10,6 @@ import json
 import signal
 import socket
 import subprocess
-import threading
 import time
 import unicodedata
 from collections.abc import Iterator
@@ -23,11 +22,8 @@ from test_judge_inputs import CHEAP, POOL, QUESTIONS, Running, one_error
 
 from rag_eval.cli import cli
 from rag_eval.eval import judgments as judgments_module
-from rag_eval.eval.judge import build_pool, plan
-from rag_eval.eval.judge_server import JudgeServer
-from rag_eval.eval.judge_session import Session
+from rag_eval.eval.judge import plan
 from rag_eval.eval.judgments import Judgments, JudgmentsWriteError, PoolIdentity, log_path
-from rag_eval.eval.selection import Selector
 from rag_eval.eval.trec import read_trec_qrels
 
 #: What the test servers close a silent connection after, in seconds.
@@ -40,24 +36,7 @@ class Live(Running):
     """test_judge_inputs' server in a thread, bound with a short request timeout, its log lines kept."""
 
     def __init__(self, output: Path) -> None:
-        dataset, systems, skipped, identity = plan("handbook", QUESTIONS, tokenizers=["bigram", "unigram"])
-        pool = build_pool(dataset, systems, identity, skipped=skipped)
-        self.output = output
-        self.judgments = Judgments.open(output, identity, assessor="")
-        self.session = Session(pool, self.judgments, Selector(pool.runs))
-        self.server = JudgeServer.bind(0, request_timeout=REQUEST_TIMEOUT)
-        self.lines: list[str] = []
-        self.server.log = self.lines.append
-        self.port = self.server.port
-        started = threading.Event()
-        self.thread = threading.Thread(
-            target=self.server.serve,
-            args=(self.session,),
-            kwargs={"announce": lambda _url: started.set(), "idle_timeout": 30.0},  # stops by itself
-            daemon=True,
-        )
-        self.thread.start()
-        started.wait(10)
+        super().__init__(output, request_timeout=REQUEST_TIMEOUT)
 
     def raw(self, data: bytes, *, half_close: bool = False) -> bytes:
         """Send ``data`` as it is; everything the server answers until it closes (the client waits 10 s at most)."""
