@@ -204,12 +204,7 @@ def test_a_failed_write_changes_neither_the_files_nor_the_grades(tmp_path: Path,
         qrels_before = path.read_bytes()
         _swap_for_link(path, outside)
         with pytest.raises(JudgmentsWriteError, match="symbolic link") as caught:
-            if change == "new pair":
-                judgments.record("q1", "c", 1)
-            elif change == "regrade":
-                judgments.record("q1", "a", 0)
-            else:
-                judgments.undo()
+            make_change(judgments, change)
         assert "was not recorded" in str(caught.value)
         assert log_path(path).read_bytes() == log_before
         assert outside.read_text(encoding="utf-8") == "keep me\n"
@@ -448,3 +443,13 @@ def test_counts_of_one_are_singular(tmp_path: Path) -> None:
     assert result.stdout.startswith(
         "Oracle replay (decisive order): 1 question (1 with a relevant passage), 1 system, "
     )
+
+
+def make_change(judgments: Judgments, change: str) -> None:
+    """One write of the kind ``change`` names: a grade of a new pair, a re-grade, or an undo."""
+    if change == "new pair":
+        judgments.record("q1", "c", 1)
+    elif change == "regrade":
+        judgments.record("q1", "a", 0)
+    else:
+        judgments.undo()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from test_judge_browser import Server
-from test_judge_inputs import CHEAP, POOL, QUESTIONS, Running, one_error
+from test_judge_inputs import CHEAP, POOL, QUESTIONS, Running, make_change, one_error
 
 from rag_eval.cli import cli
 from rag_eval.eval import judgments as judgments_module
@@ -138,12 +138,7 @@ def test_a_judgments_file_edited_by_hand_while_judging_is_never_written_over(
         _edit(path, how)
         edited = path.read_bytes()
         with pytest.raises(JudgmentsWriteError, match="changed by another program while judging") as caught:
-            if change == "new pair":
-                judgments.record("q1", "c", 1)
-            elif change == "regrade":
-                judgments.record("q1", "a", 0)
-            else:
-                judgments.undo()
+            make_change(judgments, change)
         assert "was not recorded" in str(caught.value) and caught.value.hint and "h.qrels.jsonl" in caught.value.hint
         assert path.read_bytes() == edited and log_path(path).read_bytes() == log_before
         assert judgments.grades == {"q1": {"a": 2}, "q2": {"b": 1}}
