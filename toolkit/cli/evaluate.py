@@ -35,9 +35,10 @@ from .params import TEXT
 def evaluate_cmd(run_file: Path, qrels_file: Path, metrics: tuple[str, ...], per_query: bool, as_json: bool) -> None:
     """Score a TREC run file against qrels (TREC four-column or BEIR TSV) with trec_eval's definitions.
 
-    Every judged query is scored, one without results as 0 (trec_eval -c); num_q is their count. The all row
-    is the mean over them, for the counts NumQ, NumRel and NumRet the total, as trec_eval prints it. A run and
-    qrels with no query in common are an error."""
+    Every judged query is scored as trec_eval -c scores it: one without results as 0, one whose judgments are
+    all 0 too (it has no relevant document); num_q is their count. The all row is the mean over them, for the
+    counts NumQ, NumRel and NumRet the total, as trec_eval prints it. A run and qrels with no query in common
+    are an error."""
     from ..eval.trec import evaluate_files
 
     means, values = evaluate_files(run_file, qrels_file, metrics)
