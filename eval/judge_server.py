@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, urlsplit
 
-from ..errors import RagEvalError
+from ..errors import RagEvalError, Terminated
 from ..textio import parse_json
 from .judgments import JudgmentsConflict, JudgmentsWriteError
 
@@ -113,9 +113,8 @@ class JudgeServer:
         announce(self.url)
         try:
             self.httpd.serve_forever(poll_interval=0.2)
-        except KeyboardInterrupt as exc:
-            # The command line raises SIGTERM as a subclass of KeyboardInterrupt (rag_eval.cli.Terminated).
-            self.stop_reason = "interrupted" if type(exc) is KeyboardInterrupt else "terminated"
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM as the command line raises it
+            self.stop_reason = "terminated" if isinstance(exc, Terminated) else "interrupted"
         finally:
             stop.set()
         return self.stop_reason or "stopped"

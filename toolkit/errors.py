@@ -60,3 +60,9 @@ class DatasetError(RagEvalError, ValueError):
 
 class ServeError(RagEvalError):
     """A server that cannot start: no index, a duplicate index name, a missing --root, a port in use."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread as Ctrl-C raises KeyboardInterrupt (a subclass, so what stops on Ctrl-C,
+    a server, stops on it too), so every ``finally`` and staged output is cleaned up before the process ends.
+    The command line installs the handler that raises it."""

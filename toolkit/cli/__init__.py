@@ -11,16 +11,11 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..errors import RagEvalError
+from ..errors import RagEvalError, Terminated
 
 #: Exit statuses of a command stopped by a signal, as a shell reports them: 128 + the signal's number.
 INTERRUPTED_EXIT = 128 + signal.SIGINT
 TERMINATED_EXIT = 128 + signal.SIGTERM
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt (a subclass, so a server stops on it as
-    on Ctrl-C), so that every ``finally`` and staged output is cleaned up before the process ends."""
 
 
 def _terminate(signum: int, frame: Any) -> None:
