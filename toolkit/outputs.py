@@ -57,7 +57,8 @@ def inside(output: str | Path, source: str | Path) -> bool:
 #: journal). An output under such a name would be taken for one: opening the database, SQLite replays a hot journal
 #: into it or deletes the file.
 SQLITE_SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
-_SQLITE_HEADER = b"SQLite format 3\x00"
+#: The first bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def sqlite_side_file_of(path: str | Path) -> tuple[Path, str] | None:
@@ -80,7 +81,7 @@ def _is_sqlite(path: Path) -> bool:
         if info.st_size == 0:
             return True
         with open(path, "rb") as handle:
-            return handle.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+            return handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER
     except (OSError, ValueError):
         return False
 

@@ -16,6 +16,7 @@ from .columns import field_columns
 from .errors import IndexFileError, SpecError
 from .indexmeta import SCHEMA_VERSION, RagEvalWarning, load_meta, parse_defaults, read_meta
 from .locks import build_lock
+from .outputs import SQLITE_HEADER
 from .processing import QueryProcessing
 from .records import Chunk
 from .textio import file_kind
@@ -76,7 +77,6 @@ OWN_TABLES = frozenset(
         "impact_blocks",
     }
 )
-_SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def create_schema(db: sqlite3.Connection, fields: int = 1) -> None:
@@ -106,10 +106,10 @@ def foreign_reason(path: str | Path) -> str | None:
         return None
     try:
         with open(path, "rb") as handle:
-            header = handle.read(len(_SQLITE_HEADER))
+            header = handle.read(len(SQLITE_HEADER))
     except OSError as exc:
         return f"it cannot be read ({exc.strerror})"
-    if header != _SQLITE_HEADER:
+    if header != SQLITE_HEADER:
         return f"it is not a SQLite database ({size} bytes of something else)"
     try:
         # Looking must leave no trace: without a WAL file the main file holds everything, and reading it
