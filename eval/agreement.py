@@ -217,7 +217,7 @@ def label_free(
     queries = list(dataset.queries)
     ranked = {name: ranked_ids(run) for name, run in runs.items()}
     zero = zero_hit_rate(ranked, queries)
-    judged_queries = sorted(q for q in dataset.qrels if q in dataset.queries)
+    judged_queries = sorted(dataset.judged())
     judged = judged_at(ranked, dataset.qrels, judged_queries) if judged_queries else None
     unjudged = judged_at(ranked, dataset.qrels, queries) if judged_queries else None
     for row in rows:

@@ -61,9 +61,14 @@ class Dataset:
             digest.update(json.dumps(part, ensure_ascii=False, separators=(",", ":")).encode())
         return digest.hexdigest()
 
+    def judged(self) -> list[str]:
+        """The ids of the questions with a judgment, in the queries' order: what every metric averages over
+        (as ``metrics.judged_queries`` picks them from qrels, where trec_eval -c takes every query judged)."""
+        return [q for q in self.queries if self.qrels.get(q)]
+
     def stats(self) -> dict[str, Any]:
         """Counts and average lengths, as ``rag-eval datasets show`` prints them."""
-        judged = [q for q in self.queries if q in self.qrels]
+        judged = self.judged()
         kinds: dict[str, int] = {}
         for query in self.queries.values():
             kinds[query.kind or "-"] = kinds.get(query.kind or "-", 0) + 1

@@ -301,11 +301,6 @@ def _evaluate(
     return found
 
 
-def _judged(dataset: Dataset) -> list[str]:
-    """The queries every metric averages over: those with a judgment (as in metrics.evaluate)."""
-    return [q for q in dataset.queries if dataset.qrels.get(q)]
-
-
 def _relevant(dataset: Dataset) -> bool:
     """Whether some query has a relevant document: without one every metric is 0 and compare refuses."""
     return any(grade > 0 for q in dataset.queries for grade in dataset.qrels.get(q, {}).values())
@@ -420,7 +415,7 @@ def search_space(
     rows = _evaluate(remaining, finalists, metric, progress, 2)
     seconds["round 2"] = round(time.perf_counter() - clock, 1)
     if earlier:
-        rows = {c.name: _merged(earlier[c.name], rows[c.name], _judged(dev), metric) for c in finalists}
+        rows = {c.name: _merged(earlier[c.name], rows[c.name], dev.judged(), metric) for c in finalists}
     final = [_trial(c, rows[c.name], metric, 2, len(dev.queries)) for c in finalists]
     trials += final
     for trial in final:
@@ -534,7 +529,7 @@ def tune(
         test_report = _test_evidence(held, test_rows, on_front, singles, metric)
         queries = "held-back queries" if eval_on is None else f"queries of {held.id}"
         paragraph = _paragraph(best, test_report, metric, on_front, queries, found.tied)
-        warning = few_queries_warning(len(_judged(dev)), test_report, metric, queries)
+        warning = few_queries_warning(len(dev.judged()), test_report, metric, queries)
         if other is not None and asked_again:
             note = (
                 f"{len(asked_again)} of the {len(other.queries)} queries of {other.id} ask a dev query tune chose on "
@@ -617,7 +612,7 @@ def _test_evidence(
     held: Dataset, rows: dict[str, dict[str, Any]], on_front: list[Trial], singles: list[Trial], metric: str
 ) -> dict[str, Any]:
     """Each front member against the best single tokenizer on the held-back queries."""
-    judged = sorted(_judged(held))
+    judged = sorted(held.judged())
 
     def values(name: str) -> list[float]:
         per_query = rows[name].get("_per_query") or {}
@@ -669,7 +664,7 @@ def _test_evidence(
 def reused_dev_queries(dev: Dataset, held: Dataset) -> list[str]:
     """The queries of ``held`` that ask a judged dev query again: the same text (runs of whitespace aside),
     whatever their ids (a copy of the tuned set, or one that numbers its questions anew)."""
-    asked = {" ".join(dev.queries[q].text.split()) for q in _judged(dev)}
+    asked = {" ".join(dev.queries[q].text.split()) for q in dev.judged()}
     return [q for q, query in held.queries.items() if " ".join(query.text.split()) in asked]
 
 
