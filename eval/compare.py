@@ -302,12 +302,13 @@ def compare(
     qrels = dataset.qrel_list()
     checked = check_qrels(qrels)
     judged_ids = judged_queries(checked)
-    if not relevant_queries(checked) and dataset.meta.get("format") != "source":
+    relevant = bool(relevant_queries(checked))
+    if not relevant and dataset.meta.get("format") != "source":
         raise RagEvalError(
             f"dataset {dataset.id!r} has no relevant document (no qrel with a positive grade): every metric would be 0",
             hint="check the dataset's qrels",
         )
-    if not relevant_queries(checked):  # a knowledge base and questions without judgments: what needs no labels
+    if not relevant:  # a knowledge base and questions without judgments: what needs no labels
         metrics, judged_ids = [], []
     outside_docs = [(run, read_run(run.path)) for run in outside or []]
     corpus_ids = set(dataset.corpus)

@@ -167,7 +167,7 @@ class Selector:
         first_system = np.argmin(best, axis=1)
         self._naive = np.lexsort((first_system, self._qidx, best.min(axis=1)))
         self._history: list[_Action] = []
-        self._answered = sum(1 for docs in self._pool.values() if docs)
+        self._pooled_questions = sum(1 for docs in self._pool.values() if docs)  # questions with a passage to grade
         self._model = PoolModel(self._disc, self._qidx, len(self._queries), samples, seed)
         self._cache: Completions | None = None
 
@@ -312,8 +312,7 @@ class Selector:
         confidence = 1.0 if certain else float(wins[leader])
         # Shown as compare will average: each completion's mean over its questions with a relevant passage,
         # rescaled to one over every pooled question (the ranking and the decision above are unchanged).
-        pooled_queries = max(1, np.unique(self._qidx).size)
-        shown = (sampled.scores * (sampled.relevant / pooled_queries)).mean(axis=1)
+        shown = (sampled.scores * (sampled.relevant / max(1, self._pooled_questions))).mean(axis=1)
         judged = int(np.count_nonzero(~np.isnan(self._grades)))
         if self._history:
             self._history[-1].lead = (leader, confidence)
@@ -327,7 +326,7 @@ class Selector:
             if action.lead[0] != leader or action.lead[1] < self.target:
                 break
             streak += 1
-        held = streak >= STREAK and judged >= self._answered
+        held = streak >= STREAK and judged >= self._pooled_questions
         return Decision(
             leader=self._systems[leader],
             runner_up=None if runner is None else self._systems[runner],
