@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_impact import assert_same, fts5_top, impact_top
 
-from rag_eval import impact
+from rag_eval import impact, impact_write
 from rag_eval.store import Index
 from rag_eval.writer import build
 
@@ -40,9 +40,9 @@ def test_blocks_group_terms_as_one_at_a_time_would(postings: list[int]) -> None:
     ends = np.cumsum(postings).tolist()
     terms = [f"t{number:05d}" for number in range(len(postings))]
     db = sqlite3.connect(":memory:")
-    db.execute(impact._SCHEMA)
+    db.execute(impact_write._SCHEMA)
     rowids = np.concatenate([np.arange(1, count + 1) for count in postings])
-    blocks = impact._Blocks(db, np.ones(1 + int(rowids.max())), 1.0)
+    blocks = impact_write._Blocks(db, np.ones(1 + int(rowids.max())), 1.0)
     assert blocks.write(terms, rowids, np.ones(len(rowids)), ends) == len(terms)
     stored = db.execute("SELECT first, terms, bounds, rowids FROM impact_blocks ORDER BY first").fetchall()
     expected = reference_blocks(ends)

@@ -13,7 +13,7 @@ from conftest import tokenizer_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_eval import impact
+from rag_eval import impact, impact_rank, impact_read, impact_write
 from rag_eval.errors import QueryError
 from rag_eval.eval.shipped import corpus_dir, datasets_root, entry
 from rag_eval.query import compile_query
@@ -323,14 +323,14 @@ def test_counted_postings_equal_the_instance_by_instance_ones(
     ]
     source.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
     builder = "passages" if title_weight is None else f"passages:title_weight={title_weight}"
-    monkeypatch.setattr(impact, "_BATCH_INSTANCES", 7)
+    monkeypatch.setattr(impact_write, "_BATCH_INSTANCES", 7)
     counted = tmp_path / "counted.sqlite"
     build(source, counted, builder=builder, tokenizer=spec, engine="impact")
 
     def out_of_step(*args: object) -> int:
-        raise impact._OutOfStep
+        raise impact_write._OutOfStep
 
-    monkeypatch.setattr(impact, "_write_counted", out_of_step)
+    monkeypatch.setattr(impact_write, "_write_counted", out_of_step)
     stepped = tmp_path / "stepped.sqlite"
     build(source, stepped, builder=builder, tokenizer=spec, engine="impact")
     assert len(impacts_of(counted)) > 5
@@ -451,10 +451,10 @@ def test_cli_build_and_search_name_the_engine(tmp_path: Path, docs: Path) -> Non
 
 def pruning_used(index: Index, compiled: Any, limit: int) -> bool:
     """Whether MaxScore answered ``compiled`` by pruning rather than falling back to scoring every row."""
-    present = {t: p for t in compiled.terms if (p := impact._postings_of(index, t)) is not None}
+    present = {t: p for t in compiled.terms if (p := impact_read._postings_of(index, t)) is not None}
     if not present:
         return False
-    scorer = impact._Scorer(compiled.terms, present, conjunctive=False)
+    scorer = impact_rank._Scorer(compiled.terms, present, conjunctive=False)
     calls = []
     everything = scorer.everything
     scorer.everything = lambda k: calls.append(k) or everything(k)  # type: ignore[method-assign]
@@ -495,11 +495,11 @@ def test_pruning_by_default_where_one_list_leads(
     # By default a query is pruned when its longest list holds most of its postings (a frequent term's); the
     # list's length floor is for 135k rows, so it is lowered to the handbook's. Both paths must be taken, and agree.
     tokenizer_for(spec)
-    monkeypatch.setattr(impact, "PRUNE_MIN_POSTINGS", 0)
+    monkeypatch.setattr(impact_rank, "PRUNE_MIN_POSTINGS", 0)
     taken = {"maxscore": 0, "everything": 0}
 
     def counted(name: str) -> Any:
-        real = getattr(impact._Scorer, name)
+        real = getattr(impact_rank._Scorer, name)
 
         def method(self: Any, k: int) -> Any:
             taken[name] += 1
@@ -508,7 +508,7 @@ def test_pruning_by_default_where_one_list_leads(
         return method
 
     for name in taken:
-        monkeypatch.setattr(impact._Scorer, name, counted(name))
+        monkeypatch.setattr(impact_rank._Scorer, name, counted(name))
     with shipped_index(built, tmp_path_factory.getbasetemp(), "handbook", spec) as index, index.reading():
         for text in queries("handbook")[:80] + ["的是什么", "导出的文件是什么的"]:
             compiled = compile_query(index.tokenizer, text, "or")
@@ -527,12 +527,12 @@ def test_pruning_pays_only_for_a_leading_list(monkeypatch: pytest.MonkeyPatch) -
     def lists(*lengths: int) -> dict[str, impact.Postings]:
         return {str(n): impact.Postings(np.arange(1, n + 1), np.ones(n), 1.0) for n in lengths}
 
-    monkeypatch.setattr(impact, "PRUNE_MIN_POSTINGS", 1000)
-    assert impact._pays(lists(6000, 2000, 2000))  # 60%
-    assert not impact._pays(lists(5900, 2100, 2000))
-    assert impact._pays(lists(1000, 300, 200))
-    assert not impact._pays(lists(999, 300, 200))  # too short a list to pay for the bounds
-    assert not impact._pays(lists(6000))  # one list: nothing to skip
+    monkeypatch.setattr(impact_rank, "PRUNE_MIN_POSTINGS", 1000)
+    assert impact_rank._pays(lists(6000, 2000, 2000))  # 60%
+    assert not impact_rank._pays(lists(5900, 2100, 2000))
+    assert impact_rank._pays(lists(1000, 300, 200))
+    assert not impact_rank._pays(lists(999, 300, 200))  # too short a list to pay for the bounds
+    assert not impact_rank._pays(lists(6000))  # one list: nothing to skip
 
 
 @pytest.mark.parametrize("spec", ["bigram", "unigram"])
@@ -548,11 +548,11 @@ def test_pruned_with_filters_grows_until_the_limit(
                 for limit in (1, 4, 30):
                     expected = fts5_top(index, text, "or", limit, **chosen)
                     for prune in (True, False, None):
-                        impact.PRUNE, default = prune, impact.PRUNE
+                        impact_rank.PRUNE, default = prune, impact_rank.PRUNE
                         try:
                             assert_same(expected, impact_top(index, text, "or", limit, **chosen))
                         finally:
-                            impact.PRUNE = default
+                            impact_rank.PRUNE = default
 
 
 FREQUENT = st.text(st.sampled_from(list("的的的是是导出文件天")), max_size=8)
@@ -584,8 +584,8 @@ def test_pruning_on_random_corpora_with_ties_and_frequent_terms(
                 assert impact.ranked(index, compiled, limit, prune=True) == full
                 assert_same(fts5_top(index, text, mode, limit), full)
                 with pytest.MonkeyPatch.context() as patch:  # the cut before ranking, forced at this size
-                    patch.setattr(impact, "CUT_MIN_POSTINGS", 0)
-                    patch.setattr(impact, "POOL_POSTINGS", 1)
+                    patch.setattr(impact_rank, "CUT_MIN_POSTINGS", 0)
+                    patch.setattr(impact_rank, "POOL_POSTINGS", 1)
                     assert impact.ranked(index, compiled, limit, prune=False) == full
 
 
@@ -598,11 +598,13 @@ def test_the_cut_before_ranking_keeps_fts5_ranking(
 ) -> None:
     # Regression guard: only rows at or above the cut are ranked; a cut above the true k-th score would
     # drop hits or ties. Its size thresholds are for 135k rows, so it is forced on the handbook.
-    monkeypatch.setattr(impact, "CUT_MIN_POSTINGS", 0)
-    monkeypatch.setattr(impact, "POOL_POSTINGS", 1)
+    monkeypatch.setattr(impact_rank, "CUT_MIN_POSTINGS", 0)
+    monkeypatch.setattr(impact_rank, "POOL_POSTINGS", 1)
     cuts: list[float] = []
-    real = impact._Scorer._cut
-    monkeypatch.setattr(impact._Scorer, "_cut", lambda self, scores, k: cuts.append(real(self, scores, k)) or cuts[-1])
+    real = impact_rank._Scorer._cut
+    monkeypatch.setattr(
+        impact_rank._Scorer, "_cut", lambda self, scores, k: cuts.append(real(self, scores, k)) or cuts[-1]
+    )
     with shipped_index(built, tmp_path_factory.getbasetemp(), "handbook", spec) as index, index.reading():
         for text in queries("handbook")[:60] + ["的是什么"]:
             compiled = compile_query(index.tokenizer, text, "or")
@@ -778,7 +780,7 @@ def test_the_postings_cache_counts_each_byte_once_and_starts_over_past_its_bound
         impact.preload(index)  # blocks already held are read again: still counted once
         blobs = sum(len(block.rowids) + len(block.weights) for block in cache.blocks.values())
         assert cache.bytes == blobs + scores + impact.ENTRY_BYTES * len(cache.lists)
-    monkeypatch.setattr(impact, "CACHE_BYTES", 1)
+    monkeypatch.setattr(impact_read, "CACHE_BYTES", 1)
     with Index.open(path) as index:
         first = impact_top(index, texts[0], "or", 20)
         held = index.postings
@@ -794,7 +796,7 @@ def test_terms_no_row_holds_fill_the_postings_cache_too(
     index's agent making up identifiers) starts the cache over at its bound instead of growing it."""
     path = tmp_path / "docs.sqlite"
     build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
-    monkeypatch.setattr(impact, "CACHE_BYTES", 8_000)
+    monkeypatch.setattr(impact_read, "CACHE_BYTES", 8_000)
     with Index.open(path) as index:
         largest = 0
         for number in range(200):
@@ -833,7 +835,7 @@ def test_postings_over_the_budget_or_in_an_older_table_are_read_as_queried(tmp_p
         assert not index.postings.blocks and not index.postings.complete
         assert impact_top(index, "导出备份", "or", 10)
     with Index.open(path) as index:
-        index.postings = impact._Cache(impact.LEGACY_TABLE)  # as an older build's cache
+        index.postings = impact_read._Cache(impact.LEGACY_TABLE)  # as an older build's cache
         assert not impact.preload(index) and not index.postings.blocks
 
 

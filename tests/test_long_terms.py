@@ -11,7 +11,7 @@ import pytest
 import regex
 from test_impact import assert_same, fts5_top, impact_top
 
-from rag_eval import impact
+from rag_eval import impact, impact_write
 from rag_eval.query import compile_query
 from rag_eval.search import search
 from rag_eval.store import Index
@@ -102,5 +102,5 @@ def test_bm25s_reads_a_term_fts5_cut_inside_a_character(tmp_path: Path) -> None:
     cut = [name for name in vocabulary if name.startswith("\0")]
     assert len(cut) == 1 and len(bytes.fromhex(cut[0][1:])) == impact.FTS5_TOKEN_BYTES
     for rowid, document in zip(rows, documents, strict=True):
-        assert len(document) == sum(impact._varints(sizes[rowid]))
+        assert len(document) == sum(impact_write._varints(sizes[rowid]))
         assert vocabulary[cut[0]] in document

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rag_eval import impact, writer
+from rag_eval import impact_write, writer
 from rag_eval.store import connect
 
 STEPS = {
@@ -71,7 +71,7 @@ def main() -> None:
     corpus, strategy, rounds = arguments[0], arguments[1], int(arguments[2])
     engine = arguments[3] if len(arguments) > 3 else "auto"
     writer.write_impacts = timed("postings", writer.write_impacts)  # type: ignore[assignment]
-    impact._write_counted = timed("postings_counted", impact._write_counted)  # type: ignore[assignment]
+    impact_write._write_counted = timed("postings_counted", impact_write._write_counted)  # type: ignore[assignment]
     writer._checkpoint = timed("checkpoint", writer._checkpoint)  # type: ignore[assignment]
     writer._flush_to_disk = timed("sync_to_disk", writer._flush_to_disk)  # type: ignore[assignment]
     writer._publish = timed("publish", writer._publish)  # type: ignore[assignment]

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_eval import impact
+from rag_eval import impact, impact_read
 from rag_eval.search import _ranking_sql, search, weights_for
 from rag_eval.store import Index
 from rag_eval.writer import build
@@ -101,7 +101,7 @@ def measure(corpus: Path, out: Path, spec: str) -> dict[str, Any]:
             if compiled.expression is not None and impact.fallback_reason(index, compiled) is not None:
                 fallbacks += 1
             with index.reading():
-                found = [impact._postings_of(index, key) for key in dict.fromkeys(impact.query_keys(compiled))]
+                found = [impact_read._postings_of(index, key) for key in dict.fromkeys(impact.query_keys(compiled))]
                 counts = [len(postings.ids) for postings in found if postings is not None]
             postings += sum(counts)
             clamped = [n for n in counts if impact.idf(rows, n) == impact.CLAMPED_IDF]

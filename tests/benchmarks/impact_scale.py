@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 from impact_latency import percentiles  # this script's folder is on sys.path
 
-from rag_eval import impact
+from rag_eval import impact, impact_rank
 from rag_eval.query import compile_query
 from rag_eval.search import CHUNK_FIELDS, KEY_FIELDS, _ranking_sql, search
 from rag_eval.store import Index
@@ -141,7 +141,7 @@ def measure_one(index_file: Path, texts: list[str]) -> dict[str, Any]:
 
         def end_to_end(engine: str, prune: bool | None = None, keys_only: bool = False) -> Callable[[int], float]:
             def run(number: int) -> float:
-                impact.PRUNE = bool(prune)
+                impact_rank.PRUNE = bool(prune)
                 result = search(
                     index,
                     texts[number],
@@ -217,7 +217,7 @@ def measure_one(index_file: Path, texts: list[str]) -> dict[str, Any]:
                 identical += pruned == [(row[0], row[1]) for row in expected]
                 equal_to_full += pruned == impact.ranked(index, compiled[number], DEPTH, prune=False)
         load.append(os.getloadavg()[0])
-        impact.PRUNE = True
+        impact_rank.PRUNE = True
         return {
             "chunks": index.chunks,
             "queries": len(numbers) - WARMUP,

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from impact_scale import replicate  # this script's folder is on sys.path
 
-from rag_eval import impact
+from rag_eval import impact, impact_rank, impact_read
 from rag_eval.builders import get_builder
 from rag_eval.eval.formats import load_dataset
 from rag_eval.eval.runner import DEPTH, cached_build, corpus_source
@@ -72,8 +72,8 @@ def measure(dataset: str, strategy: str, repeat: int, tuned: int) -> dict[str, A
                 best[name].append(min(times))
             identical += results["unpruned"] == results["default"] == results["forced"]
             keys = dict.fromkeys(impact.query_keys(query))
-            present = {key: p for key in keys if (p := impact._postings_of(index, key)) is not None}
-            pruned += bool(present) and impact._pays(present)
+            present = {key: p for key in keys if (p := impact_read._postings_of(index, key)) is not None}
+            pruned += bool(present) and impact_rank._pays(present)
     return {
         "rows": index.chunks,
         "queries": len(compiled),

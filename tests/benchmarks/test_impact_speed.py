@@ -21,7 +21,7 @@ ROUNDS = 5
 IMPACT_RATIO_BOUND = 1.5
 
 
-#: The same with rank-safe pruning forced on every query (``impact.PRUNE = True``; by default only queries led
+#: The same with rank-safe pruning forced on every query (``impact_rank.PRUNE = True``; by default only queries led
 #: by one long list are pruned, none at the handbook's size): measured 0.60 (unigram) and 0.89 (jieba) on the
 #: same machine (unpruned 0.30 and 0.57 in that run); 1.5 fails when pruning becomes slower than FTS5's
 #: statement by half.
@@ -30,13 +30,13 @@ PRUNED_RATIO_BOUND = 1.5
 
 def impact_ratio(index_path: Path, queries: list[str], *, prune: bool | None = None) -> float:
     """Median over queries of (best impact search phase) / (best FTS5 search phase), alternating rounds."""
-    import rag_eval.impact as impact
+    import rag_eval.impact_rank as impact_rank
 
-    impact.PRUNE, default = prune, impact.PRUNE
+    impact_rank.PRUNE, default = prune, impact_rank.PRUNE
     try:
         return _ratio(index_path, queries)
     finally:
-        impact.PRUNE = default
+        impact_rank.PRUNE = default
 
 
 def _ratio(index_path: Path, queries: list[str]) -> float:
@@ -106,15 +106,15 @@ def test_the_pruned_gate_fails_on_an_injected_slowdown(
     """Regression guard: a 2 ms delay in MaxScore must push the pruned ratio over its bound."""
     import time
 
-    import rag_eval.impact as impact
+    import rag_eval.impact_rank as impact_rank
 
-    original = impact._Scorer.maxscore
+    original = impact_rank._Scorer.maxscore
 
     def slow(self, k):
         time.sleep(0.002)
         return original(self, k)
 
-    monkeypatch.setattr(impact._Scorer, "maxscore", slow)
+    monkeypatch.setattr(impact_rank._Scorer, "maxscore", slow)
     ratio = benchmark.pedantic(
         impact_ratio, args=(indexes["unigram"], handbook_queries()[:30]), kwargs={"prune": True}, rounds=1, iterations=1
     )
