@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError
-from rag_eval.eval import tune as tune_module
+from rag_eval.eval import tune_space
 from rag_eval.eval.compare import load_systems_toml
 from rag_eval.eval.gate import check
 from rag_eval.eval.tune import candidates, load_space, tune
@@ -57,7 +57,7 @@ def test_a_space_of_millions_of_candidates_is_refused_before_any_is_made(
     def made(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("a candidate was made: the space was enumerated instead of refused")
 
-    monkeypatch.setattr(tune_module, "Candidate", made)
+    monkeypatch.setattr(tune_space, "Candidate", made)  # looked up where candidates() is
     with pytest.raises(RagEvalError, match=r"candidates, more than \d+"):
         candidates(load_space(path))
     result = CliRunner().invoke(cli, ["tune", "handbook", "--space", str(path), "-o", str(tmp_path / "out")])

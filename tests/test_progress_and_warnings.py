@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import rag_eval.eval.tune as tuning
+import rag_eval.eval.tune_search as tune_search
 from rag_eval.cli import cli
 from rag_eval.eval.agreement import FEW_QUERIES
 from rag_eval.eval.oracle import sampling_study
@@ -97,14 +97,14 @@ def test_tune_picks_the_same_system_whatever_the_latency_noise_and_warns_on_few_
     """Regression: 7 dev queries gave a recommendation without the warning compare gives below 25."""
     space = tmp_path / "space.toml"
     space.write_text('tokenizers = ["jieba", "jieba:mode=precise"]\n', encoding="utf-8")
-    measured = tuning._trial
+    measured = tune_search._trial
 
     def noisy(candidate: Candidate, row: dict[str, Any], metric: str, round_number: int, queries: int) -> Trial:
         trial = measured(candidate, row, metric, round_number, queries)
         trial.p95_ms = 0.2 if candidate.name == "jieba:mode=precise" else 0.3  # faster, within the noise
         return trial
 
-    monkeypatch.setattr(tuning, "_trial", noisy)
+    monkeypatch.setattr(tune_search, "_trial", noisy)  # looked up where search_space() is
     out = tmp_path / "tune"
     result = CliRunner().invoke(cli, ["tune", "evidence-mini", "--space", str(space), "--budget", "2", "-o", str(out)])
     assert result.exit_code == 0, result.output + result.stderr

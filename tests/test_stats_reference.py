@@ -19,7 +19,7 @@ from rag_eval.errors import RagEvalError
 from rag_eval.eval import stats
 from rag_eval.eval.agreement import ALPHA, POWER, detectable_difference, power_table, smallest_p
 from rag_eval.eval.agreement import test_reach as reach_in_words  # not collected as a test under this name
-from rag_eval.eval.compare import BOOTSTRAP, _bootstrap_ci
+from rag_eval.eval.compare_stats import BOOTSTRAP, bootstrap_ci
 from rag_eval.eval.stats import (
     PERMUTATIONS,
     StatsError,
@@ -282,7 +282,7 @@ def bootstrap_coverage(n: int, replicates: int = 300) -> float:
     mean = 2 / (2 + 3)  # Beta(2, 3), skewed and bounded like a per-query metric
     hits = 0
     for _ in range(replicates):
-        low, high = _bootstrap_ci(list(rng.beta(2, 3, n)))
+        low, high = bootstrap_ci(list(rng.beta(2, 3, n)))
         hits += low <= mean <= high
     return hits / replicates
 
@@ -304,14 +304,14 @@ def test_bootstrap_interval_is_the_expanded_percentile_interval(n: int) -> None:
     means = np.asarray(values)[np.random.default_rng(stats.SEED).integers(0, n, size=(BOOTSTRAP, n))].mean(axis=1)
     tail = scipy_stats.norm.cdf(-math.sqrt(n / (n - 1)) * scipy_stats.t.ppf(0.975, n - 1))
     expected = [round(float(np.quantile(means, q)), 4) for q in (tail, 1 - tail)]
-    assert _bootstrap_ci(values) == expected
-    assert _bootstrap_ci(values) == _bootstrap_ci(values)  # seeded
+    assert bootstrap_ci(values) == expected
+    assert bootstrap_ci(values) == bootstrap_ci(values)  # seeded
 
 
 def test_bootstrap_interval_on_degenerate_input() -> None:
-    assert _bootstrap_ci([]) == [0.0, 0.0]
-    assert _bootstrap_ci([0.3] * 7) == [0.3, 0.3]
-    assert _bootstrap_ci([0.3]) == [0.3, 0.3]
+    assert bootstrap_ci([]) == [0.0, 0.0]
+    assert bootstrap_ci([0.3] * 7) == [0.3, 0.3]
+    assert bootstrap_ci([0.3]) == [0.3, 0.3]
 
 
 @pytest.mark.parametrize("df", [1, 2, 3, 4, 5, 6, 9, 10, 24, 49, 99, 100, 1001, 55_577])

@@ -154,7 +154,7 @@ def test_the_last_round_keeps_the_first_rounds_results_and_equals_a_run_on_all_d
 ) -> None:
     """Finalists run only on the dev queries round 1 did not see; merged, their quality is exactly what a
     run on every dev query gives (a judged query with no result counts 0 in both)."""
-    from rag_eval.eval.tune import _evaluate
+    from rag_eval.eval.tune_search import _evaluate
 
     data = load_dataset("handbook")
     dev_ids, _test = split_ids(list(data.queries), 0.5)

@@ -17,7 +17,8 @@ from rag_eval.eval.fusion import Fusion, FusionError, fuse, fuse_files
 from rag_eval.eval.runner import System
 from rag_eval.eval.shipped import export_shipped
 from rag_eval.eval.split import DEV_FRACTION, split_ids, subset
-from rag_eval.eval.tune import Candidate, Trial, _paragraph, candidates, load_space, search_space, tune
+from rag_eval.eval.tune import Candidate, Trial, candidates, load_space, search_space, tune
+from rag_eval.eval.tune_report import _paragraph
 
 
 def _space(tmp_path: Path, text: str) -> Path:
