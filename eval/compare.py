@@ -11,6 +11,7 @@ from typing import Any
 
 from ..builders import get_builder
 from ..errors import RagEvalError
+from ..locks import in_use_scope
 from ..outputs import inside, recorded_name
 from ..processing import QueryProcessing
 from ..textio import control_character
@@ -137,18 +138,19 @@ def compare(
     measured: dict[str, SystemRun] = {}
     rows: list[dict[str, Any]] = []
     per_query: dict[str, dict[str, dict[str, float]]] = {}
-    for system in systems:
-        callback = (
-            (lambda phase, done, total, name=system.name: progress(name, phase, done, total)) if progress else None
-        )
-        result: SystemRun = run_system(dataset, system, progress=callback)
-        tokens_per_passage = count_tokens_per_passage(result.index_path)
-        check_units(result.run, corpus_ids, system.name, dataset)
-        means, values = scored_run(qrels, result.run, metrics + curve, judged_ids)
-        runs[system.name] = result.run
-        measured[system.name] = result
-        per_query[system.name] = values
-        rows.append(system_row(dataset, system, result, means, values, metrics, curve, tokens_per_passage))
+    with in_use_scope():  # each system's cached index, until its passages are counted: `cache clear` leaves it
+        for system in systems:
+            callback = (
+                (lambda phase, done, total, name=system.name: progress(name, phase, done, total)) if progress else None
+            )
+            result: SystemRun = run_system(dataset, system, progress=callback)
+            tokens_per_passage = count_tokens_per_passage(result.index_path)
+            check_units(result.run, corpus_ids, system.name, dataset)
+            means, values = scored_run(qrels, result.run, metrics + curve, judged_ids)
+            runs[system.name] = result.run
+            measured[system.name] = result
+            per_query[system.name] = values
+            rows.append(system_row(dataset, system, result, means, values, metrics, curve, tokens_per_passage))
     for run, docs in outside_docs:
         check_units(docs, corpus_ids, run.name, dataset)
         means, values = scored_run(qrels, docs, metrics + curve, judged_ids)

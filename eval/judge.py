@@ -21,6 +21,7 @@ from typing import Any
 
 from ..builders import get_builder
 from ..errors import RagEvalError
+from ..locks import in_use_scope
 from ..outputs import check_file_target, recorded_name, write_text_atomic
 from ..records import Progress
 from ..tokenizers import Tokenizer, get_tokenizer, written_spec
@@ -122,13 +123,14 @@ def build_pool(
 ) -> Pool:
     """Build (or reuse) every system's index and run each question ``depth`` deep."""
     runs: dict[str, dict[str, list[str]]] = {}
-    for name, system in systems.items():
-        callback: Progress | None = None
-        if progress is not None:
-            callback = functools.partial(_system_progress, progress, name)
-        result = run_system(dataset, system, depth=identity.depth, progress=callback)
-        found = ranked_ids(result.run)
-        runs[name] = {q: [check_id(doc, "passage id") for doc in found.get(q, [])] for q in dataset.queries}
+    with in_use_scope():  # the pool keeps the runs; no index is read once they are made
+        for name, system in systems.items():
+            callback: Progress | None = None
+            if progress is not None:
+                callback = functools.partial(_system_progress, progress, name)
+            result = run_system(dataset, system, depth=identity.depth, progress=callback)
+            found = ranked_ids(result.run)
+            runs[name] = {q: [check_id(doc, "passage id") for doc in found.get(q, [])] for q in dataset.queries}
     tokenizers = {name: get_tokenizer(system.tokenizer) for name, system in systems.items()}
     return Pool(dataset, systems, tokenizers, runs, identity, identity.depth, skipped)
 

@@ -18,7 +18,7 @@ from ..builders.base import resolve_inside
 from ..cache import cache_dir
 from ..errors import CorpusError, IndexFileError, RagEvalError
 from ..indexmeta import recorded_meta
-from ..locks import remove_database
+from ..locks import hold_in_use, remove_database
 from ..outputs import write_text_atomic
 from ..processing import QueryProcessing
 from ..records import Progress
@@ -43,6 +43,8 @@ CACHE_FORMAT = 2
 FREEZE_EVERY = 200
 #: Largest cached build report read back (a few hundred bytes in practice).
 MAX_BUILD_REPORT_BYTES = 1_000_000
+#: Builds of one cached index a command tries when ``cache clear`` removes it each time as the build ends.
+BUILD_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -198,27 +200,34 @@ def cached_build(
     engine match, else built; and its build report."""
     path, corpus = index_path(source, builder, tokenizer.spec, engine)
     expected = {"tokenizer_spec": tokenizer.spec, "builder": builder.system, "corpus_sha256": corpus}
-    cached = _cached_report(path, expected, engine)
-    if cached is not None:
-        return path, cached | {"cached": True}
-    _discard(path)
-    built: BuildReport = build(
-        source,
-        path,
-        builder=builder,
-        tokenizer=tokenizer,
-        progress=(lambda phase, done, total: progress(f"build {phase}", done, total)) if progress else None,
-        engine=engine,
-    )
-    recorded = _recorded_meta(path)
-    if recorded.get("corpus_sha256") != corpus:
+    for _attempt in range(BUILD_ATTEMPTS):
+        # Locked before it is checked and kept while the command runs (``in_use_scope``): a ``cache clear`` meanwhile
+        # leaves it. One removed between the check and the lock is built again.
+        if hold_in_use(path):
+            cached = _cached_report(path, expected, engine)
+            if cached is not None:
+                return path, cached | {"cached": True}
         _discard(path)
-        raise CorpusError(f"{source}: the source files changed while the index was built; run again")
-    report = dict(built.__dict__)
-    write_text_atomic(
-        path.with_suffix(".build.json"), json.dumps(report), owned=lambda _path: None, what="index build report"
-    )
-    return path, report | {"cached": False}
+        built: BuildReport = build(
+            source,
+            path,
+            builder=builder,
+            tokenizer=tokenizer,
+            progress=(lambda phase, done, total: progress(f"build {phase}", done, total)) if progress else None,
+            engine=engine,
+        )
+        if not hold_in_use(path):  # cleared as the build ended
+            continue
+        recorded = _recorded_meta(path)
+        if recorded.get("corpus_sha256") != corpus:
+            _discard(path)
+            raise CorpusError(f"{source}: the source files changed while the index was built; run again")
+        report = dict(built.__dict__)
+        write_text_atomic(
+            path.with_suffix(".build.json"), json.dumps(report), owned=lambda _path: None, what="index build report"
+        )
+        return path, report | {"cached": False}
+    raise IndexFileError(f"{path}: the cached index was removed {BUILD_ATTEMPTS} times as it was built; run again")
 
 
 def resident_bytes() -> int | None:

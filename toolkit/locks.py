@@ -12,6 +12,8 @@ from .errors import IndexFileError
 
 #: Descriptors of the locks this process holds; forked workers close their copies.
 _HELD: set[int] = set()
+#: Shared locks on cached indexes a command uses (see :func:`hold_in_use`), by absolute path.
+_IN_USE: dict[str, int] = {}
 
 
 #: The files SQLite keeps beside a database: its write-ahead log, shared memory and rollback journal.
@@ -61,10 +63,57 @@ def build_lock(path: str, *, remove_on_error: bool = False) -> Iterator[None]:
 
 
 def release_inherited_locks() -> None:
-    """In a forked child: close the inherited lock descriptors (the parent keeps its lock)."""
-    for descriptor in list(_HELD):
+    """In a forked child: close the inherited lock descriptors (the parent keeps its locks)."""
+    for descriptor in [*_HELD, *_IN_USE.values()]:
         try:
             os.close(descriptor)
         except OSError:
             pass
     _HELD.clear()
+    _IN_USE.clear()
+
+
+def _same_file(descriptor: int, path: str) -> bool:
+    try:
+        held, there = os.fstat(descriptor), os.stat(path)
+    except OSError:
+        return False
+    return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
+
+
+def hold_in_use(path: str | Path) -> bool:
+    """Take a shared ``flock`` on the file now at ``path`` and keep it until the :func:`in_use_scope` that took
+    it ends: ``cache clear`` (an exclusive non-blocking ``flock``) then leaves the file alone. False when there
+    is no file, or one being removed or built holds the exclusive lock; the caller builds it anew."""
+    key = os.path.abspath(path)
+    descriptor = _IN_USE.get(key)
+    if descriptor is not None:
+        if _same_file(descriptor, key):
+            return True
+        os.close(_IN_USE.pop(key))  # the file was replaced since: the lock guards nothing
+    try:
+        descriptor = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        return False
+    if not _same_file(descriptor, key):  # removed or replaced between the open and the lock
+        os.close(descriptor)
+        return False
+    _IN_USE[key] = descriptor
+    return True
+
+
+@contextmanager
+def in_use_scope() -> Iterator[None]:
+    """Release, when the block ends, the shared locks :func:`hold_in_use` took inside it (a command's cached
+    indexes: held while it runs, so a library caller's later ``cache clear`` is not refused for good)."""
+    before = set(_IN_USE)
+    try:
+        yield
+    finally:
+        for key in set(_IN_USE) - before:
+            os.close(_IN_USE.pop(key))
