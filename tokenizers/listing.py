@@ -20,16 +20,19 @@ class TokenizerInfo(NamedTuple):
     options: list[str]
     spec: str
     summary: str
+    #: Installed plug-ins that also declare this built-in's name and are ignored ("" when none).
+    ignored: str = ""
 
 
 def describe_all(registry: Registry[Tokenizer]) -> list[TokenizerInfo]:
     """Describe every registered tokenizer without failing on a broken or unavailable one."""
     rows = []
     for name in registry:
+        ignored = registry.shadowed(name) or ""
         try:
             cls: type[Tokenizer] = registry[name]
         except RagEvalError as exc:
-            rows.append(TokenizerInfo(name, "plug-in", False, str(exc), "", [], "", ""))
+            rows.append(TokenizerInfo(name, "plug-in", False, str(exc), "", [], "", "", ignored))
             continue
         options = [f"{o.describe()}  {o.help}" for o in cls.option_set.options]
         spec = ""
@@ -43,7 +46,7 @@ def describe_all(registry: Registry[Tokenizer]) -> list[TokenizerInfo]:
             reason = str(plugin_failure("tokenizer", name, "to describe itself", exc))
         hint = cls.install_hint if reason else _usage_hint(name)
         kind = "native FTS5" if cls.native else "Python"
-        rows.append(TokenizerInfo(name, kind, reason is None, reason or "", hint, options, spec, cls.summary))
+        rows.append(TokenizerInfo(name, kind, reason is None, reason or "", hint, options, spec, cls.summary, ignored))
     return rows
 
 

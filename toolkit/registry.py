@@ -116,6 +116,26 @@ def _type_name(declared: Any) -> str:
     return declared.__name__ if isinstance(declared, type) else str(declared)
 
 
+#: The distribution whose entry points declare the built-in plug-ins.
+OWN_DISTRIBUTION = "rag-eval"
+
+
+def _distribution(ep: EntryPoint) -> str | None:
+    dist = getattr(ep, "dist", None)
+    name = getattr(dist, "name", None) if dist is not None else None
+    return name if isinstance(name, str) else None
+
+
+def _ours(ep: EntryPoint) -> bool:
+    name = _distribution(ep)
+    return name is not None and re.sub(r"[-_.]+", "-", name).lower() == OWN_DISTRIBUTION
+
+
+def _declared_by(ep: EntryPoint) -> str:
+    dist = _distribution(ep)
+    return f"{ep.value} (package {dist})" if dist else ep.value
+
+
 class Registry(Mapping[str, type], Generic[T]):
     """Maps names to plug-in classes; names come from entry-point metadata, modules import on first use.
 
@@ -131,18 +151,33 @@ class Registry(Mapping[str, type], Generic[T]):
         self._sources: dict[str, _Source] | None = None
         self._loaded: dict[str, type] = {}
         self._conflicts: dict[str, str] = {}
+        self._shadowed: dict[str, str] = {}
 
     def _discover(self) -> dict[str, _Source]:
         if self._sources is None:
-            sources: dict[str, _Source] = {}
+            declared: dict[str, dict[str, EntryPoint]] = {}
             for ep in entry_points(group=self.group):
-                previous = sources.get(ep.name)
-                if isinstance(previous, EntryPoint) and previous.value != ep.value:
-                    self._conflicts[ep.name] = f"{previous.value} and {ep.value}"
+                declared.setdefault(ep.name, {}).setdefault(ep.value, ep)
+            sources: dict[str, _Source] = {}
+            for name, found in declared.items():
+                own = [ep for ep in found.values() if _ours(ep)]
+                if len(found) > 1 and len(own) == 1:
+                    # A plug-in reusing a built-in's name: the built-in keeps it (indexes record it; a package
+                    # installed later must not change what they open with), and the listing names the other.
+                    others = [ep for ep in found.values() if ep is not own[0]]
+                    self._shadowed[name] = " and ".join(_declared_by(ep) for ep in others)
+                    found = {own[0].value: own[0]}
+                if len(found) > 1:
+                    self._conflicts[name] = " and ".join(found)
                     continue
-                sources.setdefault(ep.name, ep)
+                sources[name] = next(iter(found.values()))
             self._sources = sources
         return self._sources
+
+    def shadowed(self, name: str) -> str | None:
+        """The installed plug-ins that also declare the built-in ``name`` and are ignored, or None."""
+        self._discover()
+        return self._shadowed.get(name)
 
     def register(self, cls: type) -> type:
         """Register a class under its ``name`` attribute; a name already taken raises RegistryError."""
@@ -153,7 +188,7 @@ class Registry(Mapping[str, type], Generic[T]):
         if problem is not None:
             raise RegistryError(f"cannot register {cls!r}: it {problem}")
         sources = self._discover()
-        if name in sources:
+        if name in self._names():
             raise RegistryError(f"duplicate {self.kind} name {name!r}: already registered")
         sources[name] = cls
         self._loaded[name] = cls
@@ -198,11 +233,15 @@ class Registry(Mapping[str, type], Generic[T]):
         self._loaded[name] = cls
         return cls
 
+    def _names(self) -> set[str]:
+        """Every declared name: a name two packages declare is listed, and looking it up says so."""
+        return {*self._discover(), *self._conflicts}
+
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._discover()))
+        return iter(sorted(self._names()))
 
     def __len__(self) -> int:
-        return len(self._discover())
+        return len(self._names())
 
     def __contains__(self, name: object) -> bool:
-        return name in self._discover()
+        return name in self._names()

@@ -36,6 +36,8 @@ def tokenizers_cmd(as_json: bool) -> None:
             click.echo(f"  spec: {row.spec}")
         if row.hint:
             click.echo(f"  {'install' if not row.available else 'try'}: {row.hint}")
+        if row.ignored:
+            click.echo(f"  ignored: {row.ignored} also declares {row.name!r}; the built-in keeps the name")
         click.echo()
 
 
