@@ -46,7 +46,7 @@ def path_under(root: Path, relative: str, error: type[RagEvalError], *, refuse_d
     root = _resolved(root, error)
     path = _resolved(root / relative, error, shown)
     if not path.is_relative_to(root):
-        raise error(f"{shown}: resolves outside the corpus root {root}")
+        raise error(f"{shown}: resolves outside the corpus root")  # not named: an agent reads this (serve)
     return path
 
 
