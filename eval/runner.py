@@ -8,6 +8,7 @@ import json
 import os
 import sqlite3
 import statistics
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from ..builders.base import resolve_inside
 from ..cache import cache_dir
 from ..errors import CorpusError, IndexFileError, RagEvalError
 from ..indexmeta import recorded_meta
-from ..locks import hold_in_use, remove_database
+from ..locks import hold_in_use, remove_database, unused
 from ..outputs import write_text_atomic
 from ..processing import QueryProcessing
 from ..records import Progress
@@ -45,6 +46,8 @@ FREEZE_EVERY = 200
 MAX_BUILD_REPORT_BYTES = 1_000_000
 #: Builds of one cached index a command tries when ``cache clear`` removes it each time as the build ends.
 BUILD_ATTEMPTS = 3
+#: How long a command waits (times the attempt) for another one to write the build report of an index it just built.
+REPORT_WAIT_SECONDS = 0.2
 
 
 @dataclass(frozen=True)
@@ -200,14 +203,21 @@ def cached_build(
     engine match, else built; and its build report."""
     path, corpus = index_path(source, builder, tokenizer.spec, engine)
     expected = {"tokenizer_spec": tokenizer.spec, "builder": builder.system, "corpus_sha256": corpus}
-    for _attempt in range(BUILD_ATTEMPTS):
+    waited = False
+    for attempt in range(BUILD_ATTEMPTS):
         # Locked before it is checked and kept while the command runs (``in_use_scope``): a ``cache clear`` meanwhile
         # leaves it. One removed between the check and the lock is built again.
         if hold_in_use(path):
             cached = _cached_report(path, expected, engine)
             if cached is not None:
                 return path, cached | {"cached": True}
-        _discard(path)
+        with unused(path) as free:
+            if free:
+                _discard(path)
+        if not free:  # another command built it and writes its report next, or holds it (cleared meanwhile)
+            waited = True
+            time.sleep(REPORT_WAIT_SECONDS * (attempt + 1))
+            continue
         built: BuildReport = build(
             source,
             path,
@@ -227,6 +237,8 @@ def cached_build(
             path.with_suffix(".build.json"), json.dumps(report), owned=lambda _path: None, what="index build report"
         )
         return path, report | {"cached": False}
+    if waited:
+        raise IndexFileError(f"{path}: another command holds this cached index without its build report; run again")
     raise IndexFileError(f"{path}: the cached index was removed {BUILD_ATTEMPTS} times as it was built; run again")
 
 

@@ -145,3 +145,51 @@ def test_hold_in_use_refuses_a_missing_or_replaced_file(tmp_path: Path) -> None:
         descriptor = locks._IN_USE[str(path)]
         assert os.fstat(descriptor).st_ino == path.stat().st_ino
     assert str(path) not in locks._IN_USE
+
+
+def test_a_command_waits_for_the_build_report_another_is_writing(
+    own_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two commands on one new key: the second found the first's index before its build report and removed it, and
+    the first then failed on its own index ("the source files changed while the index was built")."""
+    _compare_bigram()
+    (index,) = _cached_indexes(own_cache)
+    report_file = index.with_suffix(".build.json")
+    report = report_file.read_bytes()
+    report_file.unlink()  # as between the other command's build and its report
+    other = os.open(index, os.O_RDONLY)
+    fcntl.flock(other, fcntl.LOCK_SH)  # the other command holds it
+    inode = index.stat().st_ino
+    waits: list[float] = []
+
+    def other_finishes(seconds: float) -> None:
+        waits.append(seconds)
+        report_file.write_bytes(report)
+        os.close(other)
+
+    monkeypatch.setattr(runner.time, "sleep", other_finishes)
+    try:
+        result = _compare_bigram()
+    finally:
+        if not waits:
+            os.close(other)
+    assert waits == [runner.REPORT_WAIT_SECONDS]
+    assert result["systems"][0]["build"]["cached"] is True
+    assert index.stat().st_ino == inode
+
+
+def test_an_index_held_elsewhere_without_its_report_is_one_error(
+    own_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _compare_bigram()
+    (index,) = _cached_indexes(own_cache)
+    index.with_suffix(".build.json").unlink()
+    other = os.open(index, os.O_RDONLY)
+    fcntl.flock(other, fcntl.LOCK_SH)
+    monkeypatch.setattr(runner.time, "sleep", lambda _seconds: None)
+    try:
+        with pytest.raises(IndexFileError, match="another command holds this cached index without its build report"):
+            _compare_bigram()
+        assert index.exists()
+    finally:
+        os.close(other)

@@ -108,6 +108,31 @@ def hold_in_use(path: str | Path) -> bool:
 
 
 @contextmanager
+def unused(path: str | Path) -> Iterator[bool]:
+    """Whether no other process uses the file at ``path`` (none holds a lock on it): this process's shared lock on
+    it is let go, and while the block runs an exclusive one keeps others from taking theirs, so the caller may
+    remove the file. True too when there is no file."""
+    key = os.path.abspath(path)
+    held = _IN_USE.pop(key, None)
+    if held is not None:
+        os.close(held)
+    try:
+        descriptor = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(descriptor)
+
+
+@contextmanager
 def in_use_scope() -> Iterator[None]:
     """Release, when the block ends, the shared locks :func:`hold_in_use` took inside it (a command's cached
     indexes: held while it runs, so a library caller's later ``cache clear`` is not refused for good)."""
