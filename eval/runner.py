@@ -190,6 +190,10 @@ def _discard(path: Path) -> None:
     path.with_suffix(".build.json").unlink(missing_ok=True)
 
 
+def _wait_for_report(attempt: int) -> None:
+    time.sleep(REPORT_WAIT_SECONDS * (attempt + 1))
+
+
 def cached_build(
     source: Path,
     builder: Builder,
@@ -216,7 +220,7 @@ def cached_build(
                 _discard(path)
         if not free:  # another command built it and writes its report next, or holds it (cleared meanwhile)
             waited = True
-            time.sleep(REPORT_WAIT_SECONDS * (attempt + 1))
+            _wait_for_report(attempt)
             continue
         built: BuildReport = build(
             source,

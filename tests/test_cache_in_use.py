@@ -160,20 +160,20 @@ def test_a_command_waits_for_the_build_report_another_is_writing(
     other = os.open(index, os.O_RDONLY)
     fcntl.flock(other, fcntl.LOCK_SH)  # the other command holds it
     inode = index.stat().st_ino
-    waits: list[float] = []
+    waits: list[int] = []
 
-    def other_finishes(seconds: float) -> None:
-        waits.append(seconds)
+    def other_finishes(attempt: int) -> None:
+        waits.append(attempt)
         report_file.write_bytes(report)
         os.close(other)
 
-    monkeypatch.setattr(runner.time, "sleep", other_finishes)
+    monkeypatch.setattr(runner, "_wait_for_report", other_finishes)
     try:
         result = _compare_bigram()
     finally:
         if not waits:
             os.close(other)
-    assert waits == [runner.REPORT_WAIT_SECONDS]
+    assert waits == [0]
     assert result["systems"][0]["build"]["cached"] is True
     assert index.stat().st_ino == inode
 
@@ -186,10 +186,11 @@ def test_an_index_held_elsewhere_without_its_report_is_one_error(
     index.with_suffix(".build.json").unlink()
     other = os.open(index, os.O_RDONLY)
     fcntl.flock(other, fcntl.LOCK_SH)
-    monkeypatch.setattr(runner.time, "sleep", lambda _seconds: None)
+    waits: list[int] = []
+    monkeypatch.setattr(runner, "_wait_for_report", waits.append)
     try:
         with pytest.raises(IndexFileError, match="another command holds this cached index without its build report"):
             _compare_bigram()
-        assert index.exists()
+        assert index.exists() and waits == list(range(runner.BUILD_ATTEMPTS))
     finally:
         os.close(other)
