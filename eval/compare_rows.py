@@ -3,12 +3,11 @@ scores, latency, build and index figures."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from typing import Any
-from urllib.parse import quote
 
 from ..errors import IndexFileError, RagEvalError
+from ..paths import sqlite_uri
 from ..tokenizers import get_tokenizer
 from .compare_stats import bootstrap_ci
 from .engines import get_engine
@@ -20,7 +19,7 @@ from .runner import System, SystemRun, latency_summary
 def count_tokens_per_passage(index_path: str) -> float:
     # mode=rw: never create a file under the cached index's name (``cache clear`` may have removed it meanwhile).
     try:
-        db = sqlite3.connect(f"file:{quote(os.path.abspath(index_path))}?mode=rw", uri=True)
+        db = sqlite3.connect(sqlite_uri(index_path, "mode=rw"), uri=True)
     except sqlite3.Error as exc:
         raise IndexFileError(f"{index_path}: the cached index went while compare ran ({exc}); run again") from None
     try:

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
-from urllib.parse import quote
 
 from .errors import RagEvalError
 from .locks import SIDE_FILES, remove_database
+from .paths import sqlite_uri
 
 CACHE_ENV = "RAG_EVAL_CACHE"
 
@@ -141,7 +141,7 @@ def _open_elsewhere(path: Path) -> bool:
     index of ours is in it) while any other connection to it is open, in this process or another. A file this
     check changes is one about to be removed."""
     try:
-        db = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=rw", uri=True, timeout=0, isolation_level=None)
+        db = sqlite3.connect(sqlite_uri(path, "mode=rw"), uri=True, timeout=0, isolation_level=None)
     except sqlite3.Error:
         return False
     try:

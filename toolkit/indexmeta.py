@@ -11,10 +11,10 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from .builders import QueryDefaults, get_builder
 from .errors import IndexFileError, RagEvalError, SpecError
+from .paths import sqlite_uri
 from .tokenizers import Tokenizer, get_tokenizer
 from .tokenizers.fts5_rules import check_fts5
 
@@ -53,7 +53,7 @@ def recorded_meta(
     """The meta table of the index file at ``path``, read through a read-only connection (nothing is created
     or written), with what ``also`` reads on the same connection added; empty when it cannot be read."""
     try:
-        db = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro", uri=True)
+        db = sqlite3.connect(sqlite_uri(Path(path).resolve(), "mode=ro"), uri=True)
     except sqlite3.Error:
         return {}
     try:

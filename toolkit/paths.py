@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 from .errors import RagEvalError
 from .textio import control_character, display_name
@@ -59,3 +60,10 @@ def _resolved(path: Path, error: type[RagEvalError], shown: str | None = None) -
         raise error(f"{shown}: is a symbolic link loop") from None
     except OSError as exc:
         raise error(f"{shown}: cannot resolve the path: {exc.strerror or exc}") from None
+
+
+def sqlite_uri(path: str | Path, *parameters: str) -> str:
+    """SQLite's ``file:`` URI for the file at ``path`` (made absolute; ``?``, ``#``, ``%`` and spaces in it
+    escaped, as SQLite reads them) with ``parameters`` such as ``mode=ro``."""
+    uri = "file:" + quote(os.path.abspath(path))
+    return f"{uri}?{'&'.join(parameters)}" if parameters else uri

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from .builders import Builder, get_builder
 from .columns import field_columns
@@ -17,6 +16,7 @@ from .errors import IndexFileError, SpecError
 from .indexmeta import SCHEMA_VERSION, RagEvalWarning, load_meta, parse_defaults, read_meta
 from .locks import build_lock
 from .outputs import SQLITE_HEADER
+from .paths import sqlite_uri
 from .processing import QueryProcessing
 from .records import Chunk
 from .textio import file_kind
@@ -117,7 +117,7 @@ def foreign_reason(path: str | Path) -> str | None:
         if Path(f"{path}-wal").exists():
             db = _open_readonly(str(path))
         else:
-            db = sqlite3.connect("file:" + quote(os.path.abspath(path)) + "?immutable=1", uri=True)
+            db = sqlite3.connect(sqlite_uri(path, "immutable=1"), uri=True)
     except sqlite3.Error as exc:
         return f"it cannot be read as a SQLite database ({exc})"
     try:
@@ -143,13 +143,12 @@ def foreign_reason(path: str | Path) -> str | None:
 def _open_readonly(path: str, *, check_same_thread: bool = True) -> sqlite3.Connection:
     """A read-only connection. In a folder we cannot write, SQLite cannot create the WAL index, so the file
     is opened immutable there (nobody can rebuild an index in such a folder either)."""
-    uri = "file:" + quote(os.path.abspath(path))
     modes = ["mode=ro"]
     if not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK):
         modes.append("immutable=1")
     for number, mode in enumerate(modes, start=1):
         db = sqlite3.connect(
-            f"{uri}?{mode}",
+            sqlite_uri(path, mode),
             uri=True,
             timeout=BUSY_TIMEOUT_MS / 1000,
             check_same_thread=check_same_thread,
