@@ -26,7 +26,8 @@ from ..errors import RagEvalError
 from ..impact import FTS5_TOKEN_BYTES
 from ..processing import QueryProcessing
 from ..query import compile_query
-from ..search import SearchResult, _filter_clauses, _filter_params, hits_for
+from ..search import SearchResult, hits_for
+from ..search_sql import filter_clauses, filter_params
 from ..spec import Option, OptionSet, real
 from ..store import Index
 from ..tokenizers import Tokenizer
@@ -137,8 +138,8 @@ class Bm25sSearcher(Searcher):
         self.depth = min(depth, len(self.rows))
         self.mask: np.ndarray | None = None
         if as_of is not None:  # search's as_of filter: current chunks not expired by then
-            where = " AND ".join(_filter_clauses(as_of=True, category=False, path_prefix=False))
-            params = _filter_params(as_of, None, None)
+            where = " AND ".join(filter_clauses(as_of=True, category=False, path_prefix=False))
+            params = filter_params(as_of, None, None)
             current = {row[0] for row in index.db.execute(f"SELECT c.id FROM chunks c WHERE {where}", params)}
             self.mask = np.array([1.0 if rowid in current else 0.0 for rowid in self.rows], dtype=np.float32)
         self.rank_seconds: list[float] = []

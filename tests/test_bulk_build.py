@@ -26,7 +26,7 @@ def test_a_new_index_is_synced_before_it_is_published_and_stays_in_wal_mode(
 ) -> None:
     docs = make_docs(tmp_path / "docs")
     events: list[str] = []
-    fsync, publish = os.fsync, writer._publish
+    fsync, publish = os.fsync, writer.publish
 
     def recorded_fsync(handle: int) -> None:
         events.append("fsync")
@@ -40,8 +40,8 @@ def test_a_new_index_is_synced_before_it_is_published_and_stays_in_wal_mode(
         events.append("log beside it" if Path(f"{building}-journal").exists() else "no log")
         publish(building, path)
 
-    monkeypatch.setattr(writer.os, "fsync", recorded_fsync)
-    monkeypatch.setattr(writer, "_publish", recorded_publish)
+    monkeypatch.setattr(os, "fsync", recorded_fsync)
+    monkeypatch.setattr(writer, "publish", recorded_publish)  # looked up where build() is
     index = tmp_path / "out" / "new.sqlite"
     writer.build(docs, index, builder="sections", tokenizer="bigram")
     assert events == ["fsync", "publish wal", "no log"]
@@ -81,7 +81,7 @@ def test_a_first_build_that_cannot_reach_the_disk_leaves_nothing(
     def failing_fsync(handle: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(writer.os, "fsync", failing_fsync)
+    monkeypatch.setattr(os, "fsync", failing_fsync)
     result = CliRunner().invoke(cli, ["index", "build", str(docs), "-o", str(out / "new.sqlite"), "-b", "sections"])
     assert result.exit_code != 0
     lines = [line for line in result.output.splitlines() if line.startswith("error:")]

@@ -17,7 +17,8 @@ from rag_eval import impact, impact_rank, impact_read, impact_write
 from rag_eval.errors import QueryError
 from rag_eval.eval.shipped import corpus_dir, datasets_root, entry
 from rag_eval.query import compile_query
-from rag_eval.search import _filter_params, _ranking_sql, search
+from rag_eval.search import search
+from rag_eval.search_sql import filter_params, ranking_sql
 from rag_eval.store import Index, foreign_reason
 from rag_eval.writer import build
 
@@ -30,8 +31,8 @@ def fts5_top(index: Index, text: str, mode: str, limit: int, **filters: Any) -> 
     if compiled.expression is None:
         return []
     as_of, category, path_prefix = filters.get("as_of"), filters.get("category"), filters.get("path_prefix")
-    sql = _ranking_sql(index, as_of is not None, category is not None, path_prefix is not None)
-    params = [compiled.expression, *_filter_params(as_of, category, path_prefix), limit]
+    sql = ranking_sql(index, as_of is not None, category is not None, path_prefix is not None)
+    params = [compiled.expression, *filter_params(as_of, category, path_prefix), limit]
     return [(row[0], row[1]) for row in index.db.execute(f"{sql} LIMIT ?", params)]
 
 

@@ -128,7 +128,7 @@ def test_a_duplicate_chunk_key_is_refused_across_and_within_batches(
     tmp_path: Path, flush: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SQLite's UNIQUE key finds duplicates now (the writer's set of every key held 140 MB for 807k lines)."""
-    import rag_eval.writer as writer
+    import rag_eval.chunk_writer as chunk_writer
 
     _corpus(tmp_path / "corpus.jsonl", [RECORDS[0], RECORDS[3]])
     passages = type(get_builder("passages"))
@@ -141,7 +141,7 @@ def test_a_duplicate_chunk_key_is_refused_across_and_within_batches(
                 yield chunk
                 yield chunk
 
-    monkeypatch.setattr(writer, "FLUSH_CHUNKS", flush)
+    monkeypatch.setattr(chunk_writer, "FLUSH_CHUNKS", flush)
     with pytest.raises(RagEvalError, match=r"^duplicate chunk key 'd1' \(from 'corpus.jsonl'\)$"):
         build(tmp_path, tmp_path / "index.sqlite", builder=Doubling(), tokenizer="bigram")
     assert not (tmp_path / "index.sqlite").exists()

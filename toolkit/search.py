@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-import functools
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import impact
-from .builders import QueryDefaults
 from .builders.lines import iso_date
-from .columns import all_field_columns, field_columns
 from .errors import CorpusError, IndexFileError, QueryError
-from .offsets import decode as decode_offsets
+from .explain import explanation
+from .hit_snippets import add_snippets
 from .processing import QueryProcessing
-from .query import CompiledQuery, compile_query, quote
-from .records import Chunk, Hit
-from .snippets import token_snippet, window_snippet
+from .query import CompiledQuery, compile_query
+from .records import Hit
+from .search_sql import CHUNK_FIELDS as CHUNK_FIELDS
+from .search_sql import GENERATION_SQL as GENERATION_SQL
+from .search_sql import KEY_FIELDS as KEY_FIELDS
+from .search_sql import current_generation, fts5_ranked, impact_ranked
+from .search_sql import hits_for as hits_for
+from .search_sql import top_statement as top_statement
+from .search_sql import weights_for as weights_for
 from .store import Index
 from .textio import shown, text_argument
-from .tokenizers import Token, Tokenizer, normalise
 
 
 @dataclass
@@ -39,14 +41,6 @@ def _check_limit(limit: object, maximum: int) -> int:
         raise QueryError(f"limit must be an integer from 1 to {maximum}, not {shown(limit)}")
     return limit
 
-
-#: Chunk's fields, in order, as columns of ``chunks c``.
-CHUNK_FIELDS = ", ".join(f"c.{name}" for name in Chunk._fields)
-#: What a keys-only search reads of each hit's row.
-KEY_FIELDS = "c.key"
-#: Chunks read for a list of ids, driven by the list (CROSS JOIN keeps that order of loops): one rowid lookup
-#: per id, no scan.
-_BY_IDS = "FROM json_each(?) AS j CROSS JOIN chunks c ON c.id = j.value"
 
 #: A search is retried when the index was rebuilt with other settings while it ran; more than this many
 #: rebuilds during one search is reported rather than retried forever.
@@ -193,11 +187,11 @@ def _search_once(
         generation = index.generation
         answered, fallback = _engine(index, compiled, engine)
         if compiled.expression is not None and answered == "impact":
-            hits = _impact_ranked(index, compiled, checked, as_of, category, path_prefix, keys_only)
+            hits = impact_ranked(index, compiled, checked, as_of, category, path_prefix, keys_only)
         elif compiled.expression is not None:
-            hits, generation = _ranked(index, compiled, checked, as_of, category, path_prefix, keys_only)
+            hits, generation = fts5_ranked(index, compiled, checked, as_of, category, path_prefix, keys_only)
         if not several:
-            seen = generation if compiled.expression is not None else _generation(index)
+            seen = generation if compiled.expression is not None else current_generation(index)
             if seen != index.generation:
                 changed = index.refresh()
                 # Rows read from the build now recorded, compiled with unchanged settings, stand; anything
@@ -205,10 +199,10 @@ def _search_once(
                 if changed or not hits or seen != index.generation:
                     return None
         if snippets and hits:
-            _add_snippets(index, compiled, hits)
+            add_snippets(index, compiled, hits)
         done = time.perf_counter()
         if explain:
-            info = _explain(index, compiled)
+            info = explanation(index, compiled)
             info["engine"] = answered
             if fallback is not None:
                 info["engine_fallback"] = fallback
@@ -258,358 +252,6 @@ def _engine(index: Index, compiled: CompiledQuery, engine: str) -> tuple[str, st
         )
     reason = impact.fallback_reason(index, compiled)
     return ("fts5", reason) if reason is not None else ("impact", None)
-
-
-def _impact_ranked(
-    index: Index,
-    compiled: CompiledQuery,
-    limit: int,
-    as_of: str | None,
-    category: str | None,
-    path_prefix: str | None,
-    keys_only: bool = False,
-) -> list[Hit]:
-    """The impact engine's hits, filtered like the FTS5 statement and read from ``chunks`` the same way."""
-    reader = index.db.cursor()
-    reader.row_factory = None
-    accept: impact.Accept | None = None
-    if as_of is not None or category is not None or path_prefix is not None:
-        where = " AND ".join(_filter_clauses(as_of is not None, category is not None, path_prefix is not None))
-        sql = f"SELECT c.id {_BY_IDS} WHERE {where}"
-        params = _filter_params(as_of, category, path_prefix)
-
-        def accept(ids: list[int]) -> set[int]:
-            return {row[0] for row in reader.execute(sql, [impact.ids_json(ids), *params])}
-
-    return hits_for(index, reader, impact.ranked(index, compiled, limit, accept), keys_only)
-
-
-def hits_for(index: Index, reader: sqlite3.Cursor, top: list[tuple[int, float]], keys_only: bool = False) -> list[Hit]:
-    """Hits for ranked ``(chunk id, score)`` pairs of ``index``, their chunks read from ``chunks`` (only the
-    key with ``keys_only``, from a cache of the build's keys); ``reader`` returns plain tuples."""
-    if not top:
-        return []
-    ids = [i for i, _ in top]
-    if keys_only:
-        chunks = _keys_of(index, reader, ids)
-        return [_hit((i, rank, score, "", chunks[i])) for rank, (i, score) in enumerate(top, 1)]
-    rows = {row[0]: row[1:] for row in reader.execute(_ROWS_SQL, [impact.ids_json(ids)])}
-    if len(rows) < len(ids):
-        _check_found(index, ids, rows)
-    return [_hit((i, rank, score, "", _chunk(rows[i]))) for rank, (i, score) in enumerate(top, 1)]
-
-
-def _check_found(index: Index, ids: list[int], found: dict[int, Any]) -> None:
-    """Every ranked id has its chunk: postings naming a lost row (a damaged or tampered index) are an error,
-    not a KeyError."""
-    lost = next((i for i in ids if i not in found), None)
-    if lost is not None:
-        raise IndexFileError(
-            f"{index.path}: damaged index: its postings name chunk {lost}, which its chunks table does not hold",
-            hint="rebuild it with: rag-eval index build",
-        )
-
-
-#: ``Hit(*values)`` and ``Chunk(*values)`` without the generated ``__new__``'s Python frame: a run's 100 hits
-#: per query took 0.15 ms to build that way, 0.05 ms this way (the values are in field order).
-_hit = functools.partial(tuple.__new__, Hit)
-_chunk = functools.partial(tuple.__new__, Chunk)
-
-
-_ROWS_SQL = f"SELECT c.id, {CHUNK_FIELDS} {_BY_IDS}"
-_KEYS_SQL = f"SELECT c.id, {KEY_FIELDS} {_BY_IDS}"
-#: Chunk keys kept per open index for keys-only searches, which ask for the same rows query after query (a
-#: run's 100 hits' keys read by SQL took about as long as ranking them); past this many the cache starts over.
-#: The index starts it over for every build it moves to (``Index.keys``).
-CACHE_KEYS = 200_000
-
-
-def _keys_of(index: Index, reader: sqlite3.Cursor, ids: list[int]) -> dict[int, Chunk]:
-    """The chunks of ``ids`` in the build ``index`` reads now with their key alone, each read once per build."""
-    known = index.keys
-    if len(known) > CACHE_KEYS:
-        known.clear()
-    missing = [i for i in ids if i not in known]
-    if missing:
-        known.update((i, Chunk(key, "")) for i, key in reader.execute(_KEYS_SQL, [impact.ids_json(missing)]))
-        _check_found(index, missing, known)  # only ids just read can be lost: the cached ones were found
-    return known
-
-
-def _rank_order(row: tuple) -> tuple[float, int]:
-    return row[1], row[0]
-
-
-#: What a search with no hit reads after its statement: which build answered (the statement returned no
-#: row to carry it). Benchmarks count it as part of the SQL a search issues.
-GENERATION_SQL = "SELECT value FROM meta WHERE key = 'generation'"
-
-
-def _generation(index: Index) -> str | None:
-    row = index.db.execute(GENERATION_SQL).fetchone()
-    return None if row is None else row[0]
-
-
-def _ranked(
-    index: Index,
-    compiled: CompiledQuery,
-    limit: int,
-    as_of: str | None,
-    category: str | None,
-    path_prefix: str | None,
-    keys_only: bool = False,
-) -> tuple[list[Hit], str | None]:
-    """The hits and the build generation they were read from: returned by the statement itself, or read
-    right after it when it found nothing (None for a phrase-filtered search, which runs in a transaction)."""
-    params: list[Any] = [compiled.expression, *_filter_params(as_of, category, path_prefix)]
-    ranking = _ranking_sql(index, as_of is not None, category is not None, path_prefix is not None)
-    cursor = index.db.cursor()
-    cursor.row_factory = None
-    if compiled.phrase_filter is None:
-        rows = cursor.execute(top_statement(index, ranking, keys_only), [*params, limit]).fetchall()
-        if not rows:
-            found = cursor.execute(GENERATION_SQL).fetchone()
-            return [], None if found is None else found[0]
-        rows.sort(key=_rank_order)  # the statement leaves the order to us (see top_statement)
-        if keys_only:
-            hits = [_hit((row[0], rank, row[1], "", Chunk(row[2], ""))) for rank, row in enumerate(rows, 1)]
-        else:
-            hits = [_hit((row[0], rank, row[1], "", _chunk(row[2:-1]))) for rank, row in enumerate(rows, 1)]
-        return hits, rows[0][-1]
-    hits = []
-    t2s = index.tokenizer.converts_traditional
-    needle = "".join(compiled.phrase_filter.split())
-    reader = index.db.cursor()
-    reader.row_factory = None
-    for chunk_id, score in cursor.execute(ranking, params):
-        row = reader.execute(f"SELECT {CHUNK_FIELDS} FROM chunks c WHERE c.id = ?", (chunk_id,)).fetchone()
-        chunk = Chunk(*row)
-        if any(needle in "".join(normalise(value, t2s=t2s).split()) for value in (chunk.text, chunk.title)):
-            hits.append(Hit(chunk_id, len(hits) + 1, score, "", chunk))
-            if len(hits) == limit:
-                break
-    cursor.close()
-    return hits, None
-
-
-def column_weights(index: Index) -> list[float]:
-    """bm25's weight for each FTS5 column: title and body weights, times each field's weight.
-
-    FTS5 multiplies a column's weight into the term frequency before saturation, so a weight w also acts
-    like k1 / w on that column: a field weight is a saturation knob as much as a weight.
-    """
-    return weights_for(index.tokenizer, index.defaults)
-
-
-def weights_for(tokenizer: Tokenizer, defaults: QueryDefaults) -> list[float]:
-    """:func:`column_weights` of an index built with ``tokenizer`` and a builder's ``defaults``."""
-    if tokenizer.native:
-        return [defaults.title_weight, defaults.body_weight]
-    return [
-        w
-        for field in tokenizer.fields
-        for w in (defaults.title_weight * field.weight, defaults.body_weight * field.weight)
-    ]
-
-
-def _ranking_sql(index: Index, as_of: bool, category: bool, path_prefix: bool) -> str:
-    """The ranking statement for a combination of filters, built once per index (it is on the hot path)."""
-    key = (as_of, category, path_prefix)
-    cached = index.statements.get(key)
-    if cached is None:
-        where, join = ["search MATCH ?"], ""
-        if as_of or category or path_prefix:
-            join = " JOIN chunks c ON c.id = search.rowid"
-        where += _filter_clauses(as_of, category, path_prefix)
-        weights = ", ".join(repr(weight) for weight in column_weights(index))
-        cached = (
-            f"SELECT search.rowid AS id, bm25(search, {weights}) AS score FROM search{join} "
-            f"WHERE {' AND '.join(where)} ORDER BY score, search.rowid"
-        )
-        index.statements[key] = cached
-    return cached
-
-
-def _filter_clauses(as_of: bool, category: bool, path_prefix: bool) -> list[str]:
-    """The WHERE clauses over ``chunks c`` of a search's filters (both engines use these)."""
-    where = []
-    if as_of:
-        where.append("c.status = 'current' AND (c.expires IS NULL OR c.expires > ?)")
-    if category:
-        where.append("c.category = ?")
-    if path_prefix:
-        where.append("substr(c.path, 1, ?) = ?")
-    return where
-
-
-def _filter_params(as_of: str | None, category: str | None, path_prefix: str | None) -> list[Any]:
-    """The parameters of :func:`_filter_clauses`, in order."""
-    params: list[Any] = []
-    if as_of is not None:
-        params.append(as_of)
-    if category is not None:
-        params.append(category)
-    if path_prefix is not None:
-        params += [len(path_prefix), path_prefix]
-    return params
-
-
-def top_statement(index: Index, ranking: str | None = None, keys_only: bool = False) -> str:
-    """The one statement a search without a phrase filter issues: rank and cut in FTS5, then read only
-    the top rows of the chunks table (plus the build generation). Parameters: the MATCH expression, any
-    filter values, the limit. Benchmarks time it bare to measure rag-eval's own overhead.
-
-    It has no outer ORDER BY: SQLite would copy every row, whole texts included, through a sorter (a
-    10 MB passage took the statement from 54 to 220 ms); the caller sorts the few rows by (score, id).
-    ``keys_only`` reads the chunk's key alone instead of all its fields.
-    """
-    ranking = ranking or _ranking_sql(index, False, False, False)
-    fields = KEY_FIELDS if keys_only else CHUNK_FIELDS
-    name = (keys_only, ranking)
-    cached = index.statements.get(name)
-    if cached is None:
-        # The last column is the build generation, read in the same statement (the same snapshot) as the rows.
-        cached = index.statements[name] = (
-            f"SELECT r.id, r.score, {fields}, "
-            f"(SELECT value FROM meta WHERE key = 'generation') "
-            f"FROM ({ranking} LIMIT ?) AS r "
-            f"JOIN chunks c ON c.id = r.id"
-        )
-    return cached
-
-
-#: A native strategy's hit longer than this many characters gets its snippet made in Python from the strategy's
-#: mirror tokens (:func:`token_snippet`, linear) instead of FTS5's ``snippet()``, whose time grows with the square
-#: of the matches in the row: 0.58 s against 0.07 s for a 64,000-character line and three terms, and 2 min 14 s
-#: for a 7-term query on a 0.96 MB line (2026-12-02). Below it FTS5's is as fast or faster, and it is FTS5's own.
-FTS5_SNIPPET_CHARS = 10_000
-
-
-def _add_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> None:
-    defaults = index.defaults
-    tokenizer = index.tokenizer
-    if defaults.snippet == "fts5" and tokenizer.native and not tokenizer.overlapping_tokens and hits:
-        short = [hit for hit in hits if len(hit.chunk.text) <= FTS5_SNIPPET_CHARS]
-        long = [hit for hit in hits if len(hit.chunk.text) > FTS5_SNIPPET_CHARS]
-        _fts5_snippets(index, compiled, short)
-        _python_snippets(index, compiled, long)
-        snippets = {hit.id: hit.snippet for hit in short + long}
-        for position, hit in enumerate(hits):
-            hits[position] = hit._replace(snippet=snippets[hit.id])
-        return
-    _python_snippets(index, compiled, hits)
-
-
-def _fts5_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> None:
-    """FTS5's own ``snippet()`` of each hit's body, in place."""
-    defaults = index.defaults
-    if hits:
-        ids = [hit.id for hit in hits]
-        sql = (
-            f"SELECT rowid, snippet(search, 1, ?, ?, ?, ?) FROM search WHERE search MATCH ? "
-            f"AND rowid IN ({','.join('?' * len(ids))})"
-        )
-        params = [
-            defaults.open_marker,
-            defaults.close_marker,
-            defaults.ellipsis,
-            defaults.snippet_tokens,
-            compiled.expression,
-            *ids,
-        ]
-        found = dict(index.db.execute(sql, params).fetchall())
-        for position, hit in enumerate(hits):
-            hits[position] = hit._replace(snippet=found.get(hit.id, hit.chunk.text))
-
-
-def _python_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> None:
-    """Snippets made in Python, in place: FTS5-style from tokens (stored offsets, or the strategy's tokens of
-    the text), or windows around the highlighted strings, as the builder's defaults say."""
-    defaults = index.defaults
-    tokenizer = index.tokenizer
-    # A native strategy highlights words (a phrase as typed): their tokens are what its mirror's tokens match.
-    terms = (
-        {term for highlight in compiled.highlight for term in tokenizer.terms(highlight)}
-        if tokenizer.native
-        else set(compiled.highlight)
-    )
-    t2s = tokenizer.converts_traditional
-    stored: dict[int, list[Token]] = {}
-    if defaults.snippet == "fts5" and hits:
-        marks = ",".join("?" * len(hits))
-        for chunk_id, body, offsets in index.db.execute(
-            f"SELECT id, fts_body, offsets FROM chunks WHERE id IN ({marks}) AND offsets IS NOT NULL",
-            [h.id for h in hits],
-        ):
-            stored[chunk_id] = decode_offsets(offsets, body.split(" ") if body else [])
-    for position, hit in enumerate(hits):
-        if defaults.snippet == "fts5":
-            tokens = stored[hit.id] if hit.id in stored else tokenizer.tokenize(hit.chunk.text)
-            snippet = token_snippet(
-                hit.chunk.text,
-                tokens,
-                terms,
-                open_marker=defaults.open_marker,
-                close_marker=defaults.close_marker,
-                ellipsis=defaults.ellipsis,
-                size=defaults.snippet_tokens,
-            )
-        else:
-            snippet = window_snippet(
-                hit.chunk.text,
-                compiled.highlight,
-                open_marker=defaults.open_marker,
-                close_marker=defaults.close_marker,
-                ellipsis=defaults.ellipsis,
-                window=defaults.window,
-                max_highlights=defaults.max_highlights,
-                max_len=defaults.max_len,
-                t2s=t2s,
-            )
-        hits[position] = hit._replace(snippet=snippet)
-
-
-def _explain(index: Index, compiled: CompiledQuery) -> dict[str, Any]:
-    def hits(expression: str) -> int:
-        return int(index.db.execute("SELECT count(*) FROM search WHERE search MATCH ?", (expression,)).fetchone()[0])
-
-    info: dict[str, Any] = {
-        "tokenizer": index.tokenizer.spec,
-        "mode": compiled.mode,
-        "normalised": compiled.normalised,
-        "tokens": list(compiled.terms),
-        "dropped": list(compiled.dropped),
-        "match": compiled.expression,
-        "phrase_filter": compiled.phrase_filter,
-        "column_weights": dict(zip(_columns(index), column_weights(index), strict=True)),
-    }
-    if index.tokenizer.native:
-        # FTS5's own tokenizer cuts the query as typed (unicode61 folds case, not full-width forms): the
-        # normalised text is not what it read.
-        info["normalised"] = None
-        info["native"] = "FTS5's own tokenizer reads the query as typed; rag-eval's normalisation is not applied"
-    if not compiled.fields:
-        info["hits_per_term"] = {term: hits(quote(term)) for term in compiled.terms}
-        return info
-    info["fields"] = [
-        {
-            "tokenizer": field.tokenizer.system,
-            "weight": field.weight,
-            "columns": list(field_columns(number)),
-            "tokens": list(terms),
-            "hits_per_term": {term: hits(f"{{{' '.join(field_columns(number))}}} : {quote(term)}") for term in terms},
-        }
-        for number, (field, terms) in enumerate(zip(index.tokenizer.fields, compiled.fields, strict=True))
-    ]
-    info["note"] = (
-        "FTS5 multiplies a column's weight into the term frequency before saturation: "
-        "a weight w also acts like k1 / w on that column"
-    )
-    return info
-
-
-def _columns(index: Index) -> list[str]:
-    return ["fts_title", "text"] if index.tokenizer.native else all_field_columns(len(index.tokenizer.fields))
 
 
 def search_tool(

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import fcntl
-import glob
 import hashlib
 import json
-import os
 import sqlite3
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -18,19 +14,19 @@ from typing import Any
 
 from .builders import Builder, get_builder, infer_builder
 from .builders.base import FileRef
+from .building_file import bulk_load, flush_to_disk, new_building_file, publish, remove_stale_builds
+from .chunk_writer import ChunkWriter, Stored
 from .columns import all_field_columns, field_columns
-from .errors import CorpusError, IndexFileError, RagEvalError, SpecError
+from .errors import CorpusError, IndexFileError, SpecError
 from .impact import TABLES as IMPACT_TABLES
 from .impact import build_engine, write_impacts
 from .indexmeta import SCHEMA_VERSION, read_meta, recorded_meta
-from .locks import remove_database
-from .outputs import make_parents, recorded_name, remove_made, sqlite_side_file_of, umask
+from .outputs import make_parents, recorded_name, remove_made, sqlite_side_file_of
 from .processing import QueryProcessing
-from .records import Chunk, Progress
-from .search import weights_for
+from .records import Progress
+from .search_sql import weights_for
 from .store import BUSY_TIMEOUT_MS, build_lock, connect, create_schema, foreign_reason, index_size
 from .textio import path_argument
-from .tokenize_pool import tokenize_chunks
 from .tokenizers import Tokenizer, get_tokenizer
 
 
@@ -175,8 +171,8 @@ def build(
             try:
                 made = make_parents(Path(path))
                 if aside:
-                    _remove_stale_builds(path)
-                    building = _new_building_file(path)
+                    remove_stale_builds(path)
+                    building = new_building_file(path)
                 else:
                     Path(path).touch()
             except OSError as exc:
@@ -188,7 +184,7 @@ def build(
                     try:
                         db = connect(building)
                         if aside:
-                            _bulk_load(db)
+                            bulk_load(db)
                     except sqlite3.Error as exc:
                         raise IndexFileError(
                             f"{path}: cannot open the index for writing ({exc})",
@@ -201,8 +197,8 @@ def build(
                 if own_db and db is not None:
                     db.close()
             if aside:
-                _flush_to_disk(building)
-                _publish(building, path)
+                flush_to_disk(building)
+                publish(building, path)
     except BaseException:
         remove_made(made)
         raise
@@ -229,146 +225,6 @@ def _recorded_settings(path: str, db: sqlite3.Connection | None) -> dict[str, st
     else:
         meta = recorded_meta(path)
     return {key: meta[key] for key in ("builder", "tokenizer", "query_processing", "engine") if key in meta}
-
-
-#: Chunks tokenized and inserted together, by count or by characters awaiting tokenization, whichever
-#: comes first; bounds the memory a build holds besides one file, and is large enough for the pool
-#: (tokenize_pool.POOL_MIN_CHARS) to pay off on corpora of short chunks.
-FLUSH_CHUNKS = 20_000
-FLUSH_CHARS = 600_000
-#: The chunks table's columns before the extra fields' token columns.
-_BASE_COLUMNS = 17
-
-#: What a chunk's tokens are stored as: field 0's title and body terms and offsets, then the title and body
-#: terms of every further field.
-Stored = tuple[Any, ...]
-
-
-class _Writer:
-    """Inserts chunk rows in id order, tokenizing the ones without reusable tokens in batches."""
-
-    def __init__(self, db: sqlite3.Connection, tokenizer: Tokenizer, keep_offsets: bool) -> None:
-        self.db = db
-        self.tokenizer = tokenizer
-        self.keep_offsets = keep_offsets
-        extra = 2 * (len(tokenizer.fields) - 1)
-        self.insert = "INSERT INTO chunks VALUES (" + ", ".join("?" * (_BASE_COLUMNS + extra)) + ")"
-        self.buffer: list[tuple[Chunk, str, Stored | None]] = []
-        self.pending_chars = 0
-        #: Chunks handed in without reusable tokens so far (tokenized now or at the next flush).
-        self.queued = 0
-        self.rows = 0
-        self.tokenized = 0
-        self.tokenize_wall = 0.0
-        self.tokenize_cpu = 0.0
-        self.workers = 1
-        self.start_method = ""
-        self.worker_load_seconds: list[float] = []
-        #: Each tokenize call's plan (tokenize_pool.PoolPlan): one process or a pool, and why.
-        self.plans: list[tuple[int, str]] = []
-        self.on_insert: Callable[[int], None] | None = None
-        self.progress: Progress | None = None
-
-    def _duplicate(self, rows: list[tuple[Any, ...]]) -> str | None:
-        """The first key in ``rows`` that an earlier row of the batch or of the index already has, with the
-        sources of both (two names can make one key: ``a b.md`` and ``a%20b.md`` are both ``a%20b.md``)."""
-        seen: dict[str, str] = {}
-        for row in rows:
-            found = self.db.execute("SELECT id, path FROM chunks WHERE key = ?", (row[1],)).fetchone()
-            earlier = seen.get(row[1])  # a path: never None once seen
-            if earlier is None and found is not None and found[0] != row[0]:
-                earlier = found[1]
-            if earlier is not None:
-                sources = f"{earlier!r}" if earlier == row[2] else f"{earlier!r} and {row[2]!r}"
-                return f"{row[1]!r} (from {sources})"
-            seen[row[1]] = row[2]
-        return None
-
-    def plan_summary(self) -> str:
-        """The first tokenize call's plan, and how many of the calls used a pool when there were several."""
-        if len(self.plans) < 2:
-            return self.plans[0][1] if self.plans else ""
-        pooled = sum(workers > 1 for workers, _plan in self.plans)
-        return f"{self.plans[0][1]} (first of {len(self.plans)} tokenize calls; {pooled} pooled)"
-
-    def add(self, chunk: Chunk, title: str, stored: Stored | None) -> None:
-        self.buffer.append((chunk, title, stored))
-        if stored is None:
-            self.queued += 1
-            self.pending_chars += len(title) + len(chunk.text)
-        if len(self.buffer) >= FLUSH_CHUNKS or self.pending_chars >= FLUSH_CHARS:
-            self.flush()
-
-    def flush(self) -> None:
-        pending = [(title, chunk.text) for chunk, title, stored in self.buffer if stored is None]
-        tokenized: list[Stored] = []
-        if pending:
-            fields = self.tokenizer.fields
-            per_field = []
-            for number, field in enumerate(fields):
-                report = self.progress
-                done_before = self.tokenized * len(fields) + number * len(pending)
-                total = self.queued * len(fields)
-                results, pool = tokenize_chunks(
-                    field.tokenizer,
-                    pending,
-                    keep_offsets=self.keep_offsets and number == 0,
-                    progress=None if report is None else _tokenizing(report, done_before, total),
-                )
-                per_field.append(results)
-                self.tokenize_wall += pool.wall_seconds
-                self.tokenize_cpu += pool.cpu_seconds
-                self.plans.append((pool.workers, pool.plan))
-                if pool.workers > 1:
-                    self.workers, self.start_method = pool.workers, pool.start_method
-                    self.worker_load_seconds = sorted(set(self.worker_load_seconds) | set(pool.worker_load_seconds))
-            # Field 0's (title, body, offsets), then (title, body) of every further field.
-            tokenized = [
-                first + tuple(term for rest in others for term in rest[:2])
-                for first, *others in zip(*per_field, strict=True)
-            ]
-            self.tokenized += len(pending)
-        self.pending_chars = 0
-        fresh = iter(tokenized)
-        rows = []
-        for chunk, _title, stored in self.buffer:
-            tokens = stored if stored is not None else next(fresh)
-            self.rows += 1
-            rows.append(
-                (
-                    self.rows,
-                    chunk.key,
-                    chunk.path,
-                    chunk.doc,
-                    chunk.title,
-                    chunk.anchor,
-                    chunk.heading_path,
-                    chunk.category,
-                    chunk.line,
-                    chunk.revision,
-                    chunk.sha256,
-                    chunk.status,
-                    chunk.expires,
-                    chunk.text,
-                    *tokens,
-                )
-            )
-        self.buffer = []
-        try:
-            # chunks.key is UNIQUE: SQLite finds a duplicate without a set of every key in memory (807,231
-            # lines keys held 140 MB of a 200 MB corpus's build).
-            self.db.executemany(self.insert, rows)
-        except sqlite3.IntegrityError:
-            duplicate = self._duplicate(rows)
-            if duplicate is None:
-                raise
-            raise RagEvalError(f"duplicate chunk key {duplicate}") from None
-        if self.on_insert is not None:
-            self.on_insert(self.rows)
-
-
-def _tokenizing(report: Progress, done_before: int, total: int) -> Callable[[int], None]:
-    return lambda done: report("tokenizing", done_before + done, total)
 
 
 def _write(
@@ -420,7 +276,7 @@ def _write(
         old_files = (
             dict(reader.execute("SELECT path, sha256 FROM files_old").fetchall()) if has_old and reusable else {}
         )
-        writer = _Writer(db, tokenizer, keep_offsets)
+        writer = ChunkWriter(db, tokenizer, keep_offsets)
         writer.on_insert, writer.progress = on_insert, progress
         paths: set[str] = set()
         file_rows: list[tuple[str, str, int]] = []
@@ -514,86 +370,6 @@ def _write(
             "tokenize_plan": writer.plan_summary(),
         },
     )
-
-
-#: The hidden file a new index is built in, beside it: ``.NAME.XXXXXXXX.building``.
-BUILDING_SUFFIX = ".building"
-
-
-def _new_building_file(path: str) -> str:
-    """A new empty hidden file beside ``path`` for its first build, with the mode ``open`` would give."""
-    target = Path(path)
-    handle, building = tempfile.mkstemp(prefix=f".{target.name}.", suffix=BUILDING_SUFFIX, dir=target.parent)
-    try:
-        os.fchmod(handle, 0o666 & ~umask())
-    finally:
-        os.close(handle)
-    return building
-
-
-def _remove_stale_builds(path: str) -> None:
-    """Remove what first builds of ``path`` that were killed left beside it: their hidden files that no build
-    holds locked (a running build holds its own)."""
-    target = Path(path)
-    for found in target.parent.glob(f".{glob.escape(target.name)}.*{BUILDING_SUFFIX}"):
-        try:
-            with open(found, "rb") as handle:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    continue  # another build of the same new index is running
-                remove_database(found)
-        except OSError:
-            continue
-
-
-def _publish(building: str, path: str) -> None:
-    """Give the complete index in ``building`` its name ``path``, never replacing a file that appeared there
-    meanwhile (another build's): a hard link fails if ``path`` exists."""
-    if Path(f"{building}-wal").exists() and Path(f"{building}-wal").stat().st_size > 0:
-        raise IndexFileError(f"{path}: the new index was not fully written (its log is not empty); build again")
-    if not os.path.lexists(path):
-        # An index deleted while a reader had it open leaves its -wal and -shm behind: SQLite would replay that old
-        # log onto the new file under the same name. They belong to no file any more.
-        remove_database(path, main=False)
-    try:
-        os.link(building, path)
-    except FileExistsError:
-        raise IndexFileError(
-            f"{path}: another build created this index while this one ran; it was left as that build wrote it",
-            hint="run the build again to sync it",
-        ) from None
-    except OSError:  # a file system without hard links: a rename, checked first
-        if os.path.lexists(path):
-            raise IndexFileError(f"{path}: another build created this index while this one ran") from None
-        os.rename(building, path)
-        return
-    remove_database(building)
-
-
-def _bulk_load(db: sqlite3.Connection) -> None:
-    """Write a first build's hidden file without a log on disk and without syncing each step.
-
-    Nothing else can see the file while it is built, and a build that fails or is killed leaves it to be
-    removed, so the WAL (every page written twice, each commit and checkpoint synced) buys nothing there; the
-    rollback journal stays in memory for a failed statement. The file is synced once, before it gets its name
-    (:func:`_flush_to_disk`). On ``cmrc2018_dev_trial`` with jieba this took a third off the write phase
-    (reports/builds.md, section 10).
-    """
-    db.execute("PRAGMA journal_mode = MEMORY")
-    db.execute("PRAGMA synchronous = OFF")
-
-
-def _flush_to_disk(building: str) -> None:
-    """Sync a bulk-loaded index file before it is published, so that the name never points at pages the
-    system has not yet written."""
-    handle = os.open(building, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    except OSError as exc:
-        raise IndexFileError(f"{building}: cannot write the new index to disk ({exc.strerror or exc})") from None
-    finally:
-        os.close(handle)
 
 
 def _checkpoint(db: sqlite3.Connection) -> None:

@@ -73,8 +73,8 @@ def main() -> None:
     writer.write_impacts = timed("postings", writer.write_impacts)  # type: ignore[assignment]
     impact_write._write_counted = timed("postings_counted", impact_write._write_counted)  # type: ignore[assignment]
     writer._checkpoint = timed("checkpoint", writer._checkpoint)  # type: ignore[assignment]
-    writer._flush_to_disk = timed("sync_to_disk", writer._flush_to_disk)  # type: ignore[assignment]
-    writer._publish = timed("publish", writer._publish)  # type: ignore[assignment]
+    writer.flush_to_disk = timed("sync_to_disk", writer.flush_to_disk)  # type: ignore[assignment]
+    writer.publish = timed("publish", writer.publish)  # type: ignore[assignment]
     writer.connect = lambda path, **options: connect(path, factory=Timed, **options)  # type: ignore[assignment]
     for number in range(1, rounds + 1):
         spent.clear()

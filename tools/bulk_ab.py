@@ -22,11 +22,11 @@ from rag_eval import writer
 
 def main() -> None:
     corpus, strategy, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    bulk, sync = writer._bulk_load, writer._flush_to_disk
+    bulk, sync = writer.bulk_load, writer.flush_to_disk
     for number in range(1, rounds + 1):
         for variant in ("wal", "bulk") if number % 2 else ("bulk", "wal"):
-            writer._bulk_load = bulk if variant == "bulk" else (lambda db: None)  # type: ignore[assignment]
-            writer._flush_to_disk = sync if variant == "bulk" else (lambda building: None)  # type: ignore[assignment]
+            writer.bulk_load = bulk if variant == "bulk" else (lambda db: None)  # type: ignore[assignment]
+            writer.flush_to_disk = sync if variant == "bulk" else (lambda building: None)  # type: ignore[assignment]
             with tempfile.TemporaryDirectory() as folder:
                 started = time.perf_counter()
                 report = writer.build(corpus, Path(folder) / "ab.sqlite", builder="passages", tokenizer=strategy)

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from rag_eval import impact, impact_read
-from rag_eval.search import _ranking_sql, search, weights_for
+from rag_eval.search import search, weights_for
+from rag_eval.search_sql import ranking_sql
 from rag_eval.store import Index
 from rag_eval.writer import build
 
@@ -136,7 +137,7 @@ def ranking_only(corpus: Path, out: Path, spec: str) -> dict[str, Any]:
     times: dict[str, list[float]] = {"fts5": [], "impact": []}
     with Index.open(path) as index:
         compiled = [search(index, text, mode="or", deep=True, snippets=False, limit=1).query for text in queries]
-        statement = _ranking_sql(index, False, False, False) + " LIMIT ?"
+        statement = ranking_sql(index, False, False, False) + " LIMIT ?"
         cursor = index.db.cursor()
         cursor.row_factory = None
 

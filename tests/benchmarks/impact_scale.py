@@ -48,7 +48,8 @@ from impact_latency import percentiles  # this script's folder is on sys.path
 
 from rag_eval import impact, impact_rank
 from rag_eval.query import compile_query
-from rag_eval.search import CHUNK_FIELDS, KEY_FIELDS, _ranking_sql, search
+from rag_eval.search import CHUNK_FIELDS, KEY_FIELDS, search
+from rag_eval.search_sql import ranking_sql
 from rag_eval.store import Index
 from rag_eval.writer import build
 
@@ -133,7 +134,7 @@ def measure_one(index_file: Path, texts: list[str]) -> dict[str, Any]:
     """Every system on the questions, end to end and alone, best of ``RUNS`` and first run."""
     with Index.open(index_file) as index:
         bm25 = Bm25s(index)
-        statement = _ranking_sql(index, False, False, False) + " LIMIT ?"
+        statement = ranking_sql(index, False, False, False) + " LIMIT ?"
         cursor = index.db.cursor()
         cursor.row_factory = None
         compiled = [compile_query(index.tokenizer, text, "or") for text in texts]
