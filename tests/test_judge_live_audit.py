@@ -22,6 +22,7 @@ from test_judge_inputs import CHEAP, POOL, QUESTIONS, Running, make_change, one_
 
 from rag_eval.cli import cli
 from rag_eval.eval import judgments as judgments_module
+from rag_eval.eval import judgments_writes
 from rag_eval.eval.judge import plan
 from rag_eval.eval.judgments import Judgments, JudgmentsWriteError, PoolIdentity, log_path
 from rag_eval.eval.trec import read_trec_qrels
@@ -193,7 +194,9 @@ def test_a_second_judge_on_the_same_file_is_refused_before_anything_is_built(
 def test_the_log_never_grows_past_what_a_restart_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Bug: grades were acknowledged past the log's read limit, and the same command then refused the log
     ("over the limit"), so acknowledged grades could not be resumed."""
+    # The limit is looked up where the log is read back (judgments) and where it is appended to (judgments_writes).
     monkeypatch.setattr(judgments_module, "MAX_LOG_BYTES", 2_000)
+    monkeypatch.setattr(judgments_writes, "MAX_LOG_BYTES", 2_000)
     path = tmp_path / "h.qrels"
     acknowledged: dict[str, dict[str, int]] = {}
     with Judgments.open(path, POOL, assessor="") as judgments:

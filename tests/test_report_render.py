@@ -358,7 +358,7 @@ def test_short_labels_drop_the_shared_builder_and_mode_but_keep_query_processing
 
 def test_bold_compares_values_as_shown() -> None:
     """Two cells that read 0.00 are both bold or neither (bold was decided on unrounded values)."""
-    from rag_eval.eval.report import _column
+    from rag_eval.eval.report_page import _column
 
     cells = _column([0.001, 0.004, 0.5], 2, "low")
     assert [c["text"] for c in cells] == ["0.00", "0.00", "0.50"] and [c["best"] for c in cells] == [True, True, False]
