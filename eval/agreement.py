@@ -186,8 +186,8 @@ def test_reach(queries: int, detectable: float | None, metric: str, basis: str) 
         )
     if detectable is None:
         return (
-            f"cannot be given a detectable difference in {metric}: the systems' per-query differences are all "
-            f"the same, so there is no spread to size one from"
+            f"has no smallest detectable difference in {metric} to report: the systems' per-query differences are "
+            f"all the same, so there is no spread to size one from"
         )
     stated = (
         f"(paired, alpha {ALPHA} before Holm's correction, power {POWER}, per-query differences taken as normal, "

@@ -147,7 +147,7 @@ def test_squad_convert_command(tmp_path: Path) -> None:
     (tmp_path / "dev.json").write_text(json.dumps(SQUAD, ensure_ascii=False), encoding="utf-8")
     runner = CliRunner()
     result = runner.invoke(
-        cli, ["datasets", "convert", "squad", str(tmp_path / "dev.json"), "-o", str(tmp_path / "out")]
+        cli, ["datasets", "convert", "squad", str(tmp_path / "dev.json"), "-o", str(tmp_path / "out"), "--json"]
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["duplicate_questions"] == 2

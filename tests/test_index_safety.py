@@ -357,7 +357,7 @@ def test_a_closed_pipe_ends_a_listing_quietly(tmp_path: Path, docs: Path) -> Non
     for index in (path, big):
         result = subprocess.run(["bash", "-c", script.replace(str(path), str(index))], capture_output=True, text=True)
         assert result.stderr == "", result.stderr
-        assert result.returncode in (0, 1), result.returncode
+        assert result.returncode in (0, 141), result.returncode  # 141: killed by the closed pipe, as head leaves it
     datasets = subprocess.run(
         ["bash", "-c", f"{sys.executable} -m rag_eval datasets show handbook | head -n 1"],
         capture_output=True,

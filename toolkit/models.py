@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -20,7 +21,7 @@ from pathlib import Path
 from .cache import cache_dir
 from .errors import ModelError, UnavailableError
 from .outputs import only_names, publish_folder
-from .textio import text_argument
+from .textio import counted, text_argument
 
 #: Environment variable naming the pkuseg model (a model name or a directory).
 PKUSEG_MODEL_ENV = "RAG_EVAL_PKUSEG_MODEL"
@@ -279,6 +280,8 @@ def _smoke_test(model_dir: Path) -> None:
 
 #: What ``models install`` writes beside the model files: where the model came from.
 INSTALL_RECORD = "rag-eval-install.json"
+#: The fewest sentences spacy-pkuseg trains on (it steps its learning rate every tenth of them).
+MIN_TRAINING_SENTENCES = 10
 
 
 def _holds_only_an_installed_model(folder: Path) -> str | None:
@@ -311,10 +314,20 @@ def train_pkuseg_model(training_text: Path, output: Path, *, iterations: int = 2
         raise ModelError(
             f"{training_text}: no segmented text (expected words separated by spaces, one sentence a line)"
         )
+    sentences = sum(1 for line in lines if line.strip())
+    if sentences < MIN_TRAINING_SENTENCES:  # the trainer divides by sentences // 10 (ZeroDivisionError below 10)
+        raise ModelError(
+            f"{training_text}: {counted(sentences, 'sentence')}; training needs at least {MIN_TRAINING_SENTENCES}",
+            hint="one segmented sentence a line (the shipped mini model was trained on 469)",
+        )
     import spacy_pkuseg
 
     # Trained next to the target and moved into place at the end: an existing folder is replaced only when
     # it holds nothing but a model (what this command writes), and a failed training leaves it untouched.
     with publish_folder(output, owned=_holds_only_a_model, what="model folder") as staging:
-        spacy_pkuseg.train(str(training_text), str(training_text), str(staging), train_iter=iterations)
+        with contextlib.redirect_stdout(sys.stderr):  # the trainer's progress log; standard output is the result's
+            try:
+                spacy_pkuseg.train(str(training_text), str(training_text), str(staging), train_iter=iterations)
+            except (ArithmeticError, LookupError, TypeError, ValueError) as exc:  # its own checks are bare errors
+                raise ModelError(f"{training_text}: pkuseg's training failed: {type(exc).__name__}: {exc}") from None
     return output

@@ -59,6 +59,9 @@ def read_entry(
                     r[0]
                     for r in index.db.execute("SELECT anchor FROM chunks WHERE path = ? ORDER BY id LIMIT 8", (path,))
                 ]
+                whole = index.db.execute(  # a file whose name holds the '#'
+                    "SELECT 1 FROM chunks WHERE path IN (?, ?) LIMIT 1", (target, path_from_key(target))
+                ).fetchone()
         if row is None:
             # a lines or passages index's key (``doc@r1:...#L3``, ``a#b``), or a line's place ``a#b.txt:3``
             chunk = read_chunk(index, target) or _line_at(index, target)
@@ -67,7 +70,7 @@ def read_entry(
             hint = (
                 f"anchors in {path}: {', '.join(known)}" if known else "list sections with: rag-eval index list INDEX"
             )
-            if "#" in target and not known:
+            if whole is not None:
                 hint += f"; to read the whole file {target}, add a trailing '#'"
             raise ReadError(f"no section {target!r} in this index", hint=hint)
         return dict(row)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import sqlite3
@@ -16,6 +17,7 @@ from ..errors import RagEvalError, Terminated
 #: Exit statuses of a command stopped by a signal, as a shell reports them: 128 + the signal's number.
 INTERRUPTED_EXIT = 128 + signal.SIGINT
 TERMINATED_EXIT = 128 + signal.SIGTERM
+BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
 
 
 def _terminate(signum: int, frame: Any) -> None:
@@ -27,7 +29,7 @@ class _Group(click.Group):
     (``--debug`` shows it): RagEvalError and unexpected file-system or SQLite errors exit 1, usage errors
     (click's own) exit 2 after the usage line, Ctrl-C exits 130 and SIGTERM 143 (``error: interrupted`` or
     ``error: terminated``, after the command cleaned up). A closed output pipe (``| head``) ends the command
-    quietly."""
+    quietly with 141, as a command killed by SIGPIPE."""
 
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
@@ -43,7 +45,12 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
-            raise  # click ends the command quietly (exit 1) without writing to the closed pipe
+            # As a command killed by SIGPIPE ends (141 in a shell), not 1: `index verify` exits 1 for "not all ok".
+            # What Python still holds for the pipe goes nowhere, so exiting writes no second error.
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, sys.stdout.fileno())
+            os.close(quiet)
+            ctx.exit(BROKEN_PIPE_EXIT)
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated): outputs were cleaned up on the way here
             if debug:
                 raise
@@ -145,9 +152,12 @@ def cli() -> None:
 
     \b
     Start here:
-      rag-eval tokenizers                     list strategies, their options and specs
-      rag-eval tokenize -t jieba 导出文件保留三十天   see how one strategy cuts a text
-      rag-eval models install pkuseg          install pkuseg's real model (offline after that)
+      rag-eval compare handbook -o out/handbook      compare every strategy on a shipped labelled set
+      rag-eval compare DOCS --queries FILE -o OUT    the same on your Markdown folder and questions
+      rag-eval judge DOCS --queries FILE -o QRELS    grade the pooled results in your browser
+      rag-eval tokenizers                            list strategies, their options and specs
+      rag-eval tokenize -t jieba 导出文件保留三十天  see how one strategy cuts a text
+      rag-eval models install pkuseg                 install pkuseg's real model (offline after that)
 
     A strategy is named by a spec, NAME[:key=value,...], for example bigram, jieba:mode=precise,
     pkuseg:model=mini or bigram:t2s=true.

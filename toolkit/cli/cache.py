@@ -19,7 +19,13 @@ def cache_cmd() -> None:
 def cache_info_cmd(as_json: bool) -> None:
     """Show the cache folder and what each part of it takes: indexes (built by compare, judge and tune, one
     per source, builder and tokenizer; rebuilt when needed), models (installed with rag-eval models install),
-    and smaller caches."""
+    and smaller caches.
+
+    \b
+    Examples:
+      rag-eval cache info
+      rag-eval cache info --json
+    """
     from ..cache import cache_report
 
     report = cache_report()

@@ -11,6 +11,7 @@ import click
 
 from ..eval.gate import DEFAULT_TOLERANCE
 from ..query import MODES
+from ..textio import counted
 from . import cli
 from .params import TEXT
 from .progress import Bars
@@ -77,7 +78,7 @@ if TYPE_CHECKING:
     "--systems",
     "systems_file",
     type=click.Path(path_type=Path),
-    help="TOML file of [[system]] tables (tokenizer, builder, mode, query) and [[fusion]] tables, e.g. "
+    help="TOML file of [[system]] tables (tokenizer, builder, mode, query, engine) and [[fusion]] tables, e.g. "
     "tune's recommendation.toml; systems named by -t (with -b, --mode, --processing) join them.",
 )
 @click.option(
@@ -247,8 +248,9 @@ def compare_cmd(
         for line in gate.lines():
             click.echo(line, err=True)
         click.echo(
-            f"gate: {gate.compared} systems compared with {baseline_file}: {len(gate.regressions)} regressions, "
-            f"{len(gate.improvements)} improvements, {len(gate.stale)} stale",
+            f"gate: {counted(gate.compared, 'system')} compared with {baseline_file}: "
+            f"{counted(len(gate.regressions), 'regression')}, {counted(len(gate.improvements), 'improvement')}, "
+            f"{len(gate.stale)} stale",
             err=True,
         )
         failure = gate.failure(str(baseline_file), report["gate"]["tolerance"]) if fail_on_regression else None

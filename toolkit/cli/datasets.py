@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..textio import counted
 from . import cli
 from .params import TEXT
 
@@ -19,7 +20,12 @@ def datasets_cmd() -> None:
 @datasets_cmd.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def datasets_list_cmd(as_json: bool) -> None:
-    """List the datasets shipped with rag-eval, with their counts."""
+    """List the datasets shipped with rag-eval, with their counts.
+
+    \b
+    Examples:
+      rag-eval datasets list
+    """
     from ..eval.shipped import entry, load_shipped, shipped_ids
 
     rows = []
@@ -40,7 +46,13 @@ def datasets_list_cmd(as_json: bool) -> None:
 @click.argument("reference", metavar="ID|DIR", type=TEXT)
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON (no datasheet).")
 def datasets_show_cmd(reference: str, as_json: bool) -> None:
-    """Print a dataset's datasheet and statistics: passages, queries, qrels per query, kinds, lengths."""
+    """Print a dataset's datasheet and statistics: passages, queries, qrels per query, kinds, lengths.
+
+    \b
+    Examples:
+      rag-eval datasets show handbook
+      rag-eval datasets show path/to/beir-folder --json
+    """
     from ..eval.formats import describe_dataset
 
     stats, sheet = describe_dataset(reference)
@@ -62,6 +74,11 @@ def datasets_export_cmd(dataset_id: str, target: Path) -> None:
 
     Use DIR/corpus with `rag-eval index build` and `rag-eval index verify --root`, and DIR itself as a
     BEIR folder with other tools. An existing DIR is never overwritten; DIR appears complete or not at all.
+
+    \b
+    Examples:
+      rag-eval datasets export handbook out/handbook-set
+      rag-eval index build out/handbook-set/corpus -t jieba -o handbook.sqlite
     """
     from ..eval.shipped import entry, export_shipped
 
@@ -79,14 +96,29 @@ def datasets_export_cmd(dataset_id: str, target: Path) -> None:
 @click.argument("source_format", metavar="FORMAT", type=click.Choice(["squad"]))
 @click.argument("inputs", metavar="FILE...", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="New BEIR folder to write.")
-def datasets_convert_cmd(source_format: str, inputs: tuple[Path, ...], output: Path) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+def datasets_convert_cmd(source_format: str, inputs: tuple[Path, ...], output: Path, as_json: bool) -> None:
     """Convert reading-comprehension JSON (SQuAD, CMRC 2018, DRCD, DuReader-robust) to a BEIR retrieval set.
 
-    Passages are the distinct paragraphs, queries the distinct questions, and each question's relevant
-    passages the paragraphs it was asked on. Duplicates are merged and counted. The output
-    folder must not exist; it appears complete or not at all.
+    FORMAT is `squad`: the SQuAD JSON layout (data > paragraphs > qas) the four sets share; FILE... are
+    merged into one set. Passages are the distinct paragraphs, queries the distinct questions, and each
+    question's relevant passages the paragraphs it was asked on. Duplicates are merged and counted. The
+    output folder must not exist; it appears complete or not at all.
+
+    \b
+    Examples:
+      rag-eval datasets convert squad cmrc2018_dev.json -o out/cmrc-beir
+      rag-eval datasets convert squad part1.json part2.json -o out/merged
     """
     from ..eval.squad import export_squad
 
     summary = export_squad(list(inputs), output)
-    click.echo(json.dumps(summary.__dict__))
+    if as_json:
+        click.echo(json.dumps(summary.__dict__))
+        return
+    click.echo(
+        f"wrote {output}: {counted(summary.passages, 'passage')} ({summary.duplicate_paragraphs:,} repeated "
+        f"paragraphs merged), {counted(summary.queries, 'query', 'queries')} ({summary.duplicate_questions:,} "
+        f"repeated questions merged), {counted(summary.qrels, 'qrel')}; from {counted(summary.files, 'file')}, "
+        f"{counted(summary.articles, 'article')}"
+    )

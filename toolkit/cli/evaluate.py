@@ -38,7 +38,14 @@ def evaluate_cmd(run_file: Path, qrels_file: Path, metrics: tuple[str, ...], per
     Every judged query is scored as trec_eval -c scores it: one without results as 0, one whose judgments are
     all 0 too (it has no relevant document); num_q is their count. The all row is the mean over them, for the
     counts NumQ, NumRel and NumRet the total, as trec_eval prints it. A run and qrels with no query in common
-    are an error."""
+    are an error.
+
+    \b
+    Examples:
+      rag-eval evaluate out/handbook/runs/bigram_sections_or.run datasets/handbook/qrels/test.tsv
+      rag-eval evaluate my.run qrels.txt --metric nDCG@10 --metric 'P(rel=2)@5' --per-query
+      rag-eval evaluate my.run qrels.txt --json
+    """
     from ..eval.trec import evaluate_files
 
     means, values = evaluate_files(run_file, qrels_file, metrics)

@@ -64,6 +64,11 @@ def fuse_cmd(
     Queries are every query of any run; the fused run has strictly decreasing scores, so trec_eval reads
     exactly its order (equal fused scores are ordered by the runs' ranks, the first run's first). Score it
     with rag-eval evaluate, or put it in a comparison with compare --run NAME=FILE.
+
+    \b
+    Examples:
+      rag-eval fuse out/handbook/runs/bigram_sections_or.run out/handbook/runs/jieba_sections_or.run -o out/fused.run
+      rag-eval fuse a.run b.run --method combsum --normalise zmuv --weight 2 --weight 1 -o out/fused.run
     """
     from ..eval.fusion import fuse_files
 

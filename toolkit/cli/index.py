@@ -162,7 +162,13 @@ def _one_line(text: str) -> str:
 @click.argument("index_path", metavar="INDEX", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def index_info_cmd(index_path: str, as_json: bool) -> None:
-    """Show what an index holds: builder, tokenizer spec, counts, size, build time, corpus checksum."""
+    """Show what an index holds: builder, tokenizer spec, counts, size, build time, corpus checksum.
+
+    \b
+    Examples:
+      rag-eval index info handbook.sqlite
+      rag-eval index info handbook.sqlite --json
+    """
     from ..store import Index, index_size
 
     with Index.open(index_path) as index:
@@ -182,6 +188,11 @@ def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None
     """List the documents (lines) or sections (sections, passages) of an index.
 
     Sections print their key (PATH#ANCHOR, which `rag-eval read` takes back), category and heading path.
+
+    \b
+    Examples:
+      rag-eval index list handbook.sqlite
+      rag-eval index list handbook.sqlite --category data
     """
     from ..read import list_entries
     from ..store import Index
@@ -223,6 +234,12 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
     and tokenizer make of the file now (rebuild); missing: the file is gone (path '.': the source cannot be
     listed, so new files cannot be seen); new: the source has a file the index does not hold. One line per
     source file (status, path, chunks, detail); a summary on stderr.
+
+    \b
+    Examples:
+      rag-eval index verify evidence.sqlite
+      rag-eval index verify evidence.sqlite --root corpus --problems
+      rag-eval index verify evidence.sqlite --chunks --json
     """
     from ..read import STATES, verify_index
     from ..store import Index
@@ -319,8 +336,8 @@ def search_cmd(
     \b
     Examples:
       rag-eval search docs.sqlite "导出文件保留多久"
-      rag-eval search evidence.sqlite "导出 三十天" --as-of 2026-10-07 --json
-      rag-eval search docs.sqlite 导出 --mode and --category guide --explain
+      rag-eval search evidence.sqlite "退款 工作日" --as-of 2026-10-07 --json
+      rag-eval search handbook.sqlite 导出 --mode and --category data --explain
       rag-eval search docs.sqlite "导出文件保留多久呢" --processing stopwords=zh,max_df=0.3 --explain
       rag-eval search docs.sqlite --queries questions.txt --run out/docs.run
       rag-eval search passages.sqlite --queries beir/queries.jsonl --run out/bm25.run --limit 1000 --run-tag bigram
@@ -421,8 +438,8 @@ def read_cmd(index_path: str, target: str, root: Path | None, as_json: bool) -> 
 
     \b
     Examples:
-      rag-eval read handbook.sqlite guide/export.md#导出指南
-      rag-eval read handbook.sqlite guide/export.md --json
+      rag-eval read handbook.sqlite "data/export-data.md#支持的导出格式"
+      rag-eval read handbook.sqlite data/export-data.md --json
       rag-eval read evidence.sqlite refund-policy.txt:2
     """
     from ..read import read_entry

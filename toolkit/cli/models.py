@@ -18,7 +18,12 @@ def models_cmd() -> None:
 @models_cmd.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def models_list_cmd(as_json: bool) -> None:
-    """List pkuseg models: the shipped small one and the installed default one."""
+    """List pkuseg models: the shipped small one and the installed default one.
+
+    \b
+    Examples:
+      rag-eval models list
+    """
     import os
 
     from ..models import PKUSEG_MODEL_ENV, list_models
@@ -67,6 +72,11 @@ def models_install_cmd(model: str, sdist: Path | None) -> None:
 
     pip downloads the sdist, rag-eval checks its pinned sha256, extracts pkuseg/models/default into
     the cache dir and converts it to the format spacy-pkuseg loads (49 MB download, 175 MB installed).
+
+    \b
+    Examples:
+      rag-eval models install pkuseg
+      rag-eval models install pkuseg --sdist downloads/pkuseg-0.0.25.tar.gz
     """
     from ..errors import ModelError
     from ..models import install_pkuseg_model
@@ -94,6 +104,11 @@ def models_train_cmd(training_text: Path | None, output: Path, iterations: int) 
 
     Training shuffles without a seed, so the result differs slightly run to run; rag-eval ships one
     trained model so tests are reproducible.
+
+    \b
+    Examples:
+      rag-eval models train-pkuseg -o out/my-pkuseg
+      rag-eval models train-pkuseg segmented.txt -o out/my-pkuseg --iterations 10
     """
     from ..models import mini_training_text, train_pkuseg_model
 

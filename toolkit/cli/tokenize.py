@@ -15,7 +15,13 @@ from .progress import Bars
 @cli.command("tokenizers")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
 def tokenizers_cmd(as_json: bool) -> None:
-    """List every registered tokenizer: available or why not, its options and spec."""
+    """List every registered tokenizer: available or why not, its options and spec.
+
+    \b
+    Examples:
+      rag-eval tokenizers
+      rag-eval tokenizers --json
+    """
     from ..tokenizers import TOKENIZERS
     from ..tokenizers.listing import describe_all
 

@@ -55,7 +55,7 @@ from .progress import Bars
     "--output",
     type=click.Path(path_type=Path),
     required=True,
-    help="Folder for tune.json, report.md and recommendation.toml; replaces only a folder tune wrote.",
+    help="Folder for tune.json, report.md, recommendation.toml and pareto.svg; replaces only a folder tune wrote.",
 )
 def tune_cmd(
     dataset: str,
@@ -112,4 +112,5 @@ def tune_cmd(
         click.echo(result.paragraph)
         if result.report["warning"]:
             click.echo(f"warning: {result.report['warning']}")
-    click.echo(f"wrote {result.output}/tune.json, report.md, recommendation.toml", err=True)
+    chart = ", pareto.svg" if result.report.get("chart") else ""
+    click.echo(f"wrote {result.output}/tune.json, report.md, recommendation.toml{chart}", err=True)
