@@ -1,0 +1,25 @@
+"""The judgments log is read back with a limit: a log over it (written by hand or by another tool) is one error
+at open, never read whole. The write side keeps every log under the same limit (test_judge_live_audit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_judge_inputs import POOL
+
+from rag_eval.eval import judgments as judgments_module
+from rag_eval.eval.judgments import Judgments, JudgmentsError, log_path
+
+
+def test_a_log_over_the_read_limit_is_one_error_at_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "h.qrels"
+    with Judgments.open(path, POOL, assessor="") as judgments:
+        for number in range(40):
+            judgments.record("q1", f"d{number}", number % 3)
+    size = log_path(path).stat().st_size
+    assert size > 2_000
+    monkeypatch.setattr(judgments_module, "MAX_LOG_BYTES", 2_000)  # where the log is read back
+    with pytest.raises(JudgmentsError, match="2000|2,000"):
+        Judgments.open(path, POOL, assessor="")
+    assert log_path(path).stat().st_size == size  # refused, not cut
