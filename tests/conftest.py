@@ -102,3 +102,11 @@ def metric_cli_args(command: str, tmp_path: Path) -> list[str]:
     if command == "compare":
         return ["compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "out")]
     return ["evaluate", str(tmp_path / "run.txt"), str(tmp_path / "qrels.txt")]
+
+
+@pytest.fixture
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache folder of this test's own (what ``cache clear`` and cached builds see)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("RAG_EVAL_CACHE", str(cache))
+    return cache

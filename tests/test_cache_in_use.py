@@ -24,13 +24,6 @@ from rag_eval.eval.judge import build_pool, plan
 from rag_eval.eval.runner import System
 
 
-@pytest.fixture
-def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("RAG_EVAL_CACHE", str(cache))
-    return cache
-
-
 def _cached_indexes(cache: Path) -> list[Path]:
     return sorted(cache.glob("indexes/*/*.sqlite"))
 

@@ -313,13 +313,6 @@ def test_a_system_that_finds_nothing_relevant_is_scored_zero(tmp_path: Path, evi
 # --- the index cache: content-addressed, verified on a hit, written atomically ---------------------------------
 
 
-@pytest.fixture
-def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("RAG_EVAL_CACHE", str(cache))
-    return cache
-
-
 def test_the_exported_handbook_never_reuses_the_shipped_index(tmp_path: Path, own_cache: Path) -> None:
     """The export's Dataset.checksum equals the shipped set's; its files and layout do not."""
     shipped = load_dataset("handbook")

@@ -21,13 +21,6 @@ from rag_eval.eval.formats import load_dataset
 from rag_eval.eval.runner import System
 
 
-@pytest.fixture
-def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("RAG_EVAL_CACHE", str(cache))
-    return cache
-
-
 def test_cache_clear_keeps_an_index_a_running_compare_reads(own_cache: Path) -> None:
     """A clear while compare ran its queries removed the index under it: compare failed at its end ("SQLite: unable
     to open database file") after all its work."""
