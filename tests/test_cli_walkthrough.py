@@ -85,3 +85,18 @@ def test_training_pkuseg_logs_on_stderr_and_refuses_too_little_text(tmp_path: Pa
     assert trained.exit_code == 0, trained.output
     assert trained.stdout == f"wrote {tmp_path / 'm2'}\n"
     assert (tmp_path / "m2" / "weights.npz").is_file()
+
+
+def test_a_category_no_chunk_has_is_named_beside_no_hits(tmp_path: Path) -> None:
+    index = tmp_path / "handbook.sqlite"
+    build(DATASETS / "handbook" / "docs", index, builder="sections", tokenizer="bigram")
+    runner = CliRunner()
+    unknown = runner.invoke(cli, ["search", str(index), "导出", "--category", "guide"])
+    assert unknown.exit_code == 0 and unknown.stdout == ""
+    assert unknown.stderr == (
+        "no hits\nhint: no chunk has category 'guide'; see the categories with: rag-eval index list INDEX\n"
+    )
+    known = runner.invoke(cli, ["search", str(index), "熊猫", "--category", "data"])  # a category, just no match
+    assert known.exit_code == 0 and known.stderr == "no hits\n"
+    found = runner.invoke(cli, ["search", str(index), "导出", "--category", "data"])
+    assert found.stdout and found.stderr == ""
