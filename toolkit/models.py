@@ -184,14 +184,20 @@ def install_pkuseg_model(
     target: Path | None = None,
     expected_sha256: str = PKUSEG_SDIST_SHA256,
     progress: Say = lambda message: None,
+    force: bool = False,
 ) -> Path:
     """Install pkuseg's default model from its PyPI sdist, converted to spacy-pkuseg's format.
 
     Downloads the sdist with pip unless ``sdist`` is given, checks its sha256, extracts
     ``pkuseg/models/default``, converts features.pkl to features.msgpack and moves the result into
-    place in one rename, so a failure leaves any previous install untouched.
+    place in one rename, so a failure leaves any previous install untouched. Without ``sdist``, a model this
+    function installed from the same sdist whose files still have the recorded sha256 is kept (nothing is
+    downloaded) unless ``force``.
     """
     target = target or default_model_dir()
+    if sdist is None and not force and _installed_from(target, expected_sha256):
+        progress(f"the pkuseg default model is already installed in {target} (its files checked against its record)")
+        return target
     # The download and the extraction go to the system's temporary folder; the model is assembled in a hidden
     # folder beside the target that a killed install leaves for the next one to clear (publish_folder), and
     # an existing target is replaced only when it holds nothing but an installed model.
@@ -282,6 +288,19 @@ def _smoke_test(model_dir: Path) -> None:
 INSTALL_RECORD = "rag-eval-install.json"
 #: The fewest sentences spacy-pkuseg trains on (it steps its learning rate every tenth of them).
 MIN_TRAINING_SENTENCES = 10
+
+
+def _installed_from(target: Path, sdist_sha256: str) -> bool:
+    """Whether ``target`` holds a model installed from the sdist with ``sdist_sha256``, its files unchanged."""
+    try:
+        record = json.loads((target / INSTALL_RECORD).read_text(encoding="utf-8"))
+        return (
+            isinstance(record, dict)
+            and record.get("sdist_sha256") == sdist_sha256
+            and record.get("model_sha256") == model_checksum(target)
+        )
+    except (OSError, ValueError):  # no record, not JSON, a model file missing: installed again
+        return False
 
 
 def _holds_only_an_installed_model(folder: Path) -> str | None:

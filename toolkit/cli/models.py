@@ -67,11 +67,14 @@ def models_list_cmd(as_json: bool) -> None:
     type=click.Path(path_type=Path),
     help="Use an already downloaded pkuseg-0.0.25.tar.gz instead of asking pip.",
 )
-def models_install_cmd(model: str, sdist: Path | None) -> None:
+@click.option("--force", is_flag=True, help="Download and install again even when the model is installed.")
+def models_install_cmd(model: str, sdist: Path | None, force: bool) -> None:
     """Install pkuseg's real default model from the pkuseg 0.0.25 sdist on PyPI (no GitHub).
 
     pip downloads the sdist, rag-eval checks its pinned sha256, extracts pkuseg/models/default into
     the cache dir and converts it to the format spacy-pkuseg loads (49 MB download, 175 MB installed).
+    A model already installed this way whose files still have their recorded sha256 is kept, with nothing
+    downloaded (--force installs again).
 
     \b
     Examples:
@@ -86,7 +89,7 @@ def models_install_cmd(model: str, sdist: Path | None) -> None:
         # Checked here, never opened for a blocking read: a FIFO would hang the sha256 and a device never end.
         with open_regular(sdist, ModelError, label=f"--sdist {sdist}"):
             pass
-    install_pkuseg_model(sdist, progress=lambda message: click.echo(f"… {message}", err=True))
+    install_pkuseg_model(sdist, progress=lambda message: click.echo(f"… {message}", err=True), force=force)
 
 
 @models_cmd.command("train-pkuseg")
