@@ -103,7 +103,11 @@ def compile_query(
         pruned = tuple(
             term for query, after in zip(queries, kept, strict=True) for term in query.terms if term not in after
         )
-        queries = [query._replace(terms=after) for query, after in zip(queries, kept, strict=True)]
+        # A pruned term matched nothing, so snippets do not mark it (or choose their window by it) either.
+        queries = [
+            query._replace(terms=after, highlight=_unpruned(query.highlight, query.terms, after))
+            for query, after in zip(queries, kept, strict=True)
+        ]
     counted = tuple(frequencies.items())
     if len(queries) == 1:
         query = queries[0]
@@ -151,3 +155,9 @@ def compile_query(
 
 def _join(terms: tuple[str, ...], mode: str) -> str:
     return f" {mode.upper()} ".join(quote(term) for term in terms)
+
+
+def _unpruned(highlight: tuple[str, ...], terms: tuple[str, ...], kept: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """``highlight`` without the terms that pruning removed (entries that are not terms, such as phrases, stay)."""
+    gone = set(terms) - set(kept)
+    return tuple(word for word in highlight if word not in gone)
