@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .errors import RagEvalError
-from .locks import SIDE_FILES, remove_database
+from .locks import SIDE_FILES, exclusive, remove_database
 from .paths import sqlite_uri
 
 CACHE_ENV = "RAG_EVAL_CACHE"
@@ -108,17 +108,10 @@ def clear_indexes(older_than_days: float | None = None) -> Cleared:
         present = [p for p in (path, *companions) if p.is_file()]
         if not present or (cutoff is not None and max(p.stat().st_mtime for p in present) > cutoff):
             continue
-        try:
-            handle = open(path, "rb")
-        except OSError:
-            continue
-        with handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                busy += 1
+        with exclusive(path) as locked:
+            if locked is None:  # gone, or unreadable
                 continue
-            if _open_elsewhere(path):
+            if not locked or _open_elsewhere(path):
                 busy += 1
                 continue
             size = sum(p.stat().st_size for p in present if p.exists())

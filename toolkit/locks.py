@@ -108,6 +108,26 @@ def hold_in_use(path: str | Path) -> bool:
 
 
 @contextmanager
+def exclusive(path: str | Path) -> Iterator[bool | None]:
+    """An exclusive non-blocking ``flock`` on the file at ``path`` while the block runs: True when taken, False
+    when a build or a command using it (:func:`hold_in_use`) holds a lock on it, None when it cannot be opened."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        yield None
+        return
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(descriptor)
+
+
+@contextmanager
 def unused(path: str | Path) -> Iterator[bool]:
     """Whether no other process uses the file at ``path`` (none holds a lock on it): this process's shared lock on
     it is let go, and while the block runs an exclusive one keeps others from taking theirs, so the caller may
@@ -116,20 +136,8 @@ def unused(path: str | Path) -> Iterator[bool]:
     held = _IN_USE.pop(key, None)
     if held is not None:
         os.close(held)
-    try:
-        descriptor = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        yield True
-        return
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(descriptor)
+    with exclusive(key) as locked:
+        yield locked is not False
 
 
 @contextmanager
