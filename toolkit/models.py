@@ -21,7 +21,7 @@ from pathlib import Path
 from .cache import cache_dir
 from .errors import ModelError, UnavailableError
 from .outputs import only_names, publish_folder
-from .textio import counted, text_argument
+from .textio import counted, read_json, text_argument
 
 #: Environment variable naming the pkuseg model (a model name or a directory).
 PKUSEG_MODEL_ENV = "RAG_EVAL_PKUSEG_MODEL"
@@ -286,6 +286,8 @@ def _smoke_test(model_dir: Path) -> None:
 
 #: What ``models install`` writes beside the model files: where the model came from.
 INSTALL_RECORD = "rag-eval-install.json"
+#: Largest install record read back (about 200 bytes as written).
+MAX_INSTALL_RECORD_BYTES = 100_000
 #: The fewest sentences spacy-pkuseg trains on (it steps its learning rate every tenth of them).
 MIN_TRAINING_SENTENCES = 10
 
@@ -293,13 +295,13 @@ MIN_TRAINING_SENTENCES = 10
 def _installed_from(target: Path, sdist_sha256: str) -> bool:
     """Whether ``target`` holds a model installed from the sdist with ``sdist_sha256``, its files unchanged."""
     try:
-        record = json.loads((target / INSTALL_RECORD).read_text(encoding="utf-8"))
+        record = read_json(target / INSTALL_RECORD, ModelError, max_bytes=MAX_INSTALL_RECORD_BYTES)
         return (
             isinstance(record, dict)
             and record.get("sdist_sha256") == sdist_sha256
             and record.get("model_sha256") == model_checksum(target)
         )
-    except (OSError, ValueError):  # no record, not JSON, a model file missing: installed again
+    except (ModelError, OSError):  # no record, not JSON, a model file missing: installed again
         return False
 
 
