@@ -17,7 +17,7 @@ from .runner import System, SystemRun, latency_summary
 
 
 def count_tokens_per_passage(index_path: str) -> float:
-    # mode=rw: never create a file under the cached index's name (``cache clear`` may have removed it meanwhile).
+    # mode=rw: never create a file under the cached index's name (compare holds it in use, but a hand may remove it).
     try:
         db = sqlite3.connect(sqlite_uri(index_path, "mode=rw"), uri=True)
     except sqlite3.Error as exc:
