@@ -261,6 +261,9 @@ class Tokenizer(Configurable):
 
 #: Unicode version Python's normalisation uses; part of every Python strategy's fingerprint.
 UNICODE_VERSION = unicodedata.unidata_version
+#: How the per-character t2s table is made; part of the fingerprint when t2s is on, so an index converted by
+#: an earlier table asks to be rebuilt ("settled": each conversion followed until it changes nothing).
+T2S_TABLE = "settled"
 
 _WORDLIKE = regex.compile(r"[\p{L}\p{N}]")
 #: Runs between separators: whitespace, and the control characters FTS5's whitespace clause also separates on
@@ -315,6 +318,7 @@ class PythonTokenizer(Tokenizer):
         details["unicode"] = UNICODE_VERSION
         if self.options.get("t2s"):
             details["opencc"] = library_version("opencc")
+            details["t2s"] = T2S_TABLE
         return details
 
     #: True when ``_spans`` only returns whitespace-free spans with a letter or digit (skips the filter).

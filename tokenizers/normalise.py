@@ -192,4 +192,18 @@ def t2s_table() -> dict[int, str]:
     converted = opencc.OpenCC("t2s").convert("\n".join(han)).split("\n")
     if len(converted) != len(han):  # pragma: no cover - guards an OpenCC behaviour change
         raise RuntimeError("OpenCC t2s changed the number of lines in a character list")
-    return {ord(src): dst for src, dst in zip(han, converted, strict=False) if src != dst and len(dst) == 1}
+    table = {ord(src): dst for src, dst in zip(han, converted, strict=False) if src != dst and len(dst) == 1}
+    return {code: _settled(table, dst) for code, dst in table.items()}
+
+
+def _settled(table: dict[int, str], char: str) -> str:
+    """Where ``char`` ends when the conversion is applied until nothing changes (OpenCC converts 薴 to 苧,
+    which it converts to 苎): converting once more then changes nothing, so a text converted before it
+    reaches rag-eval matches the same text converted here. A cycle stops at its smallest character."""
+    seen = [char]
+    while ord(seen[-1]) in table:
+        step = table[ord(seen[-1])]
+        if step in seen:
+            return min(seen[seen.index(step) :])
+        seen.append(step)
+    return seen[-1]
