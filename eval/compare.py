@@ -30,6 +30,7 @@ from .formats import load_dataset
 from .fusion import Fusion, fuse_runs, fused_row, fused_systems, parse_fusion
 from .gate import (
     DEFAULT_TOLERANCE,
+    REPORT_SCHEMA,
     GateResult,
     check,
     check_baseline_target,
@@ -41,6 +42,7 @@ from .metrics import (
     DEFAULT_METRICS,
     RankedDoc,
     check_qrels,
+    is_quality,
     judged_queries,
     metric_names,
     parse_metric,
@@ -187,12 +189,12 @@ def compare(
     for row in rows:
         row["by_kind"] = by_kind[row["name"]]
     significance(rows, per_query, judged, metrics, reference_name)
-    if metrics:
+    if metrics and is_quality(metrics[0]):  # the largest gains and losses in a count would be neither
         gains_table(rows, per_query, dataset, metrics[0], reference_name, no_text)
     without_labels = label_free(rows, runs, dataset, per_query, metrics, no_text=no_text)
     engines = engine_agreement(systems, runs, per_query)
     report = {
-        "schema": "rag-eval/compare/1",
+        "schema": REPORT_SCHEMA,
         "environment": started_in,
         "dataset": {
             "id": dataset.id,

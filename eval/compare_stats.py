@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import RagEvalError
 from .engines import DEFAULT_ENGINE, get_engine
-from .metrics import RankedDoc
+from .metrics import RankedDoc, is_quality
 from .records import Dataset
 from .runner import System
 from .stats import SEED, holm, randomization_test, student_t_quantile, win_tie_loss
@@ -110,7 +110,8 @@ def significance(
     if reference is None:
         return
     others = [row for row in rows if row["name"] != reference]
-    for metric in metrics:
+    # A count (NumRet, NumRel) is not better when higher: no arrow says a system retrieving more is better.
+    for metric in [m for m in metrics if is_quality(m)]:
         base = [per_query[reference][q][metric] for q in judged]
         p_values = [randomization_test([per_query[row["name"]][q][metric] for q in judged], base) for row in others]
         for row, p, adjusted in zip(others, p_values, holm(p_values), strict=False):

@@ -3,14 +3,17 @@ runs, and the check on a query mode."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..builders import get_builder
 from ..errors import RagEvalError
+from ..processing import QueryProcessing
 from ..query import MODES
 from ..textio import read_text
 from ..tokenizers import TOKENIZERS, get_tokenizer, tokenizer_class
-from .engines import DEFAULT_ENGINE
+from .engines import DEFAULT_ENGINE, written_engine
 from .fusion import Fusion, fusion_from_table
 from .records import Dataset
 from .runner import System
@@ -106,6 +109,15 @@ def load_systems_toml(path: Path) -> tuple[list[System], list[Fusion]]:
         for key in ("builder", "mode", "query", "engine"):
             if not isinstance(entry.get(key, ""), str):
                 raise RagEvalError(f"{path}: [[system]] number {number}: {key} must be a string")
+        # Each value is checked here, so that an error names the file and table, not only the value.
+        checks: dict[str, Callable[[str], object]] = {"tokenizer": get_tokenizer, "builder": get_builder}
+        checks |= {"mode": check_mode, "query": QueryProcessing.parse, "engine": written_engine}
+        for key, check in checks.items():
+            if entry.get(key, ""):
+                try:
+                    check(entry[key])
+                except RagEvalError as exc:
+                    raise RagEvalError(f"{path}: [[system]] number {number}: {key}: {exc}", hint=exc.hint) from None
         systems.append(
             System(
                 entry["tokenizer"],

@@ -36,6 +36,7 @@ from typing import Any
 from ..errors import RagEvalError
 from ..outputs import OutputError, checked_target, refuse_inputs, write_text_atomic
 from ..spec import SystemSpec
+from ..textio import shown
 from ..tokenizers import written_spec
 from .metrics import RankedDoc
 from .records import NO_ANSWER, Dataset
@@ -146,14 +147,14 @@ def parse_fusion(text: str) -> Fusion:
     """A fusion from its spec, ``METHOD[:key=value,...](SYSTEM, SYSTEM, ...)``; a member may be ``WEIGHT*SYSTEM``."""
     match = _SPEC.fullmatch(text) if isinstance(text, str) else None
     if match is None:
-        raise FusionError(f"invalid fusion {text!r}: expected {SPEC_SYNTAX}")
+        raise FusionError(f"invalid fusion {shown(text)}: expected {SPEC_SYNTAX}")
     method, options_text, members_text = match.groups()
     options: dict[str, Any] = {}
     if options_text and options_text.strip():
         try:
             options = dict(SystemSpec.parse(f"{method}:{options_text}").options)
         except RagEvalError as exc:
-            raise FusionError(f"invalid fusion {text!r}: {exc}") from None
+            raise FusionError(f"invalid fusion {shown(text)}: {exc}") from None
     members, weights = [], []
     for part in _MEMBER_SEPARATOR.split(members_text) if members_text.strip() else []:  # "rrf()" has no member
         weighted = _WEIGHT.fullmatch(part)
@@ -161,9 +162,10 @@ def parse_fusion(text: str) -> Fusion:
         members.append((weighted.group(2) if weighted else part).strip())
     if "k" in options:
         if not re.fullmatch(r"[0-9]{1,7}", options["k"]):
-            raise FusionError(f"invalid fusion {text!r}: k must be a whole number, not {options['k']!r}")
+            raise FusionError(f"invalid fusion {shown(text)}: k must be a whole number, not {shown(options['k'])}")
         options["k"] = int(options["k"])
-    return _declared(method, members, weights if any(w != 1 for w in weights) else None, options, f"fusion {text!r}")
+    chosen = weights if any(w != 1 for w in weights) else None
+    return _declared(method, members, chosen, options, f"fusion {shown(text)}")
 
 
 def fusion_from_table(entry: Any, where: str) -> Fusion:

@@ -11,10 +11,14 @@ from typing import Any
 
 from ..errors import RagEvalError
 from ..outputs import StagedFile, check_file_target, stage_text, write_text_atomic
-from ..textio import read_json
+from ..textio import read_json, shown
+from .metrics import MetricError, canonical_metric, is_quality, value_range
 
 DEFAULT_TOLERANCE = 0.005
 BASELINE_WHAT = "baseline file"
+#: What --write-baseline writes, and what compare's report.json holds: the schemas the gate reads.
+BASELINE_SCHEMA = "rag-eval/baseline/1"
+REPORT_SCHEMA = "rag-eval/compare/1"
 
 
 @dataclass
@@ -101,9 +105,21 @@ def check_baseline(data: Any, label: str = "baseline") -> None:
         raise GateError(f"{label}: not a rag-eval report or baseline (no 'systems' list)")
     if not isinstance(data.get("schema"), str) or not data["schema"].startswith("rag-eval/"):
         raise GateError(f"{label}: not a rag-eval report or baseline (schema {data.get('schema')!r})")
+    if data["schema"] not in (BASELINE_SCHEMA, REPORT_SCHEMA):
+        # Another version's file may mean its values otherwise: holding this run against it would mislead.
+        raise GateError(
+            f"{label}: schema {shown(data['schema'])} is not one this rag-eval reads "
+            f"({BASELINE_SCHEMA} or {REPORT_SCHEMA})",
+            hint="write the baseline again with this version: --write-baseline FILE",
+        )
     dataset = data.get("dataset")
     if not isinstance(dataset, dict) or not isinstance(dataset.get("checksum"), str):
         raise GateError(f"{label}: no dataset checksum")
+    listed = data.get("metrics", [])
+    if not isinstance(listed, list):
+        raise GateError(f"{label}: 'metrics' must be a list of metric names")
+    for metric in listed:
+        _check_metric_name(metric, f"{label}: metrics")
     names: set[str] = set()
     for number, row in enumerate(data["systems"], start=1):
         where = f"{label}: system {number}"
@@ -119,8 +135,26 @@ def check_baseline(data: Any, label: str = "baseline") -> None:
         if not isinstance(metrics, dict):
             raise GateError(f"{where}: needs a 'metrics' object")
         for metric, value in metrics.items():
+            _check_metric_name(metric, where)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
                 raise GateError(f"{where}: metric {metric} is {value!r}, not a finite number")
+            low, high = value_range(metric)
+            if not low <= value <= high:
+                span = f"from {low:g} to {high:g}" if math.isfinite(high) else f"a count of at least {low:g}"
+                raise GateError(f"{where}: metric {metric} is {shown(value)}, outside its values ({span})")
+
+
+def _check_metric_name(metric: object, where: str) -> None:
+    """Refuse a name that is not a metric rag-eval computes, or not as its reports write it: the gate matches
+    metrics by name, so such a one would be left out without a word."""
+    if not isinstance(metric, str):
+        raise GateError(f"{where}: a metric name must be text, not {shown(metric)}")
+    try:
+        canonical = canonical_metric(metric)
+    except MetricError as exc:
+        raise GateError(f"{where}: {exc}") from None
+    if canonical != metric:
+        raise GateError(f"{where}: metric {shown(metric)} is written {canonical} in rag-eval's reports")
 
 
 def baseline_owned(path: Path) -> str | None:
@@ -191,7 +225,8 @@ def check(report: dict[str, Any], baseline: dict[str, Any], *, tolerance: float 
         if differences:
             result.stale.append({"system": row["name"], "differences": differences})
             continue
-        shared = [metric for metric in row["metrics"] if metric in old.get("metrics", {})]
+        # Quality measures only: fewer documents retrieved (NumRet) is not a regression.
+        shared = [metric for metric in row["metrics"] if metric in old.get("metrics", {}) and is_quality(metric)]
         if not shared:
             # Nothing to hold against the baseline: counted as compared, the gate would pass having checked nothing.
             result.unmatched.append(
@@ -217,7 +252,7 @@ def baseline_of(report: dict[str, Any]) -> dict[str, Any]:
     """What a baseline keeps: identities and mean metrics, not per-query values or latencies."""
     keep = ("name", "tokenizer", "builder", "mode", "metrics")
     return {
-        "schema": "rag-eval/baseline/1",
+        "schema": BASELINE_SCHEMA,
         "environment": {
             k: report["environment"][k] for k in ("rag_eval", "sqlite", "packages", "commit", "created_utc")
         },

@@ -24,6 +24,7 @@ from ..errors import RagEvalError
 from ..locks import in_use_scope
 from ..outputs import check_file_target, recorded_name, write_text_atomic
 from ..records import Progress
+from ..textio import shown
 from ..tokenizers import Tokenizer, get_tokenizer, written_spec
 from .compare import Skipped, SystemProgress, default_systems
 from .judge_session import Session
@@ -234,7 +235,7 @@ def check_method(method: str | None) -> str:
     if method is None:
         return DEFAULT_METHOD
     if method not in METHODS:
-        raise RagEvalError(f"unknown judging order {method!r}; choose from: {', '.join(METHODS)}")
+        raise RagEvalError(f"unknown judging order {shown(method)}; choose from: {', '.join(METHODS)}")
     return method
 
 

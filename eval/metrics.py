@@ -264,8 +264,32 @@ def _without_cutoff(measure: Any) -> Any:
 def totalled(names: Iterable[str]) -> set[str]:
     """The names among ``names`` of counts (NumQ, NumRel, NumRet), which trec_eval's ``all`` row (and ir-measures)
     aggregate as a total over the queries; every other measure's is the mean."""
-    ir_measures = _ir_measures()
-    return {name for name in names if isinstance(parse_metric(name).aggregator(), ir_measures.SumAgg)}
+    return {name for name in names if not is_quality(name)}
+
+
+def is_quality(name: str) -> bool:
+    """Whether a metric measures retrieval quality: a value from 0 to 1, higher is better.
+
+    What the measure declares decides: ir-measures declares the counts (NumQ, NumRel, NumRet and NumRet(rel=N))
+    as totalled over the queries, and every other measure trec_eval computes is a mean of values from 0 to 1.
+    A count is not quality: more documents retrieved, or more relevant ones in the qrels, is not a better system."""
+    return not isinstance(parse_metric(name).aggregator(), _ir_measures().SumAgg)
+
+
+def value_range(name: str) -> tuple[float, float]:
+    """The values a metric can take: 0 to 1 for a quality measure, 0 and up for a count."""
+    return (0.0, 1.0) if is_quality(name) else (0.0, math.inf)
+
+
+def quality_metric(name: str, purpose: str) -> str:
+    """The canonical spelling of ``name``; a MetricError when it is a count, which ``purpose`` cannot rank by."""
+    canonical = canonical_metric(name)
+    if not is_quality(canonical):
+        raise MetricError(
+            f"{purpose} needs a quality measure, and {canonical} is a count (higher is not better)",
+            hint=f"use a measure from 0 to 1 where higher is better, e.g. {', '.join(DEFAULT_METRICS[:3])}",
+        )
+    return canonical
 
 
 def check_qrels(qrels: Iterable[Qrel]) -> dict[str, dict[str, int]]:
@@ -355,9 +379,11 @@ def evaluate(
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """Mean and per-query values of each metric over every judged query (every query of the qrels).
 
-    As ``trec_eval -c``: a judged query with no results counts as zero, in NumQ as one query, and a query whose
-    judgments are all 0 counts too (its values are 0, including the interpolated precision trec_eval leaves
-    undefined, 0/0, for it under judged_only); the run may contain other queries (they are ignored).
+    As ``trec_eval -c``: a judged query with no results counts as zero in every measure of what was retrieved, in
+    NumQ as one query and in NumRel with its relevant documents (NumRel comes from the qrels, whatever the run
+    holds), and a query whose judgments are all 0 counts too (its values are 0, including the interpolated
+    precision trec_eval leaves undefined, 0/0, for it under judged_only); the run may contain other queries (they
+    are ignored).
     Qrels without a positive grade (every metric would be 0), grades outside 0..MAX_RELEVANCE and scores that
     are not finite are EvaluationErrors.
     """
@@ -374,6 +400,12 @@ def evaluate(
             hint="check the qrels file: grades 1 and above mark relevant documents",
         )
     run_dict = check_run(run, set(judged))
+    # trec_eval -c scores a judged query the run lacks on a ranking of one document no qrel judges (trec_eval.c's
+    # bogus_ranking), then sets its num_ret to 0: NumRel still counts the query's relevant documents (from the
+    # qrels), and every measure of what was retrieved is 0. (pytrec_eval given an empty ranking is not reliable:
+    # its num_rel was 0 or the qrels' count depending on the other queries.)
+    missing = [q for q in judged if q not in run_dict]
+    scored = {**run_dict, **{q: {_unjudged_doc(qrel_dict[q]): 1.0} for q in missing}}
     per_query: dict[str, dict[str, float]] = {q: {name: 0.0 for name in names} for q in judged}
     # Names that parse to one measure (``MRR@10`` and ``RR@10``) each get its values.
     by_measure: dict[Any, list[str]] = {}
@@ -384,11 +416,11 @@ def evaluate(
     groups: dict[tuple[Any, ...], list[Any]] = {}
     for measure in plain:
         groups.setdefault(_pytrec_eval_settings(measure), []).append(measure)
-    batches.extend((group, run_dict, {m: m for m in group}) for group in groups.values())
+    batches.extend((group, scored, {m: m for m in group}) for group in groups.values())
     for cutoff in sorted({m["cutoff"] for m in by_measure if m not in plain}):
         cut = [m for m in by_measure if m not in plain and m["cutoff"] == cutoff]
         uncut = {_without_cutoff(m): m for m in cut}
-        batches.append((list(uncut), _top(run_dict, cutoff), uncut))
+        batches.append((list(uncut), _top(scored, cutoff), uncut))
     provider = ir_measures.pytrec_eval
     for measures_batch, docs, origin in batches:
         for value in provider.evaluator(measures_batch, qrel_dict).iter_calc(docs):
@@ -399,13 +431,24 @@ def evaluate(
                 found = 0.0 if math.isnan(found) else found
                 for name in by_measure[origin[value.measure]]:
                     per_query[value.query_id][name] = found
-    for query in judged:
-        if query not in run_dict:  # trec_eval -c counts a query without results in num_q, as 1
-            for name in names:
-                if measures[name].NAME == "NumQ":
-                    per_query[query][name] = 1.0
+    for query in missing:  # the placeholder ranking retrieved nothing: trec_eval -c resets num_ret to 0
+        for name in names:
+            if measures[name].NAME == "NumRet":
+                per_query[query][name] = 0.0
     means = {name: sum(per_query[q][name] for q in judged) / len(judged) for name in names}
     return means, per_query
+
+
+#: The document of trec_eval -c's ranking for a query the run lacks (trec_eval.c's bogus_ranking).
+PLACEHOLDER_DOC = "ceci_nest_pas_un_docno"
+
+
+def _unjudged_doc(judged: Mapping[str, int]) -> str:
+    """trec_eval's placeholder document id, made longer until no judgment of the query names it."""
+    doc = PLACEHOLDER_DOC
+    while doc in judged:
+        doc += "_"
+    return doc
 
 
 def _pytrec_eval_settings(measure: Any) -> tuple[Any, ...]:

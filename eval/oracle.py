@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import RagEvalError
 from ..outputs import write_text_atomic
 from ..records import Progress
+from ..textio import shown
 from .judgments import counted
 from .metrics import ranked_ids, relevant_queries
 from .selection import DEFAULT_SAMPLES, METHODS, Runs, SelectionError, Selector
@@ -158,7 +159,7 @@ def sampling_study(
         raise RagEvalError("samples and sample queries must be whole numbers of at least 1")
     for method in methods:
         if method not in METHODS:
-            raise SelectionError(f"unknown judging order {method!r}; choose from: {', '.join(METHODS)}")
+            raise SelectionError(f"unknown judging order {shown(method)}; choose from: {', '.join(METHODS)}")
     judged = relevant_queries(qrels)
     if len(judged) < sample_queries:
         raise RagEvalError(

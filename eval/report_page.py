@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .metrics import is_quality
+
 
 def labels(report: dict[str, Any]) -> tuple[dict[str, str], tuple[str, str] | None]:
     """A display label per system, and the (builder, mode) every system shares, if they share one.
@@ -78,7 +80,8 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
     report = {"skipped": [], **report}
     rows, metrics = report["systems"], report["metrics"]
     label, setting = labels(report)
-    quality = [_column([row["metrics"][m] for row in rows], 4, "high") for m in metrics]
+    # A count (NumRet, NumRel) is not better when higher: only quality measures mark a best value.
+    quality = [_column([row["metrics"][m] for row in rows], 4, "high" if is_quality(m) else None) for m in metrics]
     for m, column in zip(metrics, quality, strict=False):
         for cell, row in zip(column, rows, strict=False):
             cell["arrow"] = arrow(row, m)

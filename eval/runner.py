@@ -16,10 +16,10 @@ from typing import Any
 from .. import __version__, impact
 from ..builders import Builder, get_builder
 from ..builders.base import resolve_inside
-from ..cache import cache_dir
+from ..cache import CACHE_ENV, cache_dir
 from ..errors import CorpusError, IndexFileError, RagEvalError
 from ..indexmeta import recorded_meta
-from ..locks import hold_in_use, remove_database, unused
+from ..locks import hold_in_use, key_lock, remove_database, unused
 from ..outputs import write_text_atomic
 from ..processing import QueryProcessing
 from ..records import Progress
@@ -186,8 +186,14 @@ def _cached_report(path: Path, expected: dict[str, str], engine: str = REFERENCE
 
 def _discard(path: Path) -> None:
     """Remove a cached index (and its SQLite side files and build report) that cannot be trusted."""
-    remove_database(path)
-    path.with_suffix(".build.json").unlink(missing_ok=True)
+    try:
+        remove_database(path)
+        path.with_suffix(".build.json").unlink(missing_ok=True)
+    except OSError as exc:
+        raise IndexFileError(
+            f"{path}: cannot remove this cached index to build it again: {exc.strerror or exc}",
+            hint=f"check that the cache folder {cache_dir()} is writable, or set {CACHE_ENV} to another folder",
+        ) from None
 
 
 def _wait_for_report(attempt: int) -> None:
@@ -204,43 +210,57 @@ def cached_build(
 ) -> tuple[Path, dict[str, Any]]:
     """The index of ``source`` for this builder, tokenizer and build engine (``impact`` writes impact
     postings): reused from the cache when its recorded tokenizer spec, builder spec, corpus checksum and
-    engine match, else built; and its build report."""
+    engine match, else built; and its build report.
+
+    Commands that need the same cached index at once take turns (a lock file beside it): the first builds it,
+    the others wait and reuse it."""
     path, corpus = index_path(source, builder, tokenizer.spec, engine)
     expected = {"tokenizer_spec": tokenizer.spec, "builder": builder.system, "corpus_sha256": corpus}
-    waited = False
-    for attempt in range(BUILD_ATTEMPTS):
-        # Locked before it is checked and kept while the command runs (``in_use_scope``): a ``cache clear`` meanwhile
-        # leaves it. One removed between the check and the lock is built again.
-        if hold_in_use(path):
-            cached = _cached_report(path, expected, engine)
-            if cached is not None:
-                return path, cached | {"cached": True}
-        with unused(path) as free:
-            if free:
+    if os.path.lexists(path) and not (path.is_symlink() or path.is_file()):
+        raise IndexFileError(
+            f"{path}: not an index file, where rag-eval keeps a cached index; it was left alone",
+            hint="remove it; rag-eval builds the index there again",
+        )
+    # Locked before it is checked and kept while the command runs (``in_use_scope``): a ``cache clear`` meanwhile
+    # leaves it. One removed between the check and the lock is built again.
+    if hold_in_use(path):
+        cached = _cached_report(path, expected, engine)
+        if cached is not None:
+            return path, cached | {"cached": True}
+    waiting = (lambda: progress("wait for another command building this index", 0, 1)) if progress else None
+    with key_lock(path.with_name(f".{path.stem}.lock"), on_wait=waiting):
+        waited = False
+        for attempt in range(BUILD_ATTEMPTS):
+            if hold_in_use(path):  # built by the command this one waited for
+                cached = _cached_report(path, expected, engine)
+                if cached is not None:
+                    return path, cached | {"cached": True}
+            with unused(path) as free:
+                if free:
+                    _discard(path)
+            if not free:  # a command holds it (one that began before the lock), or a ``cache clear`` checks it
+                waited = True
+                _wait_for_report(attempt)
+                continue
+            built: BuildReport = build(
+                source,
+                path,
+                builder=builder,
+                tokenizer=tokenizer,
+                progress=(lambda phase, done, total: progress(f"build {phase}", done, total)) if progress else None,
+                engine=engine,
+            )
+            if not hold_in_use(path):  # cleared as the build ended
+                continue
+            recorded = _recorded_meta(path)
+            if recorded.get("corpus_sha256") != corpus:
                 _discard(path)
-        if not free:  # another command built it and writes its report next, or holds it (cleared meanwhile)
-            waited = True
-            _wait_for_report(attempt)
-            continue
-        built: BuildReport = build(
-            source,
-            path,
-            builder=builder,
-            tokenizer=tokenizer,
-            progress=(lambda phase, done, total: progress(f"build {phase}", done, total)) if progress else None,
-            engine=engine,
-        )
-        if not hold_in_use(path):  # cleared as the build ended
-            continue
-        recorded = _recorded_meta(path)
-        if recorded.get("corpus_sha256") != corpus:
-            _discard(path)
-            raise CorpusError(f"{source}: the source files changed while the index was built; run again")
-        report = dict(built.__dict__)
-        write_text_atomic(
-            path.with_suffix(".build.json"), json.dumps(report), owned=lambda _path: None, what="index build report"
-        )
-        return path, report | {"cached": False}
+                raise CorpusError(f"{source}: the source files changed while the index was built; run again")
+            report = dict(built.__dict__)
+            write_text_atomic(
+                path.with_suffix(".build.json"), json.dumps(report), owned=lambda _path: None, what="index build report"
+            )
+            return path, report | {"cached": False}
     if waited:
         raise IndexFileError(f"{path}: another command holds this cached index without its build report; run again")
     raise IndexFileError(f"{path}: the cached index was removed {BUILD_ATTEMPTS} times as it was built; run again")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import RagEvalError
+from ..textio import shown
 from .settle import Completions, PoolModel, query_uncertainty
 
 #: system name -> query id -> document ids in rank order (best first)
@@ -119,7 +120,7 @@ class Selector:
         samples: int = DEFAULT_SAMPLES,
     ) -> None:
         if method not in METHODS:
-            raise SelectionError(f"unknown judging order {method!r}; choose from: {', '.join(METHODS)}")
+            raise SelectionError(f"unknown judging order {shown(method)}; choose from: {', '.join(METHODS)}")
         if type(depth) is not int or depth < 1:
             raise SelectionError(f"depth must be a whole number of at least 1, not {depth!r}")
         if not isinstance(target, (int, float)) or not 0 < target <= 1:

@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import DatasetError
-from ..textio import display_name, iter_lines, read_text, split_lines
-from .beir import query_text, read_qrels, relevance_grade
+from ..textio import display_name, iter_lines, read_text, shown, split_lines
+from .beir import question_text, read_qrels, relevance_grade, run_query_id
 from .metrics import RankedDoc
 from .records import Qrel, Query
 
@@ -18,6 +18,11 @@ _TOP_TAG = re.compile(r"</?top>", re.I)
 _TOP_OPEN = re.compile(r"<top>", re.I)
 # Any SGML tag ends the field before it: <smry>, <con>, <E-title>, </title> are not part of a title.
 _TAG = re.compile(r"<(/?)([A-Za-z][\w-]*)[^<>]*>")
+# A reference XML defines without a DTD: one of the five predefined entities or a character reference.
+_REFERENCE = re.compile(r"&(#[^;\s&<]*|[A-Za-z][A-Za-z0-9._-]*);")
+_NUMERIC = re.compile(r"#([0-9]+)|#[xX]([0-9A-Fa-f]+)")
+_ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
+_BLANKS = re.compile(r"[ \t\r\n]+")
 #: The fields of a topic that are read; the others are skipped.
 _TOPIC_FIELDS = ("num", "title")
 #: The two qrels formats, as a hint.
@@ -27,37 +32,105 @@ _SCORE = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
 def read_topics(path: str | Path) -> dict[str, Query]:
-    """TREC topics: SGML ``<top><num>…<title>…</top>`` blocks (the title is the query), or ``qid<TAB>text`` lines."""
+    """TREC topics: SGML ``<top><num>…<title>…</top>`` blocks (the title is the query), or ``qid<TAB>text`` lines.
+
+    Topics are queries to run: every title is a :func:`~rag_eval.eval.beir.question_text` and every id a
+    :func:`~rag_eval.eval.beir.run_query_id`. In blocks, ``<!-- -->`` comments are skipped and the XML entities
+    ``&amp; &lt; &gt; &quot; &apos;`` and character references (``&#x5BFC;``) are decoded; any other entity, a
+    CDATA section or a ``<!DOCTYPE``/``<!ENTITY`` declaration is an error (nothing is ever expanded from a DTD).
+    """
     path = Path(path)
     name = display_name(str(path))
     text = read_text(path, DatasetError)
     queries: dict[str, Query] = {}
     if _TOP_OPEN.search(text):
+        text = _without_comments(text, name)
+        _refuse_declarations(text, name)
         _check_top_blocks(text, name)
         topic_line, counted_to = 1, 0
         for block in _TOP.finditer(text):
             # Counted on from the previous block: counting from the start each time took minutes on 10 MB.
             topic_line += text.count("\n", counted_to, block.start())
             counted_to = block.start()
-            fields = _topic_fields(block.group(1), f"{name}:{topic_line}")
-            topic_id = re.sub(r"^Number:\s*", "", fields.get("num", ""), flags=re.I)
-            title = re.sub(r"^Topic:\s*", "", fields.get("title", ""), flags=re.I)
+            where = f"{name}:{topic_line}"
+            fields = {key: _decoded(value, where) for key, value in _topic_fields(block.group(1), where).items()}
+            topic_id = re.sub(r"^Number:\s*", "", fields.get("num", "").strip(), flags=re.I)
+            title = re.sub(r"^Topic:\s*", "", fields.get("title", "").strip(), flags=re.I)
             if not topic_id or not title:
-                raise DatasetError(f"{name}:{topic_line}: topic without <num> or <title>")
+                raise DatasetError(f"{where}: topic without <num> or <title>")
+            run_query_id(topic_id, where)
             if topic_id in queries:
-                raise DatasetError(f"{name}:{topic_line}: duplicate topic {topic_id!r}")
-            queries[topic_id] = Query(topic_id, query_text(" ".join(title.split()), f"{name}:{topic_line}"))
+                raise DatasetError(f"{where}: duplicate topic {shown(topic_id)}")
+            # A title may run over lines; a control character other than a line break is refused, not joined.
+            flat = question_text(_BLANKS.sub(" ", title), where)
+            queries[topic_id] = Query(topic_id, " ".join(flat.split()))
         return queries
     for line_number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
+        where = f"{name}:{line_number}"
         parts = line.split("\t", 1)
         if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-            raise DatasetError(f"{name}:{line_number}: expected 'query-id<TAB>text'")
-        if parts[0].strip() in queries:
-            raise DatasetError(f"{name}:{line_number}: duplicate topic {parts[0].strip()!r}")
-        queries[parts[0].strip()] = Query(parts[0].strip(), query_text(parts[1].strip(), f"{name}:{line_number}"))
+            raise DatasetError(f"{where}: expected 'query-id<TAB>text'")
+        topic_id = run_query_id(parts[0].strip(), where)
+        if topic_id in queries:
+            raise DatasetError(f"{where}: duplicate topic {shown(topic_id)}")
+        queries[topic_id] = Query(topic_id, question_text(parts[1].strip(), where))
     return queries
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def _without_comments(text: str, name: str) -> str:
+    """``text`` with every ``<!-- ... -->`` comment blanked out, its line breaks kept (line numbers stay right): a
+    topic inside a comment is not a topic. An unclosed comment is an error."""
+    parts, position = [], 0
+    while (start := text.find("<!--", position)) != -1:
+        end = text.find("-->", start + 4)
+        if end == -1:
+            raise DatasetError(f"{name}:{_line_of(text, start)}: '<!--' comment without its '-->'")
+        parts += [text[position:start], "\n" * text.count("\n", start, end)]
+        position = end + 3
+    return "".join(parts) + text[position:] if parts else text
+
+
+def _refuse_declarations(text: str, name: str) -> None:
+    """Refuse a CDATA section or a markup declaration (``<!DOCTYPE``, ``<!ENTITY``): read as text, its content
+    would be searched or a ``<top>`` inside it read as a topic; its entities are never expanded (no XXE)."""
+    found = text.find("<!")
+    if found != -1:
+        raise DatasetError(
+            f"{name}:{_line_of(text, found)}: {shown(text[found : found + 20])} is not read: TREC topics are "
+            "<top> blocks without CDATA sections or DOCTYPE/ENTITY declarations",
+            hint="write the text in the field itself, & < > as &amp; &lt; &gt;",
+        )
+
+
+def _decoded(text: str, where: str) -> str:
+    """A field's text with XML's five predefined entities and character references decoded; a lone ``&`` (SGML
+    topics have them: ``AT&T``) stays as it is, and an unknown entity or a reference to no character is an error."""
+
+    def character(found: re.Match[str]) -> str:
+        reference = found.group(1)
+        if not reference.startswith("#"):
+            if reference in _ENTITIES:
+                return _ENTITIES[reference]
+            raise DatasetError(
+                f"{where}: unknown entity {shown(found.group())}",
+                hint="only &amp; &lt; &gt; &quot; &apos; and character references (&#23548; &#x5BFC;) are decoded",
+            )
+        numeric = _NUMERIC.fullmatch(reference)
+        code = -1
+        # Compared as text first: int() of thousands of digits is slow or refused outright.
+        if numeric and len((numeric.group(1) or numeric.group(2)).lstrip("0")) <= 7:
+            code = int(numeric.group(1), 10) if numeric.group(1) else int(numeric.group(2), 16)
+        if not 0 < code <= 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+            raise DatasetError(f"{where}: character reference {shown(found.group())} names no Unicode character")
+        return chr(code)
+
+    return _REFERENCE.sub(character, text)
 
 
 def _check_top_blocks(text: str, name: str) -> None:

@@ -97,10 +97,11 @@ def tune(
     progress: TuneProgress | None = None,
 ) -> TuneResult:
     """Tune on dev queries, evaluate once on held-back ones, recommend (see the module's docstring)."""
-    from .metrics import canonical_metric
+    from .metrics import quality_metric
 
     # Compare keys every row by the canonical spelling (ndcg@10 is nDCG@10, P(rel=1)@5 is P@5): so must tune.
-    metric = canonical_metric(metric)
+    # Tune ranks by it, higher better: a count (NumRet) would recommend the system that retrieves the most.
+    metric = quality_metric(metric, "tune")
     if budget < 1:
         raise RagEvalError(f"--budget must be at least 1, not {budget}")
     for value, name in ((max_p95_ms, "--max-p95-ms"), (max_index_mb, "--max-index-mb")):

@@ -191,9 +191,9 @@ def search_space(
     progress: TuneProgress | None = None,
 ) -> Search:
     """Run the space on the dev queries only (it is given nothing else) and find the front, best first."""
-    from .metrics import canonical_metric
+    from .metrics import quality_metric
 
-    metric = canonical_metric(metric)  # the spelling compare keys its rows by
+    metric = quality_metric(metric, "tune")  # the spelling compare keys its rows by; higher must be better
     if not _relevant(dev):
         raise RagEvalError(f"{dev.id}: no {WITH_RELEVANT} falls in the dev part", hint="raise --split")
     trials: list[Trial] = []

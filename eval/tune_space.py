@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib.resources import files
 from pathlib import Path
@@ -91,12 +92,49 @@ def load_space(path: Path | None) -> dict[str, Any]:
     for key in ("tokenizers", "hybrid_sizes", "weights", "processing", "fusion", "engines"):
         if key in data:
             data[key] = list(dict.fromkeys(data[key]))  # a value listed twice is one candidate, not two
+    # Every value is checked now, each error naming the file and key: not only those a candidate happens to use.
+    tokenizers = [_checked(where, "tokenizers", get_tokenizer, spec) for spec in data["tokenizers"]]
+    for spec in data.get("processing", []):
+        if spec:
+            _checked(where, "processing", QueryProcessing.parse, spec)
+    for method in data.get("fusion", []):
+        _checked(where, "fusion", lambda m: Fusion(m, ("a", "b")), method)
     for spec in data.get("engines", []):
-        try:
-            written_engine(spec)
-        except RagEvalError as exc:
-            raise RagEvalError(f"{where}: engines: {exc}", hint=exc.hint) from None
+        _checked(where, "engines", written_engine, spec)
+    _check_combinations(where, data, tokenizers)
     return data
+
+
+def _checked(where: str, key: str, check: Callable[[Any], Any], value: Any) -> Any:
+    """``check(value)``, a RagEvalError from it naming the space file and key."""
+    try:
+        return check(value)
+    except RagEvalError as exc:
+        raise RagEvalError(f"{where}: {key}: {exc}", hint=exc.hint) from None
+
+
+def _check_combinations(where: str, data: dict[str, Any], tokenizers: list[Any]) -> None:
+    """Refuse hybrid sizes and fusions the tokenizers cannot make: they would be left out without a word."""
+    fields = [spec for spec, t in zip(data["tokenizers"], tokenizers, strict=True) if _can_be_field(t)]
+    others = [spec for spec, t in zip(data["tokenizers"], tokenizers, strict=True) if not _can_be_field(t)]
+    for size in data.get("hybrid_sizes", []):
+        if size > len(fields):
+            cannot = f"; {', '.join(others)} cannot be a field (a hybrid, or tokens with whitespace)" if others else ""
+            raise RagEvalError(
+                f"{where}: hybrid_sizes: a hybrid of {size} needs {size} tokenizers that can be its fields; "
+                f"tokenizers lists {len(fields)} ({', '.join(fields) or 'none'}){cannot}",
+                hint="list more tokenizers that can be fields, or leave the size out of hybrid_sizes",
+            )
+    if data.get("fusion") and len(tokenizers) < 2:
+        raise RagEvalError(
+            f"{where}: fusion: a fusion combines two tokenizers, and tokenizers lists {len(tokenizers)}",
+            hint="list two tokenizers or more, or leave fusion empty",
+        )
+
+
+def _can_be_field(tokenizer: Any) -> bool:
+    """Whether a tokenizer can be one field of a hybrid: one field of its own, tokens without whitespace."""
+    return bool(tokenizer.whitespace_free_tokens) and len(tokenizer.fields) == 1
 
 
 def candidates(space: dict[str, Any]) -> list[Candidate]:
@@ -114,11 +152,7 @@ def candidates(space: dict[str, Any]) -> list[Candidate]:
     ) or [""]
     # Each system under each engine that ranks it (an engine for one field skips hybrids); the default engine if none.
     engines = [written_engine(spec) for spec in space.get("engines", [])] or [DEFAULT_ENGINE]
-    storable = [
-        spec
-        for spec in tokenizers
-        if get_tokenizer(spec).whitespace_free_tokens and len(get_tokenizer(spec).fields) == 1
-    ]
+    storable = [spec for spec in tokenizers if _can_be_field(get_tokenizer(spec))]
     weights = list(dict.fromkeys(f"{weight:g}" for weight in space.get("weights", [1])))
     # Counted before any is made: the product of the lists, an upper bound of what the loops below enumerate.
     hybrids = sum(math.comb(len(storable), size) for size in space.get("hybrid_sizes", []) if size >= 0)

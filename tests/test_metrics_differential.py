@@ -3,7 +3,9 @@
 The reference is trec_eval's own code through pytrec_eval, called with trec_eval's measure names, one measure per
 evaluator (never batched, so no measure can borrow another's settings), plus ir-measures' pytrec_eval provider one
 measure at a time. trec_eval's rules that pytrec_eval does not apply are written out here, from trec_eval's source:
-  * ``-c``: a judged query the run lacks counts 0 in every measure but num_q, which counts it (m_num_q.c);
+  * ``-c``: a judged query the run lacks is scored on trec_eval.c's stand-in ranking (one unjudged document
+    ``ceci_nest_pas_un_docno``, score 1) and its num_ret is then set to 0: num_q counts it, num_rel counts its
+    relevant documents, every measure of what was retrieved is 0;
   * ``-M k`` for RR@k: recip_rank over each query's first k documents, ranked by score descending and equal scores
     by document id descending, compared as bytes (form_res_rels.c ``comp_sim_docno``);
   * nDCG's gains: a grade the gains do not list keeps its grade as gain (gain_init.c ``setup_gains``);
@@ -106,14 +108,14 @@ def reference(spec: str, qrels: Qrels, run: Run, queries: list[str]) -> dict[str
     gains = measure.params.get("gains")
     if gains:
         qrels = {q: {d: gains.get(g, g) for d, g in docs.items()} for q, docs in qrels.items()}
-    ran = {q: docs for q, docs in run.items() if q in queries}
+    ran = {q: run.get(q, {"ceci_nest_pas_un_docno": 1.0}) for q in queries}  # trec_eval -c
     if measure.NAME == "RR" and "cutoff" in measure.params:  # trec_eval -M cutoff
         ran = {q: {d: docs[d] for d in _trec_order(docs)[: measure["cutoff"]]} for q, docs in ran.items()}
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, {trec}, relevance_level=rel, judged_docs_only_flag=judged)
     found = evaluator.evaluate(ran)
-    missing = 1.0 if measure.NAME == "NumQ" else 0.0  # trec_eval -c
     # trec_eval's 0/0 (IPrec under -J for a query with nothing relevant or judged retrieved) counts 0 in rag-eval
-    return {q: (0.0 if math.isnan(found[q][key]) else found[q][key]) if q in found else missing for q in queries}
+    values = {q: 0.0 if math.isnan(found[q][key]) else found[q][key] for q in queries}
+    return values | {q: 0.0 for q in queries if q not in run and key == "num_ret"}  # trec_eval -c resets num_ret
 
 
 # --- random runs and qrels -------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from rag_eval.errors import SpecError
 from rag_eval.eval.engines import ENGINES, engine_names, get_engine
 from rag_eval.registry import Registry
 from rag_eval.spec import Configurable, Number, Option
+from rag_eval.textio import shown
 from rag_eval.tokenizers import TOKENIZERS
 
 engine_names()  # registers the peer engines (bm25s) before the registries are read below
@@ -93,7 +94,7 @@ def _spec(name: str, option: str, value: str) -> str:
 
 
 def _message(name: str, option: str, value: str) -> str:
-    return f"bad value {value!r} for {name} option {option!r}: expected a "
+    return f"bad value {shown(value)} for {name} option {option!r}: expected a "
 
 
 @pytest.mark.parametrize(("kind", "name", "option", "value"), BAD, ids=BAD_IDS)
@@ -130,7 +131,8 @@ def test_engine_option_in_a_systems_file_is_refused(tmp_path: Path) -> None:
     systems.write_text('[[system]]\ntokenizer = "bigram"\nengine = "bm25s:k1=nan"\n', encoding="utf-8")
     result = CliRunner().invoke(cli, ["compare", "handbook", "--systems", str(systems), "-o", str(tmp_path / "out")])
     assert result.exit_code == 1
-    assert result.stderr.splitlines()[0].startswith("error: " + _message("bm25s", "k1", "nan")), result.stderr
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"error: {systems}: [[system]] number 1: engine: " + _message("bm25s", "k1", "nan")), first
 
 
 #: ``(kind, NAME:option, an edge of its range, its neighbour just outside)``, by hand.

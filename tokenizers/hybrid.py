@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ..errors import SpecError
+from ..textio import shown
 from .base import Field, QueryTerms, Token, Tokenizer
 
 #: ``+`` separates fields only before something that reads as a field spec (a lowercase name then ``:``,
@@ -113,8 +115,9 @@ class HybridTokenizer(Tokenizer):
                     "which a field's column cannot store"
                 )
         systems = [field.tokenizer.system for field in fields]
-        if len(set(systems)) != len(systems):
-            raise SpecError(f"a hybrid names the same field twice: {' + '.join(systems)}")
+        repeated = [system for system, count in Counter(systems).items() if count > 1]
+        if repeated:  # named alone: the whole hybrid may be thousands of fields long
+            raise SpecError(f"a hybrid names the same field twice: {shown(repeated[0])}")
         self._fields = tuple(fields)
         # The phrase filter normalises raw text once for every field: with t2s when any field converts.
         self.options: dict[str, Any] = {"t2s": any(f.tokenizer.converts_traditional for f in fields)}

@@ -21,14 +21,13 @@ from .errors import DatasetError, QueryError
 from .eval.metrics import RankedDoc
 from .eval.records import Query
 from .eval.runner import DEPTH, strict_run, trec_run_text
-from .eval.sources import MAX_QUESTIONS_BYTES, read_questions
-from .eval.trec import read_topics
+from .eval.sources import read_questions
 from .outputs import OutputError, check_file_target, checked_target, refuse_inputs, write_text_atomic
 from .processing import QueryProcessing
 from .records import Progress
 from .search import search, warm
 from .store import Index
-from .textio import display_name, fits_trec_column, open_regular, text_argument
+from .textio import fits_trec_column, text_argument
 
 #: What the output is called in messages.
 RUN_WHAT = "run file"
@@ -37,8 +36,6 @@ DEFAULT_TAG = "rag-eval"
 #: Deepest run per query; the same bound as ``rag-eval fuse --depth`` (a run is held in memory until its
 #: one atomic write, and TREC runs are conventionally 1,000 deep).
 MAX_LIMIT = 10_000
-#: How much of a topics file is read to recognise TREC's SGML topics (``<top>`` opens the first one).
-_SNIFF_BYTES = 65_536
 #: A TREC column holds no whitespace: it would split the line into more than six columns.
 _SPACE = re.compile(r"\s")
 
@@ -70,31 +67,9 @@ class BatchReport:
 
 def read_topics_file(path: str | Path) -> dict[str, Query]:
     """Queries from TREC topics (``<top>`` blocks; ``.tsv``: ``qid<TAB>text`` lines), queries.jsonl
-    (``_id``, ``text``) or a text file with one question per line (ids as ``compare --queries`` gives them).
-
-    Each format has one reader in the project; this only chooses it. Every id must fit a TREC column.
-    """
-    path = Path(path)
-    name = display_name(str(path))
-    if path.suffix != ".jsonl" and (_has_sgml_topics(path) or path.suffix == ".tsv"):
-        queries = read_topics(path)
-        if not queries:
-            raise DatasetError(f"{name}: no topics (<top> blocks, or 'query-id<TAB>text' lines)")
-    else:
-        queries = read_questions(path)
-    for query_id in queries:
-        if _SPACE.search(query_id):
-            raise DatasetError(
-                f"{name}: query id {query_id!r} holds whitespace, which a TREC run cannot carry",
-                hint="TREC runs separate columns by whitespace; give queries ids without spaces",
-            )
-    return queries
-
-
-def _has_sgml_topics(path: Path) -> bool:
-    """True when the file's first 64 KiB open a ``<top>`` block; the size limit of questions files applies."""
-    with open_regular(path, DatasetError, max_bytes=MAX_QUESTIONS_BYTES) as handle:
-        return b"<top>" in handle.read(_SNIFF_BYTES).lower()
+    (``_id``, ``text``) or a text file with one question per line: :func:`rag_eval.eval.sources.read_questions`,
+    the reader of ``compare --queries`` and ``judge --queries``, so the ids and checks are theirs."""
+    return read_questions(path)
 
 
 def check_limit(limit: object) -> int:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import fcntl
-import glob
 import os
+import re
 import sqlite3
+import stat
 import tempfile
 from pathlib import Path
 
 from .errors import IndexFileError
-from .locks import remove_database
+from .locks import remove_database, remove_left_side_files
 from .outputs import umask
 
 #: The hidden file a new index is built in, beside it: ``.NAME.XXXXXXXX.building``.
@@ -32,16 +33,30 @@ def remove_stale_builds(path: str) -> None:
     """Remove what first builds of ``path`` that were killed left beside it: their hidden files that no build
     holds locked (a running build holds its own)."""
     target = Path(path)
-    for found in target.parent.glob(f".{glob.escape(target.name)}.*{BUILDING_SUFFIX}"):
+    # Exactly the names new_building_file gives (mkstemp's eight characters): nothing else is a build's.
+    ours = re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}{re.escape(BUILDING_SUFFIX)}")
+    try:
+        names = [entry.name for entry in os.scandir(target.parent) if ours.fullmatch(entry.name)]
+    except OSError:
+        return
+    for name in names:
+        found = target.parent / name
         try:
-            with open(found, "rb") as handle:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    continue  # another build of the same new index is running
-                remove_database(found)
+            descriptor = os.open(found, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             continue
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                continue  # never a build's: mkstemp makes regular files
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # another build of the same new index is running
+            remove_database(found)
+        except OSError:
+            continue
+        finally:
+            os.close(descriptor)
 
 
 def publish(building: str, path: str) -> None:
@@ -52,7 +67,7 @@ def publish(building: str, path: str) -> None:
     if not os.path.lexists(path):
         # An index deleted while a reader had it open leaves its -wal and -shm behind: SQLite would replay that old
         # log onto the new file under the same name. They belong to no file any more.
-        remove_database(path, main=False)
+        remove_left_side_files(path)
     try:
         os.link(building, path)
     except FileExistsError:

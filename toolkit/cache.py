@@ -35,9 +35,10 @@ def cache_dir() -> Path:
 _CACHED_INDEX = re.compile(r"[0-9a-f]{32}\.sqlite")
 _CORPUS_FOLDER = re.compile(r"[0-9a-f]{16}")
 #: What killed writes left beside cached indexes: a first build's hidden ``.KEY.sqlite.XXXXXXXX.building``
-#: (``writer``) and a build report's ``.KEY.build.json.XXXXXXXX.partial`` (``outputs``); each writer holds a
+#: (``writer``), a build report's ``.KEY.build.json.XXXXXXXX.partial`` (``outputs``) and the lock file
+#: ``.KEY.lock`` commands building a cached index take turns on (``locks.key_lock``); each writer holds a
 #: ``flock`` on its own while it runs. No run ever reads them, and only a rebuild of the same key removed them.
-_LEFT_BEHIND = re.compile(r"\.[0-9a-f]{32}\.(sqlite\.[a-z0-9_]{8}\.building|build\.json\.[a-z0-9_]{8}\.partial)")
+_LEFT_BEHIND = re.compile(r"\.[0-9a-f]{32}\.(sqlite\.[a-z0-9_]{8}\.building|build\.json\.[a-z0-9_]{8}\.partial|lock)")
 #: A build report whose index is gone (a clear or a discard killed between the two removals).
 _BUILD_REPORT = re.compile(r"(?P<key>[0-9a-f]{32})\.build\.json")
 

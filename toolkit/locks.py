@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+import stat
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,8 +18,20 @@ _HELD: set[int] = set()
 _IN_USE: dict[str, int] = {}
 
 
+#: How often :func:`key_lock` creates its lock file again when it was removed before the lock was taken.
+_LOCK_FILE_ATTEMPTS = 100
+
 #: The files SQLite keeps beside a database: its write-ahead log, shared memory and rollback journal.
 SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+#: How SQLite's side files begin (its file format): a write-ahead log's magic (either checksum byte order), a
+#: rollback journal's header, and the shared-memory WAL index's version number, 3007000, in native byte order.
+_SIDE_FILE_STARTS = {
+    "-wal": (bytes.fromhex("377f0682"), bytes.fromhex("377f0683")),
+    "-shm": ((3007000).to_bytes(4, sys.byteorder),),
+    "-journal": (bytes.fromhex("d9d505f920a163d7"),),
+}
 
 
 def remove_database(path: str | Path, *, main: bool = True) -> None:
@@ -25,6 +39,50 @@ def remove_database(path: str | Path, *, main: bool = True) -> None:
     ``main=False``)."""
     for suffix in ("", *SIDE_FILES) if main else SIDE_FILES:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _side_file_kind(path: Path, suffix: str) -> str | None:
+    """``sqlite`` for a regular file that begins as SQLite writes that side file, ``empty`` for an empty one,
+    None when nothing is there, else ``other`` (a user's file, a folder, a FIFO, a link)."""
+    try:
+        info = os.lstat(path)
+    except OSError:  # none there, or its folder is not one: the build itself then says what is wrong
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return "other"
+    if info.st_size == 0:
+        return "empty"
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(8)
+    except OSError:
+        return "other"
+    return "sqlite" if any(start.startswith(magic) for magic in _SIDE_FILE_STARTS[suffix]) else "other"
+
+
+def check_side_files(path: str | Path) -> None:
+    """Refuse a new database at ``path`` when a file named as one of its side files is not SQLite's: SQLite would
+    read it as that database's log or journal, and overwrite it."""
+    for suffix in SIDE_FILES:
+        side = Path(f"{path}{suffix}")
+        if _side_file_kind(side, suffix) == "other":
+            raise IndexFileError(
+                f"{side}: refusing to create the index {path}: this file is not SQLite's, and SQLite would take it "
+                f"for the index's {suffix[1:]} file and overwrite it",
+                hint="move that file away, or choose another index path",
+            )
+
+
+def remove_left_side_files(path: str | Path) -> None:
+    """Before a new database appears at ``path``: remove the side files an earlier database there left (a file
+    deleted while a reader had it open leaves its log behind, which SQLite would replay onto the new one), only
+    those that begin as SQLite writes them; any other file under such a name is refused
+    (:func:`check_side_files`)."""
+    check_side_files(path)
+    for suffix in SIDE_FILES:
+        side = Path(f"{path}{suffix}")
+        if _side_file_kind(side, suffix) == "sqlite":
+            side.unlink(missing_ok=True)
 
 
 @contextmanager
@@ -91,11 +149,13 @@ def hold_in_use(path: str | Path) -> bool:
         if _same_file(descriptor, key):
             return True
         os.close(_IN_USE.pop(key))  # the file was replaced since: the lock guards nothing
-    try:
-        descriptor = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
+    try:  # never blocks: a FIFO put there opens at once, and is no index
+        descriptor = os.open(key, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return False
     try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError
         fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:
         os.close(descriptor)
@@ -112,7 +172,7 @@ def exclusive(path: str | Path) -> Iterator[bool | None]:
     """An exclusive non-blocking ``flock`` on the file at ``path`` while the block runs: True when taken, False
     when a build or a command using it (:func:`hold_in_use`) holds a lock on it, None when it cannot be opened."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         yield None
         return
@@ -150,3 +210,51 @@ def in_use_scope() -> Iterator[None]:
     finally:
         for key in set(_IN_USE) - before:
             os.close(_IN_USE.pop(key))
+
+
+@contextmanager
+def key_lock(path: str | Path, *, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """One command at a time past this point for ``path`` (a lock file, created here): an exclusive ``flock``,
+    waited for when another command holds it (``on_wait`` is called first). The holder removes the file as it
+    lets go; a waiter that then locks the removed file sees it is no longer at ``path`` and locks the new one.
+    A holder that is killed leaves the file unlocked, and the next one takes it."""
+    for _attempt in range(_LOCK_FILE_ATTEMPTS):
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+        except FileNotFoundError:  # its folder is new, or was removed as empty (``cache clear``) meanwhile
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise IndexFileError(f"{Path(path).parent}: cannot create the folder: {exc.strerror or exc}") from None
+            continue
+        except OSError as exc:
+            raise IndexFileError(f"{path}: cannot create the lock file: {exc.strerror or exc}") from None
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise IndexFileError(f"{path}: not a regular file; rag-eval locks its cached index builds there")
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait()
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(descriptor)
+            raise
+        if _same_file(descriptor, str(path)):
+            break
+        os.close(descriptor)  # removed by the holder it waited for: lock the file now at the path
+    else:
+        raise IndexFileError(
+            f"{path}: the lock file was removed {_LOCK_FILE_ATTEMPTS} times as it was taken; run again"
+        )
+    _HELD.add(descriptor)
+    try:
+        yield
+    finally:
+        _HELD.discard(descriptor)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        os.close(descriptor)

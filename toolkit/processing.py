@@ -23,6 +23,7 @@ from typing import Any
 
 from .errors import SpecError
 from .spec import Configurable, Option, OptionSet, SystemSpec, format_value, real, whole
+from .textio import shown
 
 #: ``document_frequency(term)``: in how many chunks of the index ``term`` occurs.
 DocumentFrequency = Callable[[str], int]
@@ -55,7 +56,7 @@ class QueryProcessing(Configurable):
             return cls()
         spec = SystemSpec.parse(text if text.startswith("query") else f"query:{text}")
         if spec.name != cls.name:
-            raise SpecError(f"invalid query processing {text!r}: expected query:key=value,...")
+            raise SpecError(f"invalid query processing {shown(text)}: expected query:key=value,...")
         return cls(**dict(spec.options))
 
     @property

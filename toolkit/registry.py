@@ -12,6 +12,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
 
 from .errors import RagEvalError, RegistryError
+from .textio import shown
 
 T = TypeVar("T")
 _Source = EntryPoint | type
@@ -202,7 +203,7 @@ class Registry(Mapping[str, type], Generic[T]):
     def unknown(self, name: str) -> RegistryError:
         """The error for a name that is not registered, listing the names that are."""
         choices = ", ".join(sorted(self)) or "(none installed)"
-        return RegistryError(f"unknown {self.kind} {name!r}; choose from: {choices}")
+        return RegistryError(f"unknown {self.kind} {shown(name)}; choose from: {choices}")
 
     def __getitem__(self, name: str) -> type:
         if name in self._loaded:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from .errors import SpecError
+from .textio import shown
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
 _KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
@@ -27,16 +28,16 @@ class SystemSpec:
         name, _, rest = text.strip().partition(":")
         name = name.strip()
         if not _NAME.match(name):
-            raise SpecError(f"invalid spec {text!r}: expected NAME[:key=value,...] with a lowercase name")
+            raise SpecError(f"invalid spec {shown(text)}: expected NAME[:key=value,...] with a lowercase name")
         options: dict[str, str] = {}
         if rest.strip():
             for part in rest.split(","):
                 key, eq, value = part.partition("=")
                 key = key.strip()
                 if not eq or not _KEY.match(key):
-                    raise SpecError(f"invalid option {part.strip()!r} in spec {text!r}: expected key=value")
+                    raise SpecError(f"invalid option {shown(part.strip())} in spec {shown(text)}: expected key=value")
                 if key in options:
-                    raise SpecError(f"option {key!r} given twice in spec {text!r}")
+                    raise SpecError(f"option {shown(key)} given twice in spec {shown(text)}")
                 options[key] = value.strip()
         return cls(name, tuple(sorted(options.items())))
 
@@ -158,13 +159,13 @@ class OptionSet:
             option = known.get(key)
             if option is None:
                 valid = ", ".join(sorted(known)) or "none"
-                raise SpecError(f"unknown option {key!r} for {owner}; valid options: {valid}")
+                raise SpecError(f"unknown option {shown(key)} for {owner}; valid options: {valid}")
             try:
                 values[key] = option.convert(raw)
             except ValueError as exc:
-                raise SpecError(f"bad value {raw!r} for {owner} option {key!r}: {exc}") from None
+                raise SpecError(f"bad value {shown(raw)} for {owner} option {key!r}: {exc}") from None
             except OSError as exc:  # a parser that looks a path up, which the system refuses (too long, ...)
-                raise SpecError(f"bad value {raw!r} for {owner} option {key!r}: {exc.strerror or exc}") from None
+                raise SpecError(f"bad value {shown(raw)} for {owner} option {key!r}: {exc.strerror or exc}") from None
         return values
 
 
@@ -189,7 +190,7 @@ class Configurable:
             text = format_value(value)
             if "," in text or text != text.strip():
                 raise SpecError(
-                    f"{self.name} option {key!r} is {text!r}, which a spec cannot hold "
+                    f"{self.name} option {key!r} is {shown(text)}, which a spec cannot hold "
                     "(no comma, no whitespace at either end)"
                 )
 

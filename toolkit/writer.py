@@ -21,6 +21,7 @@ from .errors import CorpusError, IndexFileError, SpecError
 from .impact import TABLES as IMPACT_TABLES
 from .impact import build_engine, write_impacts
 from .indexmeta import SCHEMA_VERSION, read_meta, recorded_meta
+from .locks import check_side_files
 from .outputs import make_parents, recorded_name, remove_made, sqlite_side_file_of
 from .processing import QueryProcessing
 from .records import Progress
@@ -150,6 +151,8 @@ def build(
                 f"database {side[0]}",
                 hint="choose a new index path",
             )
+        if db is None and not Path(path).exists() and not Path(path).is_symlink():
+            check_side_files(path)  # before any work: a user's file named like the new index's log is refused
     root, refs = builder.plan(source)
     load_started = time.perf_counter()
     if progress is not None:  # pkuseg's model takes seconds to load: say so before it starts

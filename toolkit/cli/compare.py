@@ -271,6 +271,7 @@ def print_comparison(report: dict[str, Any], console: Console) -> None:
     Columns that do not fit are moved to a further table with the system names repeated, rather than
     cut (rich would end a squeezed ``0.3930↓`` as ``0.39…``); the systems left out follow the table.
     """
+    from ..eval.metrics import is_quality
     from ..eval.report import arrow, labels
 
     metrics = report["metrics"]
@@ -294,13 +295,14 @@ def print_comparison(report: dict[str, Any], console: Console) -> None:
             highlight=False,
             markup=False,
         )
-    best = {m: max(row["metrics"][m] for row in rows) for m in metrics}
+    # Only a quality measure has a best value: the most documents retrieved (NumRet) is not the best.
+    best = {m: max(row["metrics"][m] for row in rows) for m in metrics if is_quality(m)}
     columns: list[tuple[str, list[str]]] = []
     for metric in metrics:
         cells = []
         for row in rows:
             text = f"{row['metrics'][metric]:.4f}{arrow(row, metric)}"
-            cells.append(f"[bold green]{text}[/]" if row["metrics"][metric] == best[metric] else text)
+            cells.append(f"[bold green]{text}[/]" if row["metrics"][metric] == best.get(metric) else text)
         columns.append((metric, cells))
     latency = [row.get("latency_ms", {}).get("search", {}).get("median") for row in rows]
     if any(value is not None for value in latency):

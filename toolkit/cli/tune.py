@@ -48,7 +48,13 @@ from .progress import Bars
         "(less those that ask a dev question again)."
     ),
 )
-@click.option("--metric", default=DEFAULT_METRIC, show_default=True, type=TEXT, help="What quality means.")
+@click.option(
+    "--metric",
+    default=DEFAULT_METRIC,
+    show_default=True,
+    type=TEXT,
+    help="What quality means: a measure from 0 to 1 where higher is better (not a count such as NumRet).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print tune.json's summary instead of the paragraph.")
 @click.option(
     "-o",
