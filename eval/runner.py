@@ -227,6 +227,14 @@ def cached_build(
         cached = _cached_report(path, expected, engine)
         if cached is not None:
             return path, cached | {"cached": True}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. the cache folder is a file, or a link to nowhere
+        what = "a file or a broken link is in the way" if isinstance(exc, FileExistsError) else exc.strerror or exc
+        raise IndexFileError(
+            f"{path.parent}: cannot create the folder for cached indexes: {what}",
+            hint=f"check the cache folder {cache_dir()}, or set {CACHE_ENV} to another folder",
+        ) from None
     waiting = (lambda: progress("wait for another command building this index", 0, 1)) if progress else None
     with key_lock(path.with_name(f".{path.stem}.lock"), on_wait=waiting):
         waited = False

@@ -327,3 +327,41 @@ def test_cache_folder_with_uri_characters_keeps_an_index_open_elsewhere(
     finally:
         reader.close()
     assert clear_indexes().removed == 1 and not index.exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling-link"])
+def test_a_cache_folder_that_cannot_be_one_is_one_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """A cache folder that was a file said "Not a directory: KEY.sqlite"; a link to nowhere said "File exists"."""
+    cache = tmp_path / "cache"
+    if kind == "file":
+        cache.write_text("mine", encoding="utf-8")
+    else:
+        cache.symlink_to(tmp_path / "nowhere")
+    monkeypatch.setenv("RAG_EVAL_CACHE", str(cache))
+    with pytest.raises(IndexFileError, match="cannot create the folder for cached indexes") as caught:
+        cached_build(*_evidence_source(), get_tokenizer("bigram"))
+    assert caught.value.hint is not None and str(cache) in caught.value.hint
+    assert kind != "file" or cache.read_text(encoding="utf-8") == "mine"
+
+
+def test_hold_in_use_refuses_a_file_replaced_while_it_was_locked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock taken on a file replaced between the open and the lock guards nothing: the command must build or check
+    the file now at the path, not trust the old one."""
+    path, newer = tmp_path / "x.sqlite", tmp_path / "newer"
+    path.write_text("old", encoding="utf-8")
+    newer.write_text("new", encoding="utf-8")
+    real_flock = fcntl.flock
+
+    def replaced_meanwhile(descriptor: int, operation: int) -> None:
+        if newer.exists():
+            os.replace(newer, path)
+        real_flock(descriptor, operation)
+
+    monkeypatch.setattr(locks.fcntl, "flock", replaced_meanwhile)
+    with locks.in_use_scope():
+        assert locks.hold_in_use(path) is False
+        assert str(path) not in locks._IN_USE

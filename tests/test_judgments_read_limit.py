@@ -23,3 +23,21 @@ def test_a_log_over_the_read_limit_is_one_error_at_open(tmp_path: Path, monkeypa
     with pytest.raises(JudgmentsError, match="2000|2,000"):
         Judgments.open(path, POOL, assessor="")
     assert log_path(path).stat().st_size == size  # refused, not cut
+
+
+def test_a_qrels_file_over_the_read_limit_is_one_error_and_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The qrels file beside the log is read back under the same limit: one grown by another tool is refused, not
+    read whole."""
+    path = tmp_path / "h.qrels"
+    with Judgments.open(path, POOL, assessor="") as judgments:
+        judgments.record("q1", "d1", 1)
+    assert log_path(path).stat().st_size < 2_000
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("q1 0 d1 1\n" * 400)
+    grown = path.read_bytes()
+    monkeypatch.setattr(judgments_module, "MAX_LOG_BYTES", 2_000)
+    with pytest.raises(JudgmentsError, match="2000|2,000"):
+        Judgments.open(path, POOL, assessor="")
+    assert path.read_bytes() == grown

@@ -4,6 +4,7 @@ It downloaded 49 MB and converted the model on every run."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -48,3 +49,33 @@ def test_an_unchanged_install_is_kept_and_anything_else_installs_again(
     with pytest.raises(models.ModelError, match="expected 0000"):  # another pinned sdist: not the installed one
         install_pkuseg_model(target=target, expected_sha256="0" * 64)
     assert len(downloads) == 5
+
+
+@pytest.mark.parametrize("given", [[], ["--force"]])
+def test_the_cli_passes_force_on(monkeypatch: pytest.MonkeyPatch, given: list[str]) -> None:
+    from click.testing import CliRunner
+
+    from rag_eval.cli import cli
+
+    seen: list[bool] = []
+
+    def install(sdist: Path | None, *, progress: object = None, force: bool = False) -> None:
+        seen.append(force)
+
+    monkeypatch.setattr(models, "install_pkuseg_model", install)
+    result = CliRunner().invoke(cli, ["models", "install", "pkuseg", *given])
+    assert result.exit_code == 0, result.output
+    assert seen == [given == ["--force"]]
+
+
+def test_a_model_file_rewritten_in_place_at_the_same_size_gets_a_new_checksum(tmp_path: Path) -> None:
+    """The checksum is memoised by size and mtime: a file rewritten with other bytes of the same size (its mtime
+    moved) must be hashed again, or an index would record the old model's checksum."""
+    for name in models.MODEL_FILES:
+        (tmp_path / name).write_bytes(b"a" * 64)
+    first = models.model_checksum(tmp_path)
+    weights = tmp_path / models.MODEL_FILES[-1]
+    before = weights.stat().st_mtime_ns
+    weights.write_bytes(b"b" * 64)
+    os.utime(weights, ns=(before + 1_000_000_000, before + 1_000_000_000))
+    assert models.model_checksum(tmp_path) != first

@@ -77,3 +77,20 @@ def test_the_listing_names_the_ignored_plugin(clashing: Path) -> None:
     bigram = result.stdout.split("bigram  (Python)  available", 1)[1].split("\n\n", 1)[0]
     assert "ignored: rag_eval_clash_plugin:Impostor (package clash-one) also declares 'bigram'" in bigram
     assert "twin  (plug-in)  unavailable" in result.stdout
+
+
+def test_one_plugin_seen_twice_on_the_path_is_not_a_clash(tmp_path: Path) -> None:
+    """The same entry point declared twice (one package installed under two names, or twice in two folders on the
+    path) is one declaration of one class, not two packages clashing."""
+    (tmp_path / "rag_eval_twice_plugin.py").write_text(IMPOSTOR.replace('"twin"', '"twice"'), encoding="utf-8")
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+        _distribution(tmp_path / folder, f"twice-plugin-{folder}", "twice = rag_eval_twice_plugin:Twin\n")
+    sys.path[:0] = [str(tmp_path), str(tmp_path / "one"), str(tmp_path / "two")]
+    try:
+        registry: Registry[Tokenizer] = Registry("rag_eval.tokenizers", "tokenizer")
+        assert registry["twice"].name == "twice"
+    finally:
+        for folder in (str(tmp_path), str(tmp_path / "one"), str(tmp_path / "two")):
+            sys.path.remove(folder)
+        sys.modules.pop("rag_eval_twice_plugin", None)
