@@ -22,7 +22,6 @@ multiplies the unweighted sum by the sum of the weights of the members that retu
 from __future__ import annotations
 
 import math
-import os
 import re
 import statistics
 import sys
@@ -35,12 +34,13 @@ from typing import Any
 
 from ..errors import RagEvalError
 from ..outputs import OutputError, checked_target, refuse_inputs, write_text_atomic
+from ..paths import given_twice
 from ..spec import SystemSpec
 from ..textio import shown
 from ..tokenizers import written_spec
 from .metrics import RankedDoc
 from .records import NO_ANSWER, Dataset
-from .runner import DEPTH, SystemRun, latency_summary, strict_run, trec_run_text
+from .runner import DEPTH, RELATIVE_STEP, SystemRun, latency_summary, strict_run
 from .trec import read_run
 
 METHODS = ("rrf", "combsum", "combmnz")
@@ -150,7 +150,7 @@ def parse_fusion(text: str) -> Fusion:
         raise FusionError(f"invalid fusion {shown(text)}: expected {SPEC_SYNTAX}")
     method, options_text, members_text = match.groups()
     options: dict[str, Any] = {}
-    if options_text and options_text.strip():
+    if options_text is not None:  # "rrf:(...)" too: an empty option list is refused as in every spec
         try:
             options = dict(SystemSpec.parse(f"{method}:{options_text}").options)
         except RagEvalError as exc:
@@ -288,11 +288,14 @@ def fuse_runs(
     queries: Sequence[str] | None = None,
     depth: int = DEPTH,
     clock: Callable[[], float] = time.perf_counter,
+    exact: bool = False,
 ) -> FusedRun:
     """Fuse whole runs query by query (``queries``, default: every query of any run, in order of appearance).
 
-    The fused scores are written as ``strict_run`` writes bm25: rounded to 6 decimals and lowered where
-    needed to stay strictly decreasing, so trec_eval reads exactly the fused order.
+    The fused scores are lowered where needed to stay strictly decreasing, so trec_eval reads exactly the fused
+    order. By default they are rounded to 6 decimals as ``strict_run`` rounds bm25 (compare writes its runs
+    so); ``exact`` keeps every digit (:func:`fused_run_text` writes them), so small scores stay distinct and
+    meaningful (RRF with a large k: 1e-06 apart and less).
     """
     grouped: list[dict[str, list[RankedDoc]]] = []
     for run in runs:
@@ -308,8 +311,37 @@ def fuse_runs(
         start = clock()
         ranked = fuse(rankings, fusion, depth)
         seconds.append(clock() - start)
-        fused += strict_run(query_id, [(doc, -score) for doc, score in ranked])
+        if exact:
+            fused += _strictly_decreasing(query_id, ranked)
+        else:
+            fused += strict_run(query_id, [(doc, -score) for doc, score in ranked])
     return FusedRun(fused, order, seconds)
+
+
+#: The smallest normal 32-bit float: a step below it could vanish where trec_eval reads a score as a float.
+_FLOAT32_TINY = 2.0**-126
+
+
+def _strictly_decreasing(query_id: str, ranked: list[tuple[str, float]]) -> list[RankedDoc]:
+    """``ranked`` (best first) as RankedDocs whose scores keep every digit, each lowered where needed to be
+    distinctly below the previous one even as a 32-bit float (``RELATIVE_STEP``, as ``strict_run`` does)."""
+    scale = max((abs(score) for _doc, score in ranked), default=0.0) or 1.0
+    out: list[RankedDoc] = []
+    previous = math.inf
+    for doc, value in ranked:
+        score = float(value) + 0.0  # no -0.0
+        if out:
+            step = max((abs(previous) or scale) * RELATIVE_STEP, _FLOAT32_TINY)
+            score = min(score, previous - step)
+        out.append(RankedDoc(query_id, doc, len(out) + 1, score))
+        previous = score
+    return out
+
+
+def fused_run_text(run: Sequence[RankedDoc], tag: str) -> str:
+    """The lines of a fused TREC run file, ``qid Q0 docid rank score tag``, each score written in full (the
+    shortest text that reads back as the same number: ``0.016393442622950821``, ``9.99999000001e-07``)."""
+    return "".join(f"{doc.query_id} Q0 {doc.doc_id} {doc.rank} {doc.score!r} {tag}\n" for doc in run)
 
 
 def resolve_members(fusion: Fusion, systems: Mapping[str, str], runs: Sequence[str]) -> list[str]:
@@ -409,15 +441,6 @@ def fused_row(
     }
 
 
-def _file_identity(name: str) -> tuple[object, ...]:
-    """What tells two run arguments apart: the file they open (device and inode), else the normalised path."""
-    try:
-        info = os.stat(name)
-    except (OSError, ValueError):
-        return ("path", os.path.abspath(name))
-    return ("file", info.st_dev, info.st_ino)
-
-
 def fuse_files(
     paths: Sequence[str | Path],
     output: str | Path,
@@ -445,18 +468,15 @@ def fuse_files(
     names = [str(path) for path in paths]
     # One file named twice, however spelled (../a.run and /abs/a.run, a symbolic or hard link to it): counted
     # twice, it would silently double that run's weight.
-    identities = [_file_identity(name) for name in names]
-    repeated = [name for name, identity in zip(names, identities, strict=True) if identities.count(identity) > 1]
-    if repeated:
-        first = identities.index(_file_identity(repeated[0]))
-        again = [name for name, identity in zip(names, identities, strict=True) if identity == identities[first]]
-        if len(set(again)) == 1:
-            raise FusionError(f"run {again[0]!r} is given twice")
-        raise FusionError(f"runs {again[0]!r} and {again[1]!r} are one file, given twice")
+    twice = given_twice(names)
+    if twice is not None:
+        if twice[0] == twice[1]:
+            raise FusionError(f"run {twice[0]!r} is given twice")
+        raise FusionError(f"runs {twice[0]!r} and {twice[1]!r} are one file, given twice")
     options: dict[str, Any] = {key: value for key, value in (("k", k), ("normalise", normalise)) if value is not None}
     fusion = _declared(method, names, tuple(weights) if weights else None, options, "fusion of " + ", ".join(names))
     runs = [read_run(path) for path in paths]
-    fused = fuse_runs(runs, fusion, depth=depth)
+    fused = fuse_runs(runs, fusion, depth=depth, exact=True)
     tag = re.sub(r"[^A-Za-z0-9._=-]+", "_", f"fused-{fusion.method}")
-    written = write_text_atomic(target, trec_run_text(fused.run, tag), owned=None, what=FUSED_RUN_WHAT)
+    written = write_text_atomic(target, fused_run_text(fused.run, tag), owned=None, what=FUSED_RUN_WHAT)
     return written, fused

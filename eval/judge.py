@@ -24,7 +24,7 @@ from ..errors import RagEvalError
 from ..locks import in_use_scope
 from ..outputs import check_file_target, recorded_name, write_text_atomic
 from ..records import Progress
-from ..textio import shown
+from ..textio import control_character, shown
 from ..tokenizers import Tokenizer, get_tokenizer, written_spec
 from .compare import Skipped, SystemProgress, default_systems
 from .judge_session import Session
@@ -181,7 +181,7 @@ def judge(
     builder: str | None = None,
     depth: int = DEFAULT_DEPTH,
     method: str | None = None,
-    assessor: str = "",
+    assessor: str | None = None,
     port: int = 0,
     idle_timeout: float | None = None,
     announce: Callable[[str], None] = print,
@@ -197,6 +197,7 @@ def judge(
 
     chosen = check_method(method)
     idle_seconds = check_idle_timeout(idle_timeout)
+    recorded_assessor = check_assessor(assessor)
     dataset, systems, skipped, identity = plan(source, questions, tokenizers=tokenizers, builder=builder, depth=depth)
     Judgments.check(output, identity)
     server = JudgeServer.bind(port)
@@ -204,7 +205,7 @@ def judge(
         pool = build_pool(dataset, systems, identity, skipped=skipped, progress=progress)
         check_pool(pool)
         selector = Selector(pool.runs, depth=depth, method=chosen)
-        with Judgments.open(output, identity, assessor=assessor) as judgments:
+        with Judgments.open(output, identity, assessor=recorded_assessor) as judgments:
             session = Session(pool, judgments, selector)
             try:
                 stopped = server.serve(session, announce=announce, idle_timeout=idle_seconds)
@@ -226,6 +227,29 @@ def check_idle_timeout(idle_timeout: float | None) -> float | None:
             f"--idle-timeout must be a number of minutes of at least 0 (0: never stop), not {idle_timeout / 60:g}"
         )
     return None if idle_timeout == 0 or math.isinf(idle_timeout) else float(idle_timeout)
+
+
+#: The longest assessor name: it is written into every line of the log.
+MAX_ASSESSOR_CHARS = 100
+
+
+def check_assessor(assessor: str | None) -> str:
+    """The assessor name the log records with every grade ("" when None: no name), refused before anything is
+    built when it is empty, blank, too long, or holds a control character or a line break."""
+    if assessor is None:
+        return ""
+    if not isinstance(assessor, str):
+        raise RagEvalError(f"--assessor must be text, not {shown(assessor)}")
+    if not assessor.strip():
+        raise RagEvalError(
+            f"--assessor {shown(assessor)} is blank: give a name or id", hint="or leave --assessor out (no name)"
+        )
+    if len(assessor) > MAX_ASSESSOR_CHARS:
+        raise RagEvalError(f"--assessor is {len(assessor)} characters long; at most {MAX_ASSESSOR_CHARS}")
+    bad = control_character(assessor) or next((c for c in assessor if c.isspace() and c != " "), None)
+    if bad is not None:
+        raise RagEvalError(f"--assessor {shown(assessor)} holds U+{ord(bad):04X}; a name is one line of text")
+    return assessor
 
 
 def check_method(method: str | None) -> str:

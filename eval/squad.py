@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import DatasetError
 from ..outputs import new_folder
+from ..paths import given_twice
 from ..textio import counted, display_name, read_json
 from .beir import query_text, write_beir
 from .records import Dataset, Passage, Query
@@ -35,6 +36,11 @@ def convert_squad(paths: list[str | Path], *, dataset_id: str = "squad") -> tupl
     trimming whitespace) are merged, and counted in the summary. Ids are assigned in reading order:
     ``p1``, ``p2`` … and ``q1``, ``q2`` …; the original question ids are kept in ``meta`` (and
     written as ``original_ids.json`` by :func:`export_squad`)."""
+    twice = given_twice(paths)
+    if twice is not None:  # read twice, each question would be counted twice and listed twice in original_ids.json
+        first, again = (display_name(name) for name in twice)
+        said = f"{first} is given twice" if first == again else f"{first} and {again} are one file, given twice"
+        raise DatasetError(said, hint="give each file once")
     summary = ConversionSummary()
     corpus: dict[str, Passage] = {}
     passage_ids: dict[str, str] = {}

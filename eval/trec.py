@@ -198,10 +198,12 @@ def write_trec_qrels(qrels: dict[str, dict[str, int]], path: str | Path) -> None
 
 def read_run(path: str | Path) -> list[RankedDoc]:
     """A TREC run file (``qid Q0 docid rank score tag``), re-ranked as trec_eval orders it: by descending
-    score, ties by descending document id (the rank column is ignored). Scores must be finite decimal numbers."""
+    score, ties by descending document id (the rank column is ignored). Scores must be finite decimal numbers, and
+    a query lists a document once (trec_eval refuses a run that lists it twice)."""
     path = Path(path)
     name = display_name(str(path))
     rows: dict[str, list[tuple[float, str]]] = {}
+    seen: dict[tuple[str, str], int] = {}  # (query, document) -> the line that listed it
     for number, line in iter_lines(path, DatasetError):
         if not line.strip():
             continue
@@ -211,6 +213,13 @@ def read_run(path: str | Path) -> list[RankedDoc]:
         score = float(parts[4]) if _SCORE.fullmatch(parts[4]) else math.nan
         if not math.isfinite(score):  # nan, inf, 1e999: they would sort arbitrarily
             raise DatasetError(f"{name}:{number}: score {parts[4][:40]!r} is not a finite number")
+        first = seen.setdefault((parts[0], parts[2]), number)
+        if first != number:
+            raise DatasetError(
+                f"{name}:{number}: query {shown(parts[0])} returns document {shown(parts[2])} twice "
+                f"(first on line {first})",
+                hint="a run lists each document once per query",
+            )
         rows.setdefault(parts[0], []).append((score, parts[2]))
     if not rows:  # scored, it would be a row of zeros; fused, a run that adds nothing
         raise DatasetError(

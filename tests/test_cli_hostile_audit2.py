@@ -164,7 +164,7 @@ NO_QUESTIONS = {
 def test_convert_refuses_input_without_a_question(tmp_path: Path, case: str) -> None:
     source = tmp_path / "in.json"
     source.write_text(json.dumps(NO_QUESTIONS[case], ensure_ascii=False), encoding="utf-8")
-    line = one_error(*invoke("datasets", "convert", "squad", source, source, "-o", tmp_path / "out"))
+    line = one_error(*invoke("datasets", "convert", "squad", source, "-o", tmp_path / "out"))
     assert "no question" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.json"]
 

@@ -428,7 +428,11 @@ def test_schemas_follow_the_served_indexes(handbook: Path, evidence_index: tuple
         (["{missing}"], "missing.sqlite: No such file or directory"),
         (["{handbook}", "--root", "{missing}"], "no such folder"),
         (["{handbook}", "{text}", "--root", "{tmp}"], "several indexes are served"),
-        (["{handbook}", "--root", "nope={tmp}", "--root", "{tmp}"], "give one folder for one index"),
+        (
+            ["{handbook}", "--root", "nope={tmp}", "--root", "{tmp}"],
+            "no served index is named 'nope'; served: handbook",
+        ),
+        (["{handbook}", "--root", "{tmp}", "--root", "{tmp}"], "give one folder for one index"),
         (["{handbook}", "--root", "handbook={tmp}", "--root", "handbook={tmp}"], "given a root twice"),
         (["{handbook}", "--as-of", "2026-1-1"], "use YYYY-MM-DD"),
         (["{handbook}", "{handbook}"], "two indexes are named 'handbook'"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 import unicodedata
 from collections.abc import Callable, Iterable
 from importlib.metadata import PackageNotFoundError, version
@@ -14,6 +15,7 @@ import regex
 from ..errors import RagEvalError, SpecError, UnavailableError
 from ..registry import PluginError, plugin_failure
 from ..spec import Configurable, Option, OptionSet, parse_bool
+from ..textio import file_kind, read_bytes
 from .normalise import Normalised, check_text, normalise, normalise_with_offsets
 
 #: Option keys of the shared normalisation; native strategies reject them by name.
@@ -430,15 +432,13 @@ def user_dictionary(value: str) -> str:
     if not value:
         return ""
     path = Path(value).expanduser()
-    if not path.is_file():
+    if not path.exists():
         raise ValueError(f"no such file: {value}")
-    try:
-        size = path.stat().st_size
-        if size > MAX_USERDICT_BYTES:
-            raise ValueError(f"{value}: {size} bytes, over the limit of {MAX_USERDICT_BYTES}")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"cannot read {value}: {exc.strerror or exc}") from None
+    kind = stat.S_IFMT(path.stat().st_mode)
+    if kind != stat.S_IFREG:  # /dev/zero, a FIFO, a folder: there, but no dictionary (and a FIFO would block)
+        raise ValueError(f"{value}: {file_kind(kind)}, not a regular file")
+    # Opened without blocking and checked again on the descriptor: the path may have changed since.
+    data = read_bytes(path, SpecError, max_bytes=MAX_USERDICT_BYTES, label=value)
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -17,7 +17,7 @@ from .base import PythonTokenizer, user_dictionary, with_options
 def _userdict(value: str) -> str:
     if value in ("", "none"):
         return value
-    if not Path(value).expanduser().is_file():
+    if not Path(value).expanduser().exists():  # one that exists but is no regular file: user_dictionary says so
         raise ValueError(f"no such file: {value} (use a path, '' for pkuseg's built-in dictionary, or none)")
     return user_dictionary(value)
 

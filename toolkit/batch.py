@@ -24,6 +24,7 @@ from .eval.runner import DEPTH, strict_run, trec_run_text
 from .eval.sources import read_questions
 from .outputs import OutputError, check_file_target, checked_target, refuse_inputs, write_text_atomic
 from .processing import QueryProcessing
+from .read import unknown_category_hint
 from .records import Progress
 from .search import search, warm
 from .store import Index
@@ -50,6 +51,8 @@ class BatchReport:
     zero_hit_queries: int
     load_seconds: float
     search_seconds: float
+    #: Why every query found nothing, when it is known (no chunk has the category searched); else None.
+    hint: str | None = None
 
     @property
     def queries_per_second(self) -> float:
@@ -193,6 +196,7 @@ def batch_search(
             lines += len(ranked)
             zero_hits += not ranked
         searched = time.perf_counter()
+        hint = unknown_category_hint(index, category) if zero_hits == len(queries) else None
     path = write_text_atomic(output, "".join(parts), owned=None, what=RUN_WHAT)
     return BatchReport(
         path=path,
@@ -201,6 +205,7 @@ def batch_search(
         zero_hit_queries=zero_hits,
         load_seconds=loaded - started,
         search_seconds=searched - loaded,
+        hint=hint,
     )
 
 

@@ -8,6 +8,7 @@ import json
 import os
 import pickle
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -21,7 +22,7 @@ from pathlib import Path
 from .cache import cache_dir
 from .errors import ModelError, UnavailableError
 from .outputs import only_names, publish_folder
-from .textio import counted, read_json, text_argument
+from .textio import counted, file_kind, read_json, text_argument
 
 #: Environment variable naming the pkuseg model (a model name or a directory).
 PKUSEG_MODEL_ENV = "RAG_EVAL_PKUSEG_MODEL"
@@ -71,7 +72,9 @@ def resolve_pkuseg_model(option: str = "") -> tuple[str, Path]:
     try:
         missing = _missing_files(path)
         too_big = [] if missing else _oversized_files(path)
-        is_file = path.is_file()
+        kind = _kind(path)
+        # A model file that is there but no regular file (a folder, a FIFO) is not "lacking": say what it is.
+        odd = {name: _kind(path / name) for name in missing} if kind == stat.S_IFDIR else {}
     except OSError as exc:
         raise UnavailableError(f"cannot read pkuseg model {label!r} in {path}: {exc.strerror or exc}") from None
     if missing:
@@ -80,14 +83,32 @@ def resolve_pkuseg_model(option: str = "") -> tuple[str, Path]:
                 f"the pkuseg default model is not installed (looked in {path})",
                 hint=f"run: {INSTALL_COMMAND}   (or use the shipped small model: -t pkuseg:model=mini)",
             )
-        if is_file:
+        if kind is None:
+            raise UnavailableError(f"pkuseg model {label!r}: no such folder: {path}", hint=hint)
+        if kind == stat.S_IFREG:
             raise UnavailableError(f"pkuseg model {label!r} is a file, not a model folder", hint=hint)
+        if kind != stat.S_IFDIR:
+            raise UnavailableError(f"pkuseg model {label!r}: {path} {file_kind(kind)}, not a model folder", hint=hint)
+        if any(odd[name] is not None for name in missing):
+            said = [
+                f"{name} is missing" if mode is None else f"{name} {file_kind(mode)}, not a regular file"
+                for name, mode in ((name, odd[name]) for name in missing)
+            ]
+            raise UnavailableError(f"pkuseg model {label!r} in {path}: {'; '.join(said)}", hint=hint)
         raise UnavailableError(f"pkuseg model {label!r} lacks {', '.join(missing)} in {path}", hint=hint)
     if too_big:
         raise UnavailableError(
             f"pkuseg model {label!r}: {', '.join(too_big)} over the limit of {MAX_MODEL_FILE_BYTES} bytes", hint=hint
         )
     return label, path
+
+
+def _kind(path: Path) -> int | None:
+    """The file type of ``path`` (``stat.S_IFDIR``, ``S_IFREG``, ...) following links, or None when missing."""
+    try:
+        return stat.S_IFMT(path.stat().st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def _missing_files(path: Path) -> list[str]:

@@ -154,9 +154,15 @@ def checked_target(target: str | Path, *, what: str, file: bool = False) -> Path
     return path
 
 
-def _refuse(path: Path, reason: str, what: str) -> OutputError:
+def _refuse(path: Path, reason: str, what: str, owned: Ownership | None) -> OutputError:
+    # Says which rule refused: some outputs are replaced when rag-eval wrote them, others (owned=None) never are.
+    rule = (
+        f"rag-eval only replaces a {what} it wrote"
+        if owned is not None
+        else f"rag-eval never replaces a {what}: it writes one only to a new path"
+    )
     return OutputError(
-        f"{path}: refusing to replace it: {reason}; rag-eval only replaces a {what} it wrote",
+        f"{path}: refusing to replace it: {reason}; {rule}",
         hint="choose a new path, or move the existing one away",
     )
 
@@ -253,14 +259,14 @@ def clear_left_behind(target: str | Path) -> None:
 
 
 @contextmanager
-def publish_folder(target: str | Path, *, owned: Ownership, what: str) -> Iterator[Path]:
+def publish_folder(target: str | Path, *, owned: Ownership | None, what: str) -> Iterator[Path]:
     """Yield an empty staging folder; when the block ends without error, it replaces ``target`` in one rename.
 
-    ``target`` must not exist, or ``owned(target)`` must return None. A failure (or Ctrl-C) inside the
-    block removes the staging folder (and the parent folders it created) and leaves ``target`` untouched. The
-    previous folder is moved aside under a unique name and deleted only after the new one is in place. What a
-    write killed outright (SIGKILL) left is cleared by the next write of the same target
-    (:func:`clear_left_behind`).
+    ``target`` must not exist, or ``owned(target)`` must return None (``owned=None``: it must not exist). A
+    failure (or Ctrl-C) inside the block removes the staging folder (and the parent folders it created) and
+    leaves ``target`` untouched. The previous folder is moved aside under a unique name and deleted only after
+    the new one is in place. What a write killed outright (SIGKILL) left is cleared by the next write of the
+    same target (:func:`clear_left_behind`).
     """
     path = checked_target(target, what=what)
     clear_left_behind(path)  # first: a previous folder a killed write had moved aside is back before it is checked
@@ -288,7 +294,7 @@ def publish_folder(target: str | Path, *, owned: Ownership, what: str) -> Iterat
             _release(held)
 
 
-def _put_folder_in_place(staging: Path, path: Path, owned: Ownership, what: str) -> None:
+def _put_folder_in_place(staging: Path, path: Path, owned: Ownership | None, what: str) -> None:
     """Move the complete ``staging`` folder to ``path``: never over anything that appeared there meanwhile unless
     ``owned`` allows it, and an existing folder is swapped with the new one in one step, so ``path`` is never
     missing (a kill between two renames used to leave only the previous folder, hidden, beside it)."""
@@ -328,16 +334,16 @@ def _replace_folder_in_two_steps(staging: Path, path: Path) -> None:
         _release(trash_held)
 
 
-def _check_folder(path: Path, owned: Ownership, what: str) -> None:
+def _check_folder(path: Path, owned: Ownership | None, what: str) -> None:
     if path.is_symlink():
-        raise _refuse(path, "it is a symbolic link", what)
+        raise _refuse(path, "it is a symbolic link", what, owned)
     if not path.exists():
         return
     if not path.is_dir():
-        raise _refuse(path, "it is not a folder", what)
-    reason = owned(path)
+        raise _refuse(path, "it is not a folder", what, owned)
+    reason = "it already exists" if owned is None else owned(path)
     if reason is not None:
-        raise _refuse(path, reason, what)
+        raise _refuse(path, reason, what, owned)
 
 
 def check_new_target(target: str | Path, *, what: str) -> Path:
@@ -355,11 +361,7 @@ def check_new_target(target: str | Path, *, what: str) -> Path:
 def new_folder(target: str | Path, *, what: str) -> Iterator[Path]:
     """Like :func:`publish_folder` for a folder that must not exist yet (export, convert, synth)."""
     check_new_target(target, what=what)
-
-    def taken(_path: Path) -> str:
-        return "it appeared while it was being written"
-
-    with publish_folder(target, owned=taken, what=what) as staging:
+    with publish_folder(target, owned=None, what=what) as staging:
         yield staging
 
 
@@ -369,10 +371,10 @@ def check_file_target(target: str | Path, *, owned: Ownership | None, what: str)
     path = checked_target(target, what=what, file=True)
     if path.is_symlink() or path.exists():
         if not path.is_file() or path.is_symlink():
-            raise _refuse(path, "it is not a regular file", what)
+            raise _refuse(path, "it is not a regular file", what, owned)
         reason = "it already exists" if owned is None else owned(path)
         if reason is not None:
-            raise _refuse(path, reason, what)
+            raise _refuse(path, reason, what, owned)
     return path
 
 

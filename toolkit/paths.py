@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -67,3 +68,30 @@ def sqlite_uri(path: str | Path, *parameters: str) -> str:
     escaped, as SQLite reads them) with ``parameters`` such as ``mode=ro``."""
     uri = "file:" + quote(os.path.abspath(path))
     return f"{uri}?{'&'.join(parameters)}" if parameters else uri
+
+
+def _file_identity(name: str | Path) -> tuple[object, ...]:
+    """What tells two path arguments apart: the file they open (device and inode), else the normalised path."""
+    try:
+        info = os.stat(name)
+    except (OSError, ValueError):
+        return ("path", os.path.abspath(name))
+    return ("file", info.st_dev, info.st_ino)
+
+
+def given_twice(paths: Sequence[str | Path]) -> tuple[str, str] | None:
+    """The first two of ``paths`` that name one file, however spelled (``../a.run`` and ``/abs/a.run``, a symbolic
+    or hard link to it), as given; None when every path names its own file. An input read twice would count
+    twice."""
+    first: dict[tuple[object, ...], str] = {}
+    repeated: dict[tuple[object, ...], str] = {}
+    for path in paths:
+        identity = _file_identity(path)
+        if identity in first:
+            repeated.setdefault(identity, str(path))
+        else:
+            first[identity] = str(path)
+    for identity, name in first.items():  # the first file given twice, in the order given
+        if identity in repeated:
+            return name, repeated[identity]
+    return None

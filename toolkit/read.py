@@ -396,6 +396,14 @@ def count_entries(index: Index, *, category: str | None = None) -> int:
         return int(index.db.execute(f"SELECT count({counted}) FROM chunks {where}", params).fetchone()[0])
 
 
+def unknown_category_hint(index: Index, category: str | None) -> str | None:
+    """The hint a search that found nothing prints when no chunk of ``index`` has ``category`` (a typo, or
+    another index's category), else None."""
+    if not category or count_entries(index, category=category) > 0:
+        return None
+    return f"no chunk has category {shown(category)}; see the categories with: rag-eval index list INDEX"
+
+
 def _category_filter(category: str | None) -> tuple[str, list[str]]:
     """The WHERE clause and parameters of :func:`list_entries`' and :func:`count_entries`' category."""
     if category is None:

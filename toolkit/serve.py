@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
 TRANSPORTS = ("stdio", "http")
+DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 #: The streamable-HTTP endpoint's path.
 HTTP_PATH = "/mcp"
@@ -161,8 +162,8 @@ def serve(
     paths: Sequence[str | Path],
     *,
     transport: str = "stdio",
-    host: str = "127.0.0.1",
-    port: int = DEFAULT_PORT,
+    host: str | None = None,
+    port: int | None = None,
     as_of: str | None = None,
     root: Roots = None,
     announce: Callable[[str], None] | None = None,
@@ -172,11 +173,23 @@ def serve(
     ``as_of`` is the host's date for every search (``YYYY-MM-DD``; None or ``today``: today in UTC at each
     call); ``root`` allows whole-file reads from under a folder: one folder when one index is served, else
     folders by index name (``--root`` values as given are ``DIR`` or ``NAME=DIR``). ``announce`` receives one
-    line saying what is served and where (the HTTP URL, with the port chosen when ``port`` is 0).
+    line saying what is served and where (the HTTP URL, with the port chosen when ``port`` is 0). ``host``
+    (default 127.0.0.1) and ``port`` (default 8000) are for the http transport only: given with stdio, where
+    nothing listens, they are refused rather than ignored.
     """
     if transport not in TRANSPORTS:
         raise ServeError(f"unknown transport {transport!r}; choose from: {', '.join(TRANSPORTS)}")
-    if not 0 <= port <= 65535:
+    if transport != "http":
+        given = [f"--{name}" for name, value in (("host", host), ("port", port)) if value is not None]
+        if given:
+            raise ServeError(
+                f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} only with --transport http; "
+                f"over {transport} nothing listens",
+                hint=f"leave out {' and '.join(given)}, or add --transport http",
+            )
+    host = DEFAULT_HOST if host is None else host
+    port = DEFAULT_PORT if port is None else port
+    if type(port) is not int or not 0 <= port <= 65535:
         raise ServeError(f"--port {port}: not a port number (0 to 65535; 0 picks a free one)")
     announce = announce or (lambda line: print(line, file=sys.stderr, flush=True))
     indexes = IndexSet(paths, as_of=as_of, root=root)

@@ -138,6 +138,13 @@ class IndexSet:
                     if name in named:
                         raise ServeError(f"--root {value}: index {name!r} is given a root twice")
                     named[name] = folder
+                elif equals and name and os.sep not in name and not os.path.isdir(value):
+                    # NAME=DIR with a NAME no index has (an index's name is a file stem: no separator), and no
+                    # folder of that whole name either: the name is what is wrong, not a missing folder.
+                    raise ServeError(
+                        f"--root {value}: no served index is named {shown(name)}; served: {', '.join(self._slots)}",
+                        hint="NAME is an index file's stem",
+                    )
                 else:
                     bare.append(value)
             if bare and (named or len(bare) > 1):

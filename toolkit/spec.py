@@ -25,10 +25,15 @@ class SystemSpec:
     @classmethod
     def parse(cls, text: str) -> SystemSpec:
         """Parse ``NAME[:key=value,...]``; whitespace around parts is ignored."""
-        name, _, rest = text.strip().partition(":")
+        name, colon, rest = text.strip().partition(":")
         name = name.strip()
         if not _NAME.match(name):
             raise SpecError(f"invalid spec {shown(text)}: expected NAME[:key=value,...] with a lowercase name")
+        if colon and not rest.strip():
+            # As a trailing comma is: a ':' promises options, and nothing rag-eval writes ends in one.
+            raise SpecError(
+                f"invalid spec {shown(text)}: no options after ':'", hint="write the name alone, or NAME:key=value"
+            )
         options: dict[str, str] = {}
         if rest.strip():
             for part in rest.split(","):

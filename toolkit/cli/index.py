@@ -368,13 +368,15 @@ def search_cmd(
                 progress=progress,
             )
         click.echo(report.summary(), err=True)
+        if report.hint is not None:
+            click.echo(f"hint: {report.hint}", err=True)
         return
     if query is None:
         raise click.UsageError("Missing argument 'QUERY'.")
     if not query.strip():  # as the MCP server's search says it; an empty query is a mistake, not "no hits"
         raise click.UsageError("the query is empty: give the words to search for")
     from ..evidence import evidence
-    from ..read import count_entries
+    from ..read import unknown_category_hint
     from ..search import search
     from ..store import Index
 
@@ -407,7 +409,7 @@ def search_cmd(
             engine=engine,
         )
         # A category no chunk has (a typo, or another index's) finds nothing: say so rather than only "no hits".
-        unknown_category = bool(category) and not result.hits and count_entries(index, category=category) == 0
+        hint = None if result.hits else unknown_category_hint(index, category)
     if explain:
         for key, value in result.explain.items():
             click.echo(f"# {key}: {json.dumps(value, ensure_ascii=False)}")
@@ -419,8 +421,7 @@ def search_cmd(
         click.echo(f"{hit.rank}\t{hit.score:.4f}\t{_one_line(where)}\t{_one_line(hit.snippet)}")
     if not result.hits:
         click.echo("no hits", err=True)
-    if unknown_category:
-        hint = f"no chunk has category {category!r}; see the categories with: rag-eval index list INDEX"
+    if hint is not None:
         click.echo(f"hint: {hint}", err=True)
 
 

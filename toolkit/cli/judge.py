@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from . import cli
-from .params import TEXT
+from .params import TEXT, refuse_given
 from .progress import Bars
 
 
@@ -40,14 +40,21 @@ from .progress import Bars
     help="The judgments file (TREC qrels; its log JUDGMENTS.jsonl beside it); an existing one of the same "
     "pool is resumed. With --oracle: a new JSON file for the replay (optional).",
 )
-@click.option("--assessor", default="", type=TEXT, help="Your name or id, recorded with every grade in the log.")
-@click.option("--port", type=int, default=0, help="Port on 127.0.0.1. Default: a free one.")
+@click.option(
+    "--assessor", type=TEXT, help="Your name or id, recorded with every grade in the log (not with --oracle)."
+)
+@click.option(
+    "--port",
+    type=int,
+    default=0,
+    help="Port of the judging page on 127.0.0.1 (not with --oracle). Default: a free one.",
+)
 @click.option(
     "--idle-timeout",
     type=float,
     default=240.0,
     show_default=True,
-    help="Stop after this many minutes without a request from the page; 0 never stops.",
+    help="Stop after this many minutes without a request from the page; 0 never stops (not with --oracle).",
 )
 @click.option(
     "--method",
@@ -76,7 +83,7 @@ def judge_cmd(
     builder: str | None,
     depth: int,
     output: str | None,
-    assessor: str,
+    assessor: str | None,
     port: int,
     idle_timeout: float,
     method: str | None,
@@ -103,7 +110,10 @@ def judge_cmd(
       rag-eval judge handbook --queries docs/examples/handbook-questions.txt -t bigram -t unigram \\
           --oracle docs/examples/handbook-questions.qrels --sample-queries 25 -o replay.json
     """
+    ctx = click.get_current_context()
     if oracle_qrels is not None:
+        # A replay serves no page and records no grade: these would be silently ignored.
+        refuse_given(ctx, ("port", "idle_timeout", "assessor"), "only to a judging page, not to --oracle")
         _oracle(
             source,
             questions,
@@ -119,6 +129,7 @@ def judge_cmd(
             output,
         )
         return
+    refuse_given(ctx, ("samples", "sample_queries", "seed", "as_json"), "only with --oracle")
     if output is None:
         raise click.UsageError("missing option '-o' / '--output' (the judgments file)")
     from ..eval.judge import judge

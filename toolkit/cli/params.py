@@ -1,11 +1,14 @@
-"""Argument types shared by every command: text that must be valid UTF-8, like the query argument."""
+"""Argument types shared by every command (text that must be valid UTF-8, like the query argument), and the refusal
+of options that do not apply."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from ..errors import InvalidTextError
 
@@ -64,3 +67,18 @@ class Utf8Path(click.Path):
 
 #: The type of a path option that a command records in what it writes.
 UTF8_PATH = Utf8Path()
+
+
+def refuse_given(ctx: click.Context, names: Sequence[str], why: str) -> None:
+    """A usage error when any option of ``names`` (parameter names) was given, not left at its default: in the
+    mode ``why`` describes (e.g. "only with --oracle") it does nothing, and ignoring it silently hides a
+    mistake."""
+    options = {param.name: max(param.opts, key=len) for param in ctx.command.params if isinstance(param, click.Option)}
+    given = [
+        options[name]
+        for name in names
+        if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+    ]
+    if given:
+        named = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
+        raise click.UsageError(f"{named} {'applies' if len(given) == 1 else 'apply'} {why}", ctx=ctx)

@@ -20,10 +20,9 @@ from .params import TEXT
     help="stdio: the client starts this command and speaks MCP on its stdin/stdout; http: streamable HTTP "
     "at http://HOST:PORT/mcp.",
 )
-@click.option("--host", type=TEXT, default="127.0.0.1", show_default=True, help="With --transport http: address.")
-@click.option(
-    "--port", type=int, default=8000, show_default=True, help="With --transport http: port (0: a free one, printed)."
-)
+# No click defaults: the library refuses --host and --port given with stdio, so it must see whether they were given.
+@click.option("--host", type=TEXT, help="With --transport http only: address (default: 127.0.0.1).")
+@click.option("--port", type=int, help="With --transport http only: port (default: 8000; 0: a free one, printed).")
 @click.option(
     "--as-of",
     type=TEXT,
@@ -43,7 +42,12 @@ from .params import TEXT
     "each index whose files may be read (NAME: the index file's stem); repeatable.",
 )
 def serve_cmd(
-    index_paths: tuple[Path, ...], transport: str, host: str, port: int, as_of: str, roots: tuple[str, ...]
+    index_paths: tuple[Path, ...],
+    transport: str,
+    host: str | None,
+    port: int | None,
+    as_of: str,
+    roots: tuple[str, ...],
 ) -> None:
     """Serve indexes to agents over the Model Context Protocol.
 
