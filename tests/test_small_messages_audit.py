@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import ALL_SPECS
+from test_input_audit_3 import invoke, one_error
 
 from rag_eval.builders import BUILDERS, get_builder
 from rag_eval.cli import cli
@@ -32,17 +33,6 @@ ROOT = Path(__file__).resolve().parents[1]
 EVIDENCE = ROOT / "datasets" / "evidence-mini" / "corpus"
 HANDBOOK_QUESTIONS = ROOT / "docs" / "examples" / "handbook-questions.txt"
 HANDBOOK_QRELS = ROOT / "docs" / "examples" / "handbook-questions.qrels"
-
-
-def invoke(*args: object) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, [str(arg) for arg in args])
-    return result.exit_code, result.output
-
-
-def one_error(output: str) -> str:
-    lines = [line for line in output.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and "Traceback" not in output, output
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
