@@ -60,17 +60,19 @@ def _side_file_kind(path: Path, suffix: str) -> str | None:
     return "sqlite" if any(start.startswith(magic) for magic in _SIDE_FILE_STARTS[suffix]) else "other"
 
 
-def check_side_files(path: str | Path) -> None:
+def check_side_files(path: str | Path) -> dict[str, str | None]:
     """Refuse a new database at ``path`` when a file named as one of its side files is not SQLite's: SQLite would
-    read it as that database's log or journal, and overwrite it."""
-    for suffix in SIDE_FILES:
-        side = Path(f"{path}{suffix}")
-        if _side_file_kind(side, suffix) == "other":
+    read it as that database's log or journal, and overwrite it. Returns what each side file is (see
+    :func:`_side_file_kind`), by suffix."""
+    kinds = {suffix: _side_file_kind(Path(f"{path}{suffix}"), suffix) for suffix in SIDE_FILES}
+    for suffix, kind in kinds.items():
+        if kind == "other":
             raise IndexFileError(
-                f"{side}: refusing to create the index {path}: this file is not SQLite's, and SQLite would take it "
-                f"for the index's {suffix[1:]} file and overwrite it",
+                f"{path}{suffix}: refusing to create the index {path}: this file is not SQLite's, and SQLite would "
+                f"take it for the index's {suffix[1:]} file and overwrite it",
                 hint="move that file away, or choose another index path",
             )
+    return kinds
 
 
 def remove_left_side_files(path: str | Path) -> None:
@@ -78,11 +80,9 @@ def remove_left_side_files(path: str | Path) -> None:
     deleted while a reader had it open leaves its log behind, which SQLite would replay onto the new one), only
     those that begin as SQLite writes them; any other file under such a name is refused
     (:func:`check_side_files`)."""
-    check_side_files(path)
-    for suffix in SIDE_FILES:
-        side = Path(f"{path}{suffix}")
-        if _side_file_kind(side, suffix) == "sqlite":
-            side.unlink(missing_ok=True)
+    for suffix, kind in check_side_files(path).items():
+        if kind == "sqlite":
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 @contextmanager
