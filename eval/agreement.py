@@ -13,6 +13,7 @@ from importlib.resources import files
 from typing import Any
 
 from .metrics import ranked_ids
+from .wordfind import script_counts
 
 #: Depth at which result lists are compared (and Judged@k is counted).
 DEPTH = 10
@@ -235,6 +236,8 @@ def label_free(
         "depth": DEPTH,
         "rbo_p": RBO_P,
         "questions": len(queries),
+        # Han-only, mixed and Latin-only questions: what a synthetic set's script mix was (the report shows it).
+        "scripts": script_counts(query.text for query in dataset.queries.values()),
         "judged": bool(metrics),
         "zero_hit_rate": {name: round(value, 4) for name, value in zero.items()},
         "overlap": overlaps(ranked, queries),

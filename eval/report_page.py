@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .metrics import is_quality
+from .wordfind import script_shares
 
 
 def labels(report: dict[str, Any]) -> tuple[dict[str, str], tuple[str, str] | None]:
@@ -346,6 +347,10 @@ def _without_labels(report: dict[str, Any], rows: list[dict[str, Any]], label: d
         "depth": depth,
         "rbo_p": section["rbo_p"],
         "questions": section["questions"],
+        # Said for synthetic queries, whose script mix comes from the generator rather than from users.
+        "scripts": script_shares(section["scripts"])
+        if report["dataset"].get("synthetic") and section.get("scripts")
+        else None,
         "table": _table(columns, rows, label, cells),
         "overlap": overlap,
         "disagreements": hardest,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -26,10 +27,23 @@ from ..outputs import check_new_target, new_folder
 from .beir import write_beir
 from .records import SYNTHETIC_KIND, Dataset, Passage, Query
 from .sources import check_trec_ids, source_units
-from .wordfind import MAX_LEN, MIN_COHESION, MIN_COUNT, MIN_ENTROPY, MIN_LEN, Lexicon, build_lexicon, han_runs
+from .wordfind import (
+    MAX_LEN,
+    MIN_COHESION,
+    MIN_COUNT,
+    MIN_ENTROPY,
+    MIN_LEN,
+    Lexicon,
+    build_lexicon,
+    han_runs,
+    han_share,
+    script_counts,
+    script_of,
+    without_links,
+)
 
 #: Version of the generator: a change that alters any output for the same arguments bumps it.
-GENERATOR = "rag-eval synth 1"
+GENERATOR = "rag-eval synth 2"
 #: The kind prefix in queries.jsonl, so a report can tell synthetic queries from real ones.
 KIND_PREFIX = f"{SYNTHETIC_KIND}:"
 #: Largest -n accepted.
@@ -39,6 +53,9 @@ SYNTH_WHAT = "synthetic query folder"
 LARGER = "use a larger corpus, in which words recur"
 #: Terms per ``terms`` query: drawn uniformly from this range.
 MIN_TERMS, MAX_TERMS = 2, 4
+#: A unit whose prose has at least this Han share of its letters (:func:`.wordfind.han_share`) is Han-majority:
+#: each of its queries holds Han; below it, each holds a Latin letter.
+HAN_MAJORITY = 0.5
 #: Question templates (simplified script; converted to traditional for a traditional-script corpus).
 QUESTION_TEMPLATES = (
     "{a}的{b}是什么？",
@@ -61,11 +78,26 @@ SYNTHETIC_NOTE = (
 
 @dataclass(frozen=True)
 class Unit:
-    """A judged unit prepared for generation: its passage, its sampled base terms and its heading."""
+    """A judged unit prepared for generation: its passage, its sampled base terms, its heading and the Han share
+    of its prose's letters (None: it has no letter)."""
 
     passage: Passage
     terms: tuple[str, ...]
     heading: str
+    han_share: float | None = None
+
+    def fits(self, text: str) -> bool:
+        """Whether query ``text`` is in the unit's script (:func:`in_script`)."""
+        return in_script(text, self.han_share)
+
+
+def in_script(text: str, share: float | None) -> bool:
+    """Whether query ``text`` is in the script of a unit whose prose is ``share`` Han: it holds Han when the
+    unit is Han-majority, a Latin letter when it is not; a query with no letter fits no unit."""
+    script = script_of(text)
+    if share is None or script == "none":
+        return False
+    return script != "latin" if share >= HAN_MAJORITY else script != "han"
 
 
 @dataclass(frozen=True)
@@ -103,6 +135,11 @@ class SynthQuery:
     kind: str
     unit: str
 
+    @property
+    def script(self) -> str:
+        """``han``, ``mixed`` or ``latin`` (:func:`.wordfind.script_of`)."""
+        return script_of(self.text)
+
 
 @dataclass(frozen=True)
 class SynthSummary:
@@ -114,6 +151,9 @@ class SynthSummary:
     units: int
     words: int
     builder: str
+    #: Queries per script class (:func:`.wordfind.script_counts`); units per script majority (:func:`unit_scripts`).
+    scripts: dict[str, int]
+    unit_scripts: dict[str, int]
 
 
 def _rng(seed: int, purpose: str, key: str) -> random.Random:
@@ -248,26 +288,47 @@ def parse_kinds(raw: str | None) -> tuple[str, ...] | None:
     return names
 
 
-def _sample_terms(counts: Counter[str], lexicon: Lexicon, rng: random.Random, text: str) -> tuple[str, ...]:
-    """2-4 words drawn without replacement, weight tf x idf; a word inside or around a drawn one is dropped."""
+def han_terms(wanted: int, share: float) -> int:
+    """How many of ``wanted`` terms are Han words for a unit whose prose is ``share`` Han: the nearest whole
+    number (a half rounds up), at least one in a Han-majority unit and at most ``wanted - 1`` in another."""
+    count = math.floor(wanted * share + 0.5)
+    return max(count, 1) if share >= HAN_MAJORITY else min(count, wanted - 1)
+
+
+def _sample_terms(
+    counts: Counter[str], lexicon: Lexicon, rng: random.Random, text: str, share: float | None
+) -> tuple[str, ...]:
+    """2-4 words drawn without replacement, weight tf x idf, in the script mix of the unit's prose (``share``:
+    :func:`han_terms` of them Han words, the rest Latin words and numbers, each script filling in for the
+    other when it runs out); a word inside or around a drawn one is dropped. None when the words found
+    cannot make a query in the unit's script."""
+    if share is None:
+        return ()
     pool = {word: count * lexicon.idf(word) for word, count in counts.items() if len(word) >= MIN_LEN}
     pool = {word: weight for word, weight in pool.items() if weight > 0}
     wanted = rng.randint(MIN_TERMS, MAX_TERMS)
+    han = han_terms(wanted, share)
     chosen: list[str] = []
-    while pool and len(chosen) < wanted:
-        words = sorted(pool)
-        pick = rng.choices(words, [pool[word] for word in words])[0]
-        chosen.append(pick)
-        pool = {word: weight for word, weight in pool.items() if word not in pick and pick not in word}
+    for is_han, count in ((True, han), (False, wanted - han), (True, wanted), (False, wanted)):
+        while len(chosen) < wanted and count > 0:
+            words = sorted(word for word in pool if bool(han_runs(word)) == is_han)
+            if not words:
+                break
+            pick = rng.choices(words, [pool[word] for word in words])[0]
+            chosen.append(pick)
+            count -= 1
+            pool = {word: weight for word, weight in pool.items() if word not in pick and pick not in word}
     if len(chosen) < MIN_TERMS:
         return ()
-    return tuple(sorted(chosen, key=lambda word: (text.find(word), word)))  # in reading order
+    ordered = tuple(sorted(chosen, key=lambda word: (text.find(word), word)))  # in reading order
+    return ordered if in_script(" ".join(ordered), share) else ()
 
 
 def prepare(corpus: dict[str, Passage], seed: int) -> tuple[list[Unit], Lexicon, Counter[str]]:
-    """Units with their base terms and unique headings, the lexicon and the corpus's Han character counts."""
+    """Units with their base terms, unique headings and script shares, the lexicon and the corpus's Han
+    character counts. Words are counted with links blanked (a host or a path is not a word of the text)."""
     texts = [f"{passage.title}\n{passage.text}" for passage in corpus.values()]
-    lexicon, per_text = build_lexicon(texts)
+    lexicon, per_text = build_lexicon([without_links(text) for text in texts])
     seen = Counter(texts)
     headings = [passage.title.rsplit(" > ", 1)[-1].strip() for passage in corpus.values()]
     heading_count = Counter(headings)
@@ -277,8 +338,9 @@ def prepare(corpus: dict[str, Passage], seed: int) -> tuple[list[Unit], Lexicon,
         chars.update("".join(han_runs(text)))
         if seen[text] > 1:  # a duplicated unit cannot be a known item
             continue
-        terms = _sample_terms(counts, lexicon, _rng(seed, "terms", passage.id), text)
-        units.append(Unit(passage, terms, heading if heading_count[heading] == 1 else ""))
+        share = han_share(text)
+        terms = _sample_terms(counts, lexicon, _rng(seed, "terms", passage.id), text, share)
+        units.append(Unit(passage, terms, heading if heading_count[heading] == 1 else "", share))
     return units, lexicon, chars
 
 
@@ -311,7 +373,7 @@ def _made(name: str, units: list[Unit], context: Context) -> list[tuple[Unit, st
     made = []
     for unit in units:
         text = KINDS[name].make(unit, context) if (unit.terms or name == "heading") else None
-        if text and text.strip() and len(text) <= context.max_chars:
+        if text and text.strip() and len(text) <= context.max_chars and unit.fits(text):
             made.append((unit, text))
     return made
 
@@ -357,6 +419,20 @@ def _unsupported(
     return DatasetError(message, hint=hint)
 
 
+def unit_majorities(counts: dict[str, int]) -> str:
+    """``384 Han-majority, 1 Latin-majority`` (and how many hold no letter, if any) from :func:`unit_scripts`."""
+    words = [f"{counts['han']} Han-majority", f"{counts['latin']} Latin-majority"]
+    return ", ".join(words + ([f"{counts['none']} without a letter"] if counts.get("none") else []))
+
+
+def unit_scripts(units: list[Unit]) -> dict[str, int]:
+    """How many units are Han-majority (``han``), Latin-majority (``latin``) or hold no letter (``none``)."""
+    found = Counter(
+        "none" if unit.han_share is None else "han" if unit.han_share >= HAN_MAJORITY else "latin" for unit in units
+    )
+    return {script: found[script] for script in ("han", "latin", "none")}
+
+
 def generate(
     corpus: dict[str, Passage],
     n: int,
@@ -391,8 +467,11 @@ def generate(
             digest = hashlib.sha256(unit.passage.id.encode()).hexdigest()[:12]
             queries.append(SynthQuery(f"syn-{name}-{digest}", text, name, unit.passage.id))
     facts = {
+        "scripts": script_counts(query.text for query in queries),
+        "unit_scripts": unit_scripts(units),
         "traditional_script": context.traditional,
         "words_found": len(lexicon.words),
+        "han_majority": HAN_MAJORITY,
         "units_with_terms": sum(1 for unit in units if unit.terms),
         "skipped_kinds": list(empty),
     }
@@ -458,5 +537,12 @@ def synthesize(
             json.dumps(record, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8"
         )
     return SynthSummary(
-        Path(target), counts, tuple(facts["skipped_kinds"]), len(corpus), facts["words_found"], chosen.system
+        Path(target),
+        counts,
+        tuple(facts["skipped_kinds"]),
+        len(corpus),
+        facts["words_found"],
+        chosen.system,
+        facts["scripts"],
+        facts["unit_scripts"],
     )

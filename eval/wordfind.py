@@ -17,6 +17,15 @@ from dataclasses import dataclass
 import regex
 
 _HAN = regex.compile(r"\p{Han}+")
+_HAN_CHAR = regex.compile(r"\p{Han}")
+_LATIN_LETTER = regex.compile(r"\p{Latin}")
+# A link: a URL, in the characters a URL may hold (so that the text after it, Chinese punctuation included,
+# stays), or a Markdown link's target, ``[text](target)``.
+_LINK = r"(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.)[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+|(?<=\])\([^()\s]*\)"
+_URL = regex.compile(_LINK)
+# What is neither language of a passage's prose: fenced code, inline code and links. A Chinese passage that
+# quotes a command, a JSON sample or a URL is still a Chinese passage.
+_NOT_PROSE = regex.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`|" + _LINK, regex.S)
 # A bare number needs three digits (a year, a code): shorter ones are counts and dates that a person rarely
 # searches by, and their high idf would otherwise make them the likeliest "terms".
 _LATIN = regex.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z][A-Za-z0-9]*(?:[._+-][A-Za-z0-9]+)*|[0-9]{3,})(?![A-Za-z0-9])")
@@ -49,6 +58,49 @@ class Lexicon:
 def han_runs(text: str) -> list[str]:
     """The maximal runs of Han characters in ``text``."""
     return _HAN.findall(text)
+
+
+def without_links(text: str) -> str:
+    """``text`` with its URLs blanked: a host or path is not a word of the text (``github.com``, a user name)."""
+    return _URL.sub(" ", text)
+
+
+def han_share(text: str) -> float | None:
+    """The Han share of the letters of ``text``'s prose: Han characters over Han characters plus Latin letters,
+    code (fenced or inline) and links left out; the whole text's when its prose has no letter; None when
+    neither has one."""
+    for part in (_NOT_PROSE.sub(" ", text), text):
+        han, latin = len(_HAN_CHAR.findall(part)), len(_LATIN_LETTER.findall(part))
+        if han + latin:
+            return han / (han + latin)
+    return None
+
+
+def script_of(text: str) -> str:
+    """``han`` (Han characters, no Latin letter), ``mixed`` (both), ``latin`` (Latin letters, no Han) or
+    ``none`` (neither: digits and signs only)."""
+    han, latin = bool(_HAN_CHAR.search(text)), bool(_LATIN_LETTER.search(text))
+    return ("mixed" if latin else "han") if han else ("latin" if latin else "none")
+
+
+#: The script classes of a query (:func:`script_of`), in the order they are reported, and their names.
+SCRIPTS = ("han", "mixed", "latin")
+SCRIPT_NAMES = {"han": "Han-only", "mixed": "mixed", "latin": "Latin-only", "none": "no letter"}
+
+
+def script_counts(texts: Iterable[str]) -> dict[str, int]:
+    """How many of ``texts`` are Han-only, mixed and Latin-only (``SCRIPTS``; ``none`` too, when any is)."""
+    found = Counter(script_of(text) for text in texts)
+    return {script: found[script] for script in (*SCRIPTS, "none") if script in SCRIPTS or found[script]}
+
+
+def script_shares(counts: dict[str, int]) -> str:
+    """``Han-only 315 (82%), mixed 69 (18%), Latin-only 0 (0%)`` from :func:`script_counts`."""
+    total = sum(counts.values())
+    return ", ".join(
+        f"{SCRIPT_NAMES[script]} {count} ({100 * count / total if total else 0:.0f}%)"
+        for script, count in counts.items()
+    )
 
 
 def latin_words(text: str) -> list[str]:

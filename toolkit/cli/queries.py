@@ -25,7 +25,10 @@ def queries_cmd() -> None:
 SOURCE is a shipped id (handbook, evidence-mini) or anything `rag-eval index build` accepts (a Markdown
 folder, a lines corpus with manifest.json, corpus.jsonl or a BEIR folder). Each query is judged relevant
 (grade 1) to the one unit it came from. Terms are words found by the corpus's own statistics (recurring,
-cohesive, free on both sides), sampled by tf x idf, never tokens of a strategy under test. N is shared
+cohesive, free on both sides), sampled by tf x idf, never tokens of a strategy under test, in the script
+mix of the unit's prose (code and links left out): a unit whose letters are mostly Han gives queries that
+hold Chinese, with Latin words in the share the prose has them; another unit gives queries that hold a
+Latin letter. The output says how many queries are Han-only, mixed and Latin-only. N is shared
 evenly over the kinds; with --kinds all a kind no unit supports is skipped (an error when named). A small
 corpus may support no terms (a Chinese word must recur in it to be found): the error then names the kinds
 it does support.
@@ -60,7 +63,8 @@ Examples:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random choice.")
 @click.option("-b", "--builder", metavar="SPEC", type=TEXT, help="Builder spec (default: inferred from SOURCE).")
 def synth_cmd(source: str, count: int, output: Path, kinds: str | None, seed: int, builder: str | None) -> None:
-    from ..eval.synth import parse_kinds, synthesize
+    from ..eval.synth import parse_kinds, synthesize, unit_majorities
+    from ..eval.wordfind import script_shares
 
     summary = synthesize(
         source, count, output, kinds=parse_kinds(kinds), seed=seed, builder=builder, kinds_named=kinds is not None
@@ -72,6 +76,7 @@ def synth_cmd(source: str, count: int, output: Path, kinds: str | None, seed: in
     )
     for name, number in summary.counts.items():
         click.echo(f"  {name:<12} {number}")
+    click.echo(f"scripts: {script_shares(summary.scripts)} (units: {unit_majorities(summary.unit_scripts)})")
     if total < count:
         click.echo(f"asked for {count}: the units support only {total} (one query per unit and kind)")
     if summary.skipped:
