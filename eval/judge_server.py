@@ -4,7 +4,9 @@ The server answers only on the loopback address, only requests whose ``Host`` is
 on its port (a web page elsewhere cannot reach it through DNS rebinding), and only with the run's token:
 from the printed URL once, then from a cookie (HttpOnly, SameSite=Strict, named after the port since
 cookies do not tell ports apart). State-changing calls are POSTs with JSON bodies from the same origin.
-Nothing the page shows is HTML from the data: the page builds text nodes, and the template is escaped.
+Nothing the page shows is HTML from the data: the page builds text nodes, the template is escaped, and a
+Markdown passage arrives as HTML built from its tokens (eval/passage_html.py: a fixed set of tags, every text
+escaped, no address a link or image could follow).
 """
 
 from __future__ import annotations

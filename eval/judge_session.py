@@ -1,5 +1,6 @@
-"""A judging session: the passage on show, grades, undo, skip, the decision in words, the time left, and
-the highlights of the question's terms under every compared tokenizer (what the page asks for)."""
+"""A judging session: the passage on show (its Markdown rendered), grades, undo, skip, the decision in words,
+the time left, and the highlights of the question's terms under every compared tokenizer (what the page asks
+for)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..builders import get_builder
 from ..errors import RagEvalError
 from ..tokenizers import Tokenizer
 from .judgments import Judgments, JudgmentsConflict, counted
+from .passage_html import render_markdown
+from .selection import TOO_EARLY, score_text
 
 if TYPE_CHECKING:
     from .judge import Pool
@@ -54,18 +58,47 @@ def query_marks(text: str, question: str, tokenizers: Sequence[Tokenizer]) -> li
 
 
 def decision_words(decision: Decision) -> str:
-    """The decision so far in plain words."""
+    """The decision so far in plain words: the leader is the first bar, or the words say why it leads all the
+    same; before a leader is likely enough, that it is too early to tell."""
     if decision.judged == 0:
-        return "No grades yet: every system is level."
+        return "No grades yet: too early to tell which system is best."
+    if decision.too_early:
+        return f"Too early to tell which system is best: {TOO_EARLY}. Keep judging."
     left = counted(decision.pooled - decision.judged, "unjudged passage")
-    lead = decision.lead()
-    lead = lead[0].upper() + lead[1:]
     if decision.certain:
-        return f"{lead}. Settled for certain: no grades of the {left} can change the winner."
-    sure = f"{decision.confidence:.0%} sure the leader stays ahead"
+        return f"Winner: {decision.lead()}. Settled for certain: no grades of the {left} can change the winner."
+    # off the top bar, the lead itself says how often the leader comes out best: the same number
+    sure = f"; {decision.percent}% sure it stays ahead" if decision.on_top else ""
     if decision.settled:
-        return f"{lead}; {sure}. Settled: you may stop, though the {left} could still change it."
-    return f"{lead}; {sure}. Not settled yet: keep judging."
+        return f"Leader: {decision.lead()}{sure}. Settled: you may stop, though the {left} could still change it."
+    return f"Leader: {decision.lead()}{sure}. Not settled yet: keep judging."
+
+
+def decision_badge(decision: Decision) -> str:
+    """The decision's state in a few words, with the same percentage as :func:`decision_words`."""
+    if decision.judged == 0:
+        return "no grades yet"
+    if decision.too_early:
+        return "too early to tell"
+    if decision.certain:
+        return "settled for certain"
+    return f"{'settled' if decision.settled else 'not settled'} · {decision.percent}% sure"
+
+
+def decision_view(decision: Decision) -> dict[str, Any]:
+    """What the page shows of the decision: every number in it rounded here, once."""
+    return {
+        # the system the words name as leader (None while it is too early to tell)
+        "leader": None if decision.too_early else decision.leader,
+        "percent": None if decision.too_early else decision.percent,
+        "settled": decision.settled,
+        "certain": decision.certain,
+        "badge": decision_badge(decision),
+        "words": decision_words(decision),
+        "line": decision.line(),
+        # before the first grade the model's estimate says nothing about the systems: no bars
+        "bars": [] if decision.judged == 0 else [[name, score, score_text(score)] for name, score in decision.bars()],
+    }
 
 
 class Session:
@@ -78,6 +111,8 @@ class Session:
         self.lock = threading.Lock()
         self.current: tuple[str, str] | None = None
         self.grade_times: list[float] = []
+        builder = get_builder(next(iter(pool.systems.values())).builder) if pool.systems else None
+        self.markdown = builder is not None and builder.text_markup == "markdown"
         in_pool = {(query, doc) for query, docs in selector.pool.items() for doc in docs}
         for query_id, docs in judgments.grades.items():
             for doc_id, grade in docs.items():
@@ -183,31 +218,27 @@ class Session:
             "left": left,
             "skipped": len(self.judgments.skipped),
             "estimate": self._estimate(left, decision),
-            "decision": {
-                "leader": decision.leader,
-                "runner_up": decision.runner_up,
-                "margin": decision.margin,
-                "confidence": decision.confidence,
-                "settled": decision.settled,
-                "certain": decision.certain,
-                "scores": decision.scores,
-                "line": decision.line(),
-                "words": decision_words(decision),
-            },
+            "decision": decision_view(decision),
         }
 
     def _item(self, query_id: str, doc_id: str) -> dict[str, Any]:
         question = self.pool.dataset.queries[query_id].text
         passage = self.pool.dataset.corpus[doc_id]
         tokenizers = list(self.pool.tokenizers.values())
+
+        def marks(text: str) -> list[tuple[int, int, int]]:
+            return query_marks(text, question, tokenizers)
+
         return {
             "query": query_id,
             "question": question,
             "doc": doc_id,
             "title": passage.title,
-            "title_marks": query_marks(passage.title, question, tokenizers),
+            "title_marks": marks(passage.title),
+            # the text as written, with its marks (the page's source view), and rendered when it is Markdown
             "text": passage.text,
-            "marks": query_marks(passage.text, question, tokenizers),
+            "marks": marks(passage.text),
+            "html": render_markdown(passage.text, marks) if self.markdown else None,
             "grade": self.judgments.grade_of(query_id, doc_id),
             "skipped": (query_id, doc_id) in self.judgments.skipped,
         }

@@ -34,8 +34,11 @@ MAX_GRADE = 2
 
 #: Below this win probability the model's leader is no better a pick than the best system on the judged
 #: passages alone (unjudged = not relevant), which the leader then is; set on cmrc2018_dev_trial_sent
-#: (reports/judging.md). Settled decisions (confidence >= target) always name the model's leader.
+#: (reports/judging.md). Settled decisions (confidence >= target) always name the model's leader. Below it (and
+#: unsettled) the page names no leader: it says it is too early to tell.
 PICK_SURE = 0.6
+#: Why it is too early to tell, in words.
+TOO_EARLY = f"no system comes out best in {PICK_SURE:.0%} of the model's guesses at the unjudged passages yet"
 
 #: Answered queries come after the unanswered ones while the model expects fewer than this many more relevant
 #: passages per answered query (public sets: about 0.02; the handbook: about 2); see ``Selector.next``.
@@ -76,29 +79,70 @@ class Decision:
     #: the leader's over the runner-up's.
     scores: dict[str, float]
 
+    @property
+    def percent(self) -> int:
+        """The confidence as the whole percentage every view shows, rounded here once (100 only when certain)."""
+        if self.certain:
+            return 100
+        return min(99, max(0, math.floor(self.confidence * 100 + 0.5)))
+
+    @property
+    def too_early(self) -> bool:
+        """Whether the grades so far name no leader: there are none, or no system comes out best in
+        ``PICK_SURE`` of the model's completions (and the decision is neither settled nor certain)."""
+        return self.judged == 0 or not (self.certain or self.settled or self.confidence >= PICK_SURE)
+
+    def bars(self) -> list[tuple[str, float]]:
+        """Each system's score in the order the page draws its bars: best first by the score as shown (three
+        decimals), the leader first among equals, then by name."""
+        return sorted(self.scores.items(), key=lambda item: (-_shown(item[1]), item[0] != self.leader, item[0]))
+
+    @property
+    def on_top(self) -> bool:
+        """Whether the leader is the first bar (when it is not, :meth:`lead` says why it leads all the same)."""
+        bars = self.bars()
+        return not bars or bars[0][0] == self.leader
+
     def lead(self) -> str:
-        """Who leads and by how much, in words (the page and :meth:`line` say it the same way)."""
-        if self.runner_up is None:
-            return f"only system {self.leader}"
-        # The leader is the system most often the winner (or, in a close race, the best on the judged
-        # passages); its expected score may trail by a hair.
-        if self.margin >= 0:
-            return f"leader {self.leader}, {self.margin:.3f} nDCG@10 ahead of {self.runner_up}"
-        return f"leader {self.leader} (though {-self.margin:.3f} nDCG@10 behind {self.runner_up} on average)"
+        """The leader and how it stands against the bars, in words (the page and :meth:`line` say it the same
+        way); the difference is that of the scores as the bars show them."""
+        bars = self.bars()
+        if len(bars) < 2:
+            return f"{self.leader}, the only system"
+        if bars[0][0] == self.leader:
+            other, score = bars[1]
+            gap = _shown(self.scores[self.leader]) - _shown(score)
+            return f"{self.leader}, " + (f"{gap:.3f} nDCG@10 ahead of {other}" if gap > 0 else f"level with {other}")
+        # The leader is the system most often best over the model's completions of the unjudged passages (or, in
+        # a close race, the best on the judged ones); the bars show each system's average over the completions.
+        top, score = bars[0]
+        gap = _shown(score) - _shown(self.scores[self.leader])
+        return (
+            f"{self.leader}, best in {self.percent}% of the model's guesses at the unjudged passages, though {top} "
+            f"has the higher average estimate (by {gap:.3f} nDCG@10)"
+        )
 
     def line(self) -> str:
         """The decision in plain words, for a page or a log."""
+        judged = f"{self.judged} of {self.pooled} judged"
         if self.judged == 0:
             # the model's leader before any grade is the systems' prior, not something a grade showed
-            return f"no grades yet: every system is level; 0 of {self.pooled} judged"
-        lead = self.lead()
+            return f"no grades yet: too early to tell which system is best; {judged}"
+        if self.too_early:
+            return f"too early to tell which system is best ({TOO_EARLY}); {judged}"
         if self.certain:
-            state = "settled (no remaining grade can change the winner)"
-        elif self.settled:
-            state = f"settled ({self.confidence:.0%} confidence)"
-        else:
-            state = f"not settled ({self.confidence:.0%} confidence)"
-        return f"{lead}; {state}; {self.judged} of {self.pooled} judged"
+            return f"winner {self.lead()}; settled for certain (no remaining grade can change the winner); {judged}"
+        state = "settled" if self.settled else "not settled"
+        return f"leader {self.lead()}; {state} ({self.percent}% sure); {judged}"
+
+
+def score_text(score: float) -> str:
+    """A score as every view shows it: three decimals."""
+    return f"{score:.3f}"
+
+
+def _shown(score: float) -> float:
+    return float(score_text(score))
 
 
 def discount(rank: int) -> float:

@@ -1,13 +1,15 @@
 """``rag-eval judge`` in a real browser (issue #13): headless Chromium grades passages by keyboard and by
 mouse, reloads, undoes, skips, steps back to re-grade, survives the server being killed with SIGKILL and
 resumes on a restarted server; the qrels file holds exactly the grades given. The server refuses a wrong
-token and a foreign Host header."""
+token and a foreign Host header. The leader the panel names is its first bar or it says why, and a Markdown
+passage is rendered, hostile Markdown as text, its source one key away (issue #34)."""
 
 from __future__ import annotations
 
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -36,8 +38,8 @@ def _default_sigint() -> None:
 class Server:
     """``rag-eval judge`` in a child process; its URL read from the first line it prints."""
 
-    def __init__(self, output: Path) -> None:
-        command = [sys.executable, "-m", "rag_eval", "judge", "handbook", "--queries", str(QUESTIONS)]
+    def __init__(self, output: Path, source: str = "handbook", questions: Path = QUESTIONS) -> None:
+        command = [sys.executable, "-m", "rag_eval", "judge", source, "--queries", str(questions)]
         command += ["-t", "bigram", "-t", "unigram", "-o", str(output), "--idle-timeout", "3"]
         self.process = subprocess.Popen(
             command,
@@ -90,9 +92,12 @@ def shown(page: Any) -> tuple[str, str]:
     return page.locator("#question").inner_text(), page.locator("#source").inner_text()
 
 
-@pytest.mark.skipif(
+needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium executable (Debian: apt-get install chromium; .ci/run installs it)"
 )
+
+
+@needs_chromium
 def test_judge_in_headless_chromium(tmp_path: Path, servers: list[Server]) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra")
     expect = sync_api.expect
@@ -207,3 +212,116 @@ def test_judge_in_headless_chromium(tmp_path: Path, servers: list[Server]) -> No
     events = [json.loads(line).get("event") for line in log_path(output).read_text(encoding="utf-8").splitlines()]
     assert events == [None, "grade", "grade", "grade", "undo", "skip", "grade", "grade"]
     assert (tmp_path / "judge.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _watched_page(browser: Any, problems: list[str]) -> Any:
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+    return page
+
+
+@needs_chromium
+def test_the_panel_names_its_first_bar_as_leader_or_says_why(tmp_path: Path, servers: list[Server]) -> None:
+    """Regression: after two grades the panel said "Leader bigram (though 0.002 nDCG@10 behind unigram on
+    average); 50% sure", unigram the first bar and bigram's row in bold; the badge rounded in JavaScript."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra")
+    server = Server(tmp_path / "h.qrels")
+    servers.append(server)
+    problems: list[str] = []
+    said: list[str] = []
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = _watched_page(browser, problems)
+            page.goto(server.url)
+            progress = page.locator("#progress-text")
+            sync_api.expect(progress).to_contain_text("0 of ")
+            for judged, grade in enumerate([0, 0, 0, 1, 2, 0], start=1):
+                page.keyboard.press(str(grade))
+                sync_api.expect(progress).to_contain_text(f"{judged} of ")
+                words = page.locator("#decision-words").inner_text()
+                badge = page.locator("#badge").inner_text()
+                rows = page.locator("#scores tr td.name").all_inner_texts()
+                values = [float(v) for v in page.locator("#scores tr td.value").all_inner_texts()]
+                bold = page.locator("#scores tr.leader td.name").all_inner_texts()
+                said.append(words)
+                assert sorted(rows) == ["bigram", "unigram"] and values == sorted(values, reverse=True)
+                assert "0% sure" not in words + badge
+                if "Too early to tell" in words:
+                    assert bold == [] and badge == "too early to tell"
+                    continue
+                assert len(bold) == 1 and f"Leader: {bold[0]}, " in words
+                if bold[0] != rows[0]:
+                    assert f"though {rows[0]} has the higher average estimate" in words
+                else:
+                    gap = f"{values[0] - values[1]:.3f} nDCG@10 ahead of {rows[1]}"
+                    assert gap in words or f"level with {rows[1]}" in words
+                # one number: the badge's percentage is the words'
+                assert re.findall(r"\d+%", badge) == re.findall(r"\d+%", words) != []
+        finally:
+            browser.close()
+    assert any("Too early to tell" in words for words in said) and any("Leader: " in words for words in said)
+    assert problems == []
+
+
+#: A Markdown section as a knowledge base holds them: a 40-row table, a link, raw HTML, code with '<'.
+HOSTILE_SECTION = (
+    "## 套餐上限\n\n下表列出每个套餐的成员上限，详见 [价格页](https://evil.example/phish)。\n\n"
+    "| 套餐 | 成员上限 | 说明 |\n|:--|--:|---|\n"
+    + "".join(f"| 套餐{n} | {n * 10} | **上限** `<{n}>` |\n" for n in range(40))
+    + '\n<script>window.pwned = 1</script> <img src=x onerror="window.pwned = 2">\n\n'
+    "```bash\nxy plan list --limit 10 < plans.txt\n```\n"
+)
+
+
+@needs_chromium
+def test_a_markdown_passage_is_rendered_and_its_source_one_key_away(tmp_path: Path, servers: list[Server]) -> None:
+    """Regression: the page showed a section's raw Markdown, a 40-row pipe table as a wall of '|'."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra")
+    expect = sync_api.expect
+    knowledge = tmp_path / "kb"
+    knowledge.mkdir()
+    (knowledge / "plans.md").write_text(HOSTILE_SECTION, encoding="utf-8")
+    questions = tmp_path / "q.txt"
+    questions.write_text("套餐的成员上限是多少\n", encoding="utf-8")
+    server = Server(tmp_path / "kb.qrels", str(knowledge), questions)
+    servers.append(server)
+    problems: list[str] = []
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = _watched_page(browser, problems)
+            page.goto(server.url)
+            passage, source = page.locator("#passage"), page.locator("#passage-source")
+            expect(page.locator("#source")).to_have_text("plans.md#套餐上限")
+            expect(passage.locator("table")).to_have_count(1)
+            expect(passage.locator("table tr")).to_have_count(41)
+            expect(passage.locator("table td.right")).to_have_count(40)  # the column's alignment, as a class
+            assert passage.locator("td mark").count() >= 80  # the question's terms, in the cells too
+            for hostile in ("a", "[href]", "[src]", "[style]", "[onerror]", "script", "img"):
+                expect(passage.locator(hostile)).to_have_count(0)
+            assert page.evaluate("window.pwned") is None
+            link = passage.locator("span.link")
+            expect(link).to_have_text("价格页")
+            expect(link).to_have_attribute("title", "https://evil.example/phish")
+            expect(passage.locator("pre code")).to_have_text("xy plan list --limit 10 < plans.txt\n")
+            assert "<script>window.pwned = 1</script>" in passage.inner_text()
+            assert "|" not in passage.locator("table").inner_text()
+            expect(source).to_be_hidden()
+
+            page.keyboard.press("m")  # the source as written, highlighted the same way
+            expect(source).to_be_visible()
+            expect(passage).to_be_hidden()
+            assert source.inner_text() == HOSTILE_SECTION.rstrip("\n")  # the section as written, to the byte
+            assert source.locator("mark").count() > 0
+            expect(page.locator("#view")).to_have_attribute("aria-pressed", "true")
+            page.click("#view")  # and back, by the button
+            expect(passage).to_be_visible()
+            expect(source).to_be_hidden()
+            page.keyboard.press("2")
+            expect(page.locator("#done")).to_be_visible()
+            expect(page.locator("#view")).to_be_hidden()
+        finally:
+            browser.close()
+    assert problems == []

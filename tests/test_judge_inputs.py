@@ -176,7 +176,7 @@ def test_before_any_grade_the_line_names_no_leader() -> None:
     runs = {"a": {"q1": ["d1", "d2"], "q2": ["d3"]}, "b": {"q1": ["d2", "d4"], "q2": ["d5", "d3"]}}
     selector = Selector(runs)
     line = selector.decision().line()
-    assert line.startswith("no grades yet: every system is level;") and "leader" not in line
+    assert line.startswith("no grades yet: too early to tell which system is best;") and "leader" not in line
     assert line.endswith(f"0 of {selector.decision().pooled} judged")
     selector.record("q1", "d1", 2)
     assert selector.decision().line().startswith("leader ")

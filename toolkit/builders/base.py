@@ -148,6 +148,9 @@ class Builder(Configurable):
     #: The layout ``recognises`` accepts, in words, for the error when no builder recognises a source
     #: (``a lines manifest.json``); empty for a builder that must be named with ``-b``.
     recognised_layout: ClassVar[str] = ""
+    #: How a chunk's text is written: ``"markdown"`` (the judging page renders it, its source one click away)
+    #: or ``"text"`` (shown as it is).
+    text_markup: ClassVar[str] = "text"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass's own ``_plan``, ``chunks`` and ``query_defaults`` are guarded: an exception of its code

@@ -204,6 +204,7 @@ class SectionsBuilder(Builder):
 
     recognise_order = 30
     recognised_layout = "Markdown files"
+    text_markup = "markdown"
 
     @classmethod
     def recognises(cls, source: Path) -> bool:

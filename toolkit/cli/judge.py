@@ -99,8 +99,8 @@ def judge_cmd(
     serves a judging page on 127.0.0.1 (the printed URL holds a token made for this run). Passages come in the
     order that most helps decide which system is best; the page says when the decision is settled.
     Every grade is appended to the judgments file at once (TREC qrels: compare --qrels and evaluate read
-    it); running the same command again resumes. Keys: 0/1/2 grade, j/k forward/back, u undo, s skip.
-    Ctrl-C stops the server.
+    it); running the same command again resumes. Keys: 0/1/2 grade, j/k forward/back, u undo, s skip,
+    m a Markdown passage's source. Ctrl-C stops the server.
 
     \b
     Examples:
