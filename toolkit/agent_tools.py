@@ -126,7 +126,7 @@ def agent_tools(indexes: IndexSet) -> dict[str, AgentTool]:
             "with its provenance (path, title, heading_path, line, sha256) and full text; action_authority is "
             "always false. A hit's text longer than 10,000 characters is cut in search results (text_truncated); "
             "read gives all of it. When the server was started with --root for this index, a source path "
-            "without '#' returns the whole file, only from under that folder.",
+            "without '#' returns the whole file, only for the files the index was built from (never a dotfile).",
             _object(
                 {
                     "key": _text(

@@ -52,6 +52,17 @@ def path_under(root: Path, relative: str, error: type[RagEvalError], *, refuse_d
     return path
 
 
+def hidden(relative: str) -> bool:
+    """Whether ``relative`` names a dotfile or something under a dot-folder (``.env``, ``.git/config``), or holds
+    a ``.`` or ``..`` component: what a whole-file read never serves."""
+    return any(part.startswith(".") for part in relative.split("/"))
+
+
+def resolved_root(root: Path, error: type[RagEvalError]) -> Path:
+    """``root`` with its symlinks resolved, as :func:`path_under` compares against it; ``error`` for a loop."""
+    return _resolved(root, error)
+
+
 def _resolved(path: Path, error: type[RagEvalError], shown: str | None = None) -> Path:
     shown = shown if shown is not None else display_name(str(path))
     # Nothing is raised inside the try: some error classes (ReadError) are OSErrors and would be caught.

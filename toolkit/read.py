@@ -15,7 +15,7 @@ from .builders.lines import DEFAULT_MAX_BYTES as LINES_MAX_BYTES
 from .columns import all_field_columns
 from .errors import CorpusError, IndexFileError, QueryError, RagEvalError, ReadError
 from .keys import path_from_key, split_target
-from .paths import path_under
+from .paths import hidden, path_under, resolved_root
 from .records import Chunk
 from .store import Index
 from .textio import decode_utf8, display_name, open_regular, read_bytes, shown, split_lines, text_argument
@@ -70,23 +70,20 @@ def read_entry(
             hint = (
                 f"anchors in {path}: {', '.join(known)}" if known else "list sections with: rag-eval index list INDEX"
             )
-            if whole is not None:
+            if whole is not None and not hidden(path_from_key(target)):
                 hint += f"; to read the whole file {target}, add a trailing '#'"
             raise ReadError(f"no section {target!r} in this index", hint=hint)
         return dict(row)
     chunk = read_chunk(index, target) or _line_at(index, target)  # a passage id is a key without '#'
     if chunk is not None:
         return chunk.provenance()
-    base = _root_of(index, root)
-    candidate = safe_path(base, path)
-    if named != path and not candidate.exists():
-        path, candidate = named, safe_path(base, named)
+    path, candidate = served_file(index, path, root)
     label = display_name(path)
     try:
         data = read_bytes(candidate, ReadError, label=label, max_bytes=max_bytes)
     except ReadError as exc:
         if "file not found" in str(exc):
-            raise ReadError(f"no file {path!r} under the corpus root") from None
+            raise ReadError(f"{shown(path)}: the index's source file is gone from the corpus root") from None
         raise
     text = decode_utf8(data, label, ReadError)
     return {
@@ -118,6 +115,44 @@ def _line_at(index: Index, target: str) -> Chunk | None:
             (found.group(1), int(found.group(2))),
         ).fetchone()
     return None if row is None else Chunk(*row)
+
+
+def served_file(index: Index, path: str, root: str | Path | None = None) -> tuple[str, Path]:
+    """The source a whole-file read of ``path`` (or of the file its key form names, ``my%20notes.md``) opens:
+    ``(path as the index holds it, file under the root)``.
+
+    Only a file the index was built from (its ``files`` table) is served, never a dotfile or a file under a
+    dot-folder, and, checked now, only where it still resolves inside the root to a file the index holds (a
+    link swapped in that leads elsewhere is refused). Anything else is one ReadError that names the path as
+    given and is decided before the disk is looked at, so it never tells whether such a file exists.
+    """
+    named = path_from_key(path)
+    with index.reading():
+        held = {row[0] for row in index.db.execute("SELECT path FROM files WHERE path IN (?, ?)", (path, named))}
+    chosen = path if path in held else named if named in held else None
+    if chosen is None or hidden(chosen):
+        raise _not_served(path)
+    base = resolved_root(_root_of(index, root), ReadError)
+    candidate = safe_path(base, chosen)  # still inside the root once links are followed (its own message)
+    try:
+        actual = candidate.relative_to(base).as_posix()
+    except ValueError:  # the root itself was swapped for a link meanwhile
+        raise _not_served(path) from None
+    if actual != chosen:  # reached through a link: the file it leads to must be one the index serves too
+        with index.reading():
+            linked = index.db.execute("SELECT 1 FROM files WHERE path = ?", (actual,)).fetchone()
+        if linked is None or hidden(actual):
+            raise _not_served(path)
+    return chosen, candidate
+
+
+def _not_served(path: str) -> ReadError:
+    """The one refusal of a whole-file read the index does not serve (the same words whether or not it exists)."""
+    return ReadError(
+        f"no file {shown(path)} is served from this index",
+        hint="whole files are read only for the files the index was built from, never a dotfile or a file "
+        "under a dot-folder; see them with: rag-eval index list INDEX",
+    )
 
 
 def _root_of(index: Index, root: str | Path | None) -> Path:

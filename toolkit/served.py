@@ -250,8 +250,8 @@ class IndexSet:
         return found
 
     def read(self, key: str, *, index: str | None = None) -> dict[str, Any]:
-        """One stored chunk by key (or a section by its path as named) with its provenance; a whole file by path
-        only under the index's root."""
+        """One stored chunk by key (or a section by its path as named) with its provenance; by path, a whole file
+        the index was built from (:func:`rag_eval.read.served_file`), only when the index has a root."""
         if isinstance(key, str) and not key:
             raise ReadError("key is empty", hint="keys come from search hits and list")
         with self._open(index) as opened:

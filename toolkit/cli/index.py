@@ -228,12 +228,15 @@ def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None
 @click.option("--problems", is_flag=True, help="Only what is not ok.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, problems: bool, as_json: bool) -> None:
-    """Check an index against its sources: ok, stale, missing or new; exit 1 if anything is not ok.
+    """Check an index itself, then against its sources: ok, stale, missing or new; exit 1 if anything is not ok.
 
-    stale: the file changed since the build, or the index's chunks or tokens are not what its builder
-    and tokenizer make of the file now (rebuild); missing: the file is gone (path '.': the source cannot be
-    listed, so new files cannot be seen); new: the source has a file the index does not hold. One line per
-    source file (status, path, chunks, detail); a summary on stderr.
+    First the file: SQLite's integrity check, FTS5's (the index against the stored text) and the impact
+    postings against FTS5's document frequencies. A damaged index is one 'damaged' line per table and the
+    command that rebuilds it; its sources are not checked then. Otherwise, per source file: stale: the file
+    changed since the build, or the index's chunks or tokens are not what its builder and tokenizer make of
+    the file now (rebuild); missing: the file is gone (path '.': the source cannot be listed, so new files
+    cannot be seen); new: the source has a file the index does not hold. One line per source file (status,
+    path, chunks, detail); a summary on stderr.
 
     \b
     Examples:
@@ -241,11 +244,22 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
       rag-eval index verify evidence.sqlite --root corpus --problems
       rag-eval index verify evidence.sqlite --chunks --json
     """
-    from ..read import STATES, verify_index
+    from ..integrity import verify
+    from ..read import STATES
     from ..store import Index
 
     with Index.open(index_path) as index:
-        statuses = verify_index(index, root, per_chunk=per_chunk)
+        found = verify(index, root, per_chunk=per_chunk)
+    if found.damage:
+        if as_json:
+            entries = [{"status": "damaged", **d.__dict__, "rebuild": found.rebuild} for d in found.damage]
+            click.echo(json.dumps(entries, ensure_ascii=False, indent=2))
+        else:
+            for damage in found.damage:
+                click.echo(f"damaged\t{damage.table or '(file)'}\t{_one_line(damage.detail)}")
+            click.echo(f"# index damaged: its sources were not checked; rebuild it: {found.rebuild}", err=True)
+        sys.exit(1)
+    statuses = found.sources
     shown = [s for s in statuses if s.status != "ok"] if problems else statuses
     if as_json:
         click.echo(json.dumps([s.__dict__ for s in shown], ensure_ascii=False, indent=2))
@@ -437,11 +451,13 @@ def search_cmd(
     "--json", "as_json", is_flag=True, help="Print JSON: the text with its key, path, anchor, heading path, sha256."
 )
 def read_cmd(index_path: str, target: str, root: Path | None, as_json: bool) -> None:
-    """Print a stored section (PATH#ANCHOR) or a whole source file (PATH) that stays under the root.
+    """Print a stored section (PATH#ANCHOR) or a whole source file (PATH) the index was built from.
 
     PATH#ANCHOR splits at its last '#', so paths may contain '#'; a whole file whose name contains '#' is
-    read with a trailing '#' (notes#1.md#). Only regular files are read. Also taken: any key search prints
-    (a key's %20 is the file name's space), and PATH:N, the stored line N of a lines index.
+    read with a trailing '#' (notes#1.md#). A whole file is read only if the index holds it (never a
+    dotfile or a file under a dot-folder) and it still resolves under the root to a regular file the index
+    holds; anything else is one line that does not tell whether the file exists. Also taken: any key search
+    prints (a key's %20 is the file name's space), and PATH:N, the stored line N of a lines index.
 
     \b
     Examples:

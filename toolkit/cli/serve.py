@@ -37,7 +37,8 @@ from .params import TEXT
     metavar="[NAME=]DIR",
     type=TEXT,
     multiple=True,
-    help="Allow read to return whole source files from under this folder (refused otherwise); verify "
+    help="Allow read to return whole source files from under this folder (refused otherwise): only the "
+    "files the index was built from, never a dotfile or a file under a dot-folder; verify "
     "checks sources here instead of the folder recorded at build time. With several indexes, NAME=DIR for "
     "each index whose files may be read (NAME: the index file's stem); repeatable.",
 )
