@@ -22,8 +22,9 @@ from .compare_stats import BOOTSTRAP as BOOTSTRAP
 from .compare_stats import DEFAULT_REFERENCE as DEFAULT_REFERENCE
 from .compare_stats import bootstrap_ci, by_query_kind, engine_agreement, gains_table, reference_system, significance
 from .compare_systems import MAX_SYSTEMS_FILE_BYTES as MAX_SYSTEMS_FILE_BYTES
-from .compare_systems import OutsideRun, Skipped, check_mode, default_systems, load_systems_toml
+from .compare_systems import OutsideRun, Skipped, check_mode, default_systems, read_systems_file
 from .compare_systems import load_systems_file as load_systems_file
+from .compare_systems import load_systems_toml as load_systems_toml
 from .compare_systems import one_system as one_system
 from .engines import DEFAULT_ENGINE, get_engine, written_engine
 from .formats import load_dataset
@@ -54,6 +55,7 @@ from .records import SYNTHETIC_KIND, Dataset
 from .report import check_output, write_outputs
 from .runner import System, SystemRun, check_builder, run_system
 from .sources import check_judgments, check_trec_ids, source_dataset
+from .split_record import ALL_QUERIES, evaluated_queries
 from .stats import PERMUTATIONS, SEED
 from .trec import read_any_qrels, read_run
 
@@ -260,6 +262,7 @@ def run_compare(
     fuse: tuple[str, ...] | list[str] = (),
     queries: str | Path | None = None,
     qrels: str | Path | None = None,
+    all_queries: bool = False,
 ) -> CompareResult:
     """``rag-eval compare``: check every argument and output path, compare, gate, and write the report folder
     (and a baseline). A refusal (an output folder rag-eval did not write, a NaN tolerance, an unknown
@@ -271,7 +274,11 @@ def run_compare(
     (judgments, e.g. from ``rag-eval judge``) are optional; without them the report shows what needs no
     labels. Without ``queries``, ``qrels`` replaces the dataset's own judgments. ``engines`` runs each system
     named by ``tokenizers`` (or by default) under each engine spec (``fts5``, ``impact``, ``bm25s``), e.g.
-    both exact engines side by side; a systems file names its own."""
+    both exact engines side by side; a systems file names its own.
+
+    A systems file tune wrote records the split it chose on: on that data only its held-back queries are
+    evaluated (``all_queries`` evaluates every one, with a warning), on other data every query, and
+    ``report["tuned_split"]`` says which."""
     tolerance = check_tolerance(tolerance)
     folder = check_output(output)
     if inside(folder, dataset):  # a knowledge base, or a dataset folder (an export's corpus/ is one too)
@@ -303,9 +310,19 @@ def run_compare(
         )
     skipped: list[Skipped] = []
     listed: list[System] = []
+    evaluated = None
     if systems_file is not None:
-        listed, declared = load_systems_toml(Path(systems_file))
-        fusions = declared + fusions
+        found = read_systems_file(Path(systems_file))
+        listed, fusions = found.systems, found.fusions + fusions
+        if found.split is not None:  # tune's recommendation: the queries it did not choose on, on its data
+            evaluated = evaluated_queries(data, found.split, recorded_name(systems_file), all_queries=all_queries)
+            data = evaluated.dataset
+    if all_queries and evaluated is None:
+        raise RagEvalError(
+            f"{ALL_QUERIES} applies to a --systems file tune wrote (it records the dev queries tune chose on)"
+            + (f"; {systems_file} records none" if systems_file is not None else ""),
+            hint=f"leave out {ALL_QUERIES}: every query is evaluated",
+        )
     if tokenizers:
         named = [System(spec, builder or "", mode or "") for spec in tokenizers]
     elif systems_file is None:
@@ -330,6 +347,8 @@ def run_compare(
         skipped=skipped,
         fusions=fusions,
     )
+    if evaluated is not None:
+        report["tuned_split"] = evaluated.record
     gate = check(report, baseline, tolerance=tolerance) if baseline is not None else None
     if gate is not None:
         report["gate"] = {

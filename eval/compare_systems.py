@@ -17,6 +17,7 @@ from .engines import DEFAULT_ENGINE, written_engine
 from .fusion import Fusion, fusion_from_table
 from .records import Dataset
 from .runner import System
+from .split_record import TunedSplit, read_split_block
 
 #: Largest --systems TOML file read, in bytes.
 MAX_SYSTEMS_FILE_BYTES = 1_000_000
@@ -86,6 +87,21 @@ def load_systems_toml(path: Path) -> tuple[list[System], list[Fusion]]:
     """Systems and fused systems from TOML: ``[[system]]`` tables (``tokenizer``, optional ``builder``, ``mode``,
     ``query`` and ``engine``) and ``[[fusion]]`` tables (``method``, ``systems``, optional ``k``, ``normalise``,
     ``weights``)."""
+    found = read_systems_file(path)
+    return found.systems, found.fusions
+
+
+@dataclass(frozen=True)
+class SystemsFile:
+    """A --systems file: its systems, fusions and, in one tune wrote, the split tune chose on."""
+
+    systems: list[System]
+    fusions: list[Fusion]
+    split: TunedSplit | None = None
+
+
+def read_systems_file(path: Path) -> SystemsFile:
+    """A --systems file read and checked whole: its tables (see ``load_systems_toml``) and its split record."""
     import tomllib
 
     text = read_text(path, RagEvalError, max_bytes=MAX_SYSTEMS_FILE_BYTES)
@@ -128,7 +144,7 @@ def load_systems_toml(path: Path) -> tuple[list[System], list[Fusion]]:
             )
         )
     fusions = [fusion_from_table(entry, f"{path}: [[fusion]] number {n}") for n, entry in enumerate(fused, start=1)]
-    return systems, fusions
+    return SystemsFile(systems, fusions, read_split_block(text, str(path)))
 
 
 def check_mode(mode: str) -> None:

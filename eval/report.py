@@ -261,6 +261,8 @@ def summary(report: dict[str, Any], output: Path, baseline: Path | None = None) 
         "reference": report["reference"],
         "systems": systems,
         "skipped": report.get("skipped", []),
+        # Which queries a systems file from tune was evaluated on (its held-back ones on its own data), and why.
+        "tuned_split": report.get("tuned_split"),
         "gate": None
         if gate is None
         else {

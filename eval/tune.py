@@ -15,8 +15,10 @@ test queries, and recommend one system with the evidence.
    queries vary from run to run); of the rest, the smallest index wins, then the first name. So the same
    inputs give the same recommendation.
 5. The front and every single tokenizer run once on the test queries (or on another dataset, ``eval_on``);
-   each front member is tested against the best single tokenizer on test (paired randomization test,
-   Holm-corrected over the front).
+   each front member is tested against the best single tokenizer on test (paired randomization test; the
+   recommendation's, fixed on dev, is one planned test decided on its own p, the p compare gives; the front's
+   are also Holm-corrected together). recommendation.toml records the split (:mod:`.split_record`), so that
+   compare evaluates these held-back queries again.
 6. With fewer than ``FEW_QUERIES`` judged queries on either side (the number below which ``compare`` warns),
    the report and the printed recommendation carry a warning with the difference such a test can detect.
 """
@@ -38,6 +40,7 @@ from .formats import load_dataset
 from .provenance import environment
 from .records import Dataset
 from .split import DEFAULT_BUDGET, DEFAULT_METRIC, DEV_FRACTION, SALT, split_ids, subset
+from .split_record import PART, tuned_split
 from .tune_report import TIED_NAMED as TIED_NAMED
 from .tune_report import (
     _paragraph,
@@ -158,7 +161,7 @@ def tune(
         trials, on_front = found.trials, found.front
         best = on_front[0]
         # Held back until now: the test part (or another dataset) and its judgements.
-        held = subset(data, test_ids, "test") if unseen is None else unseen
+        held = subset(data, test_ids, PART) if unseen is None else unseen  # named as compare names it
         singles = [t for t in trials if t.candidate.single and t.round == 2]
         evaluated = list({t.candidate.name: t.candidate for t in on_front + singles}.values())
         clock = time.perf_counter()
@@ -166,7 +169,8 @@ def tune(
         phases = {**found.seconds, "test": round(time.perf_counter() - clock, 1)}
         test_report = held_out_evidence(held, test_rows, on_front, singles, metric)
         queries = "held-back queries" if eval_on is None else f"queries of {held.id}"
-        paragraph = _paragraph(best, test_report, metric, on_front, queries, found.tied)
+        dev_counts = (len(dev.queries), len(dev.judged()))
+        paragraph = _paragraph(best, test_report, metric, on_front, queries, found.tied, dev_counts)
         warning = few_queries_warning(len(dev.judged()), test_report, metric, queries)
         if other is not None and asked_again:
             note = (
@@ -209,7 +213,10 @@ def tune(
             (staging / "pareto.svg").write_text(chart.svg, encoding="utf-8")
             report["chart"] = {"file": "pareto.svg", "note": chart.note}
         (staging / "tune.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        (staging / "recommendation.toml").write_text(recommendation_toml(best.candidate, paragraph), encoding="utf-8")
+        chosen_on = tuned_split(data, dev_ids, test_ids, dev_fraction, SALT)  # compare evaluates the rest by default
+        (staging / "recommendation.toml").write_text(
+            recommendation_toml(best.candidate, paragraph, chosen_on), encoding="utf-8"
+        )
         (staging / "report.md").write_text(render_tune(report), encoding="utf-8")
     return TuneResult(report, Path(output), best.candidate, paragraph, trials)
 

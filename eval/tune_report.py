@@ -9,6 +9,7 @@ from typing import Any
 from .agreement import ALPHA, FEW_QUERIES, POWER, detectable_difference, test_reach
 from .engines import DEFAULT_ENGINE
 from .records import Dataset
+from .split_record import TunedSplit, split_block
 from .stats import holm, randomization_test
 from .tune_search import TIE_RULE, Trial
 from .tune_space import Candidate
@@ -91,6 +92,7 @@ def held_out_evidence(
         )
     single_rows = {t.candidate.name: rows[t.candidate.name]["metrics"][metric] for t in singles}
     return {
+        "queries": len(held.queries),
         "judged_queries": len(judged),
         "best_single": best_single.candidate.name,
         "best_single_quality": rows[best_single.candidate.name]["metrics"][metric],
@@ -127,59 +129,85 @@ def _paragraph(
     on_front: list[Trial],
     queries: str = "held-back queries",
     tied: list[Trial] | None = None,
+    dev: tuple[int, int] | None = None,
 ) -> str:
-    """The recommendation in plain words: chosen on dev (how a tie was broken), judged on the held-back queries
-    (or another set's)."""
+    """The recommendation in plain words: what it was chosen on (the dev queries; how a tie was broken), then the
+    evidence on the held-back queries (or another set's), which does not change the choice, even where another
+    front member did better there."""
     name = best.candidate.name
-    chosen = "the best on dev"
+    chosen = f"Chosen on the {dev[0]} dev queries ({dev[1]} judged)" if dev is not None else "Chosen on the dev queries"
+    chosen += f": {name}, the best by {metric} there ({best.quality:.4f})"
     if tied:
         names = [t.candidate.name for t in tied]
         listed = ", ".join(names[:TIED_NAMED]) + (
             f" and {len(names) - TIED_NAMED} more" if len(names) > TIED_NAMED else ""
         )
-        chosen += f" (tied with {listed} at {metric} {best.quality:.4f}; of tied candidates tune takes {TIE_RULE})"
+        chosen += f", tied with {listed} (of tied candidates tune takes {TIE_RULE})"
+    chosen += f", at {best.p95_ms:.2f} ms p95 search latency and {best.index_mb:.1f} MB."
     single = test["best_single"]
+    where = f"the {test['queries']} {queries} ({test['judged_queries']} judged)"
     found = next((item for item in test["front"] if item["candidate"] == name), None)
-    cost = f"{best.p95_ms:.2f} ms p95 search latency and {best.index_mb:.1f} MB (dev)"
     if found is None:  # the recommendation is itself the best single tokenizer on the held-back queries
-        evidence = (
-            f"{chosen}, and the best single strategy on the {test['judged_queries']} {queries} "
-            f"too ({metric} {test['best_single_quality']:.4f}), at {cost}"
-        )
+        quality = test["best_single_quality"]
+        evidence = f"Evidence on {where}: {metric} {quality:.4f}, the best single strategy there too."
     else:
-        significant = found["p_holm"] < 0.05
+        quality = found[metric]
+        significant = found["p"] < 0.05
         verdict = (
-            "significantly better than"
+            "significantly better"
             if significant and found["delta"] > 0
-            else "significantly worse than"
+            else "significantly worse"
             if significant
-            else "not significantly different from"
+            else "not significantly different"
         )
-        # Holm's correction runs over the tested front, whose size follows measured latency: say over how many, and
-        # give the recommendation's own p, which does not move with it.
-        tested = len(test["front"])
-        corrected = (
-            f"p = {found['p']:.4f}; {found['p_holm']:.4f} Holm-corrected over the {tested} front members tested"
-            if tested > 1
-            else f"p = {found['p_holm']:.4f}"
-        )
+        # The pick was fixed on dev before these queries were read: its comparison with the best single is one
+        # planned test (the p compare gives for the same two systems on the same queries), not one of the front's.
         evidence = (
-            f"{chosen}; on {test['judged_queries']} {queries} it is {verdict} the best single "
-            f"strategy {single} ({found['delta']:+.4f} {metric}, {corrected}), at {cost}"
+            f"Evidence on {where}: {metric} {quality:.4f} against {test['best_single_quality']:.4f} for the best "
+            f"single strategy {single} ({found['delta']:+.4f}), {verdict} (p = {found['p']:.4f})."
+        )
+    better = sorted(
+        (item for item in test["front"] if item["candidate"] != name and item[metric] > quality),
+        key=lambda item: -item[metric],
+    )
+    beaten = ""
+    if better:
+        top = better[0]
+        more = f" (and {len(better) - 1} more front member{'s' if len(better) > 2 else ''})" if len(better) > 1 else ""
+        costs = f", at {_ms(top['p95_ms'])} p95 and {top['index_mb']:.1f} MB"
+        if found is not None:
+            costs += f" (the pick: {_ms(found['p95_ms'])} and {found['index_mb']:.1f} MB)"
+        beaten = (
+            f" On these queries {top['candidate']}{more} did better than the pick: {metric} {top[metric]:.4f}{costs}. "
+            f"The pick stays the dev choice: the {queries} are its evidence, and choosing again on them would leave "
+            "none unseen."
         )
     faster = sorted((t for t in on_front if (t.p95_ms or 0) < (best.p95_ms or 0)), key=lambda t: t.p95_ms or 0)
     alternative = (
-        f"; if latency matters more, {faster[0].candidate.name} ({faster[0].p95_ms:.2f} ms p95, "
-        f"{metric} {faster[0].quality:.4f} on dev)"
+        f" If latency matters more: {faster[0].candidate.name} ({faster[0].p95_ms:.2f} ms p95, "
+        f"{metric} {faster[0].quality:.4f} on dev)."
         if faster
         else ""
     )
-    return f"Use {name}: {evidence}{alternative}."
+    return f"{chosen} {evidence}{beaten}{alternative}"
 
 
-def recommendation_toml(candidate: Candidate, paragraph: str) -> str:
-    """A --systems file that compare (and, for one system, index build --from) accepts."""
+def _cell(name: str) -> str:
+    """A candidate's name as a code span in a Markdown table cell: its ``|`` (``bigram | query:...``) escaped, or
+    the row splits there."""
+    return "`" + name.replace("|", "\\|") + "`"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} ms"
+
+
+def recommendation_toml(candidate: Candidate, paragraph: str, split: TunedSplit | None = None) -> str:
+    """A --systems file that compare (and, for one system, index build --from) accepts, with the split tune chose on
+    (a block of comments that versions before it skip)."""
     lines = ["# Written by rag-eval tune. " + paragraph, ""]
+    if split is not None:
+        lines += [*split_block(split), ""]
     systems = [candidate.system] if candidate.system is not None else list(candidate.members)
     for system in systems:
         assert system is not None
@@ -209,22 +237,28 @@ def render_tune(report: dict[str, Any]) -> str:
         report["paragraph"],
         "",
         *([f"Warning: {report['warning']}.", ""] if report.get("warning") else []),
-        f"Dev and test: {split['dev_queries']} and {split['test_queries']} queries ({split['rule']}, salt "
+        f"Dev and held-back: {split['dev_queries']} and {split['test_queries']} queries ({split['rule']}, salt "
         f"`{split['salt']}`, dev fraction {split['dev_fraction']}); evaluated on `{report['evaluated_on']}`. "
         f"Space: {report['space_size']} candidates, budget {report['budget']}; {report['seconds']} s.",
         "",
         f"## Held-back evidence ({report['test']['judged_queries']} judged queries)",
         "",
-        f"Best single tokenizer: `{report['test']['best_single']}` ({metric} "
-        f"{report['test']['best_single_quality']:.4f}).",
+        f"The recommendation was chosen on the dev queries alone, before these were read: they are its evidence, "
+        "and they do not change the choice, even where another front member did better on them. "
+        f"Best single tokenizer here: `{report['test']['best_single']}` ({metric} "
+        f"{report['test']['best_single_quality']:.4f}). p is each member's own paired randomization test against "
+        "it; for the recommendation, fixed before these queries were read, it is the one planned test (the p "
+        "`compare --systems recommendation.toml` gives on the same queries). Holm corrects the front's tests "
+        "together, for reading the other members' rows.",
         "",
-        f"| front member | {metric} | Δ vs best single | p (Holm) | p95 ms | index MB |",
-        "|---|---:|---:|---:|---:|---:|",
+        f"| front member | {metric} | Δ vs best single | p | p (Holm over the front) | p95 ms | index MB |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for item in report["test"]["front"]:
+        mark = " (the recommendation)" if item["candidate"] == report["recommendation"] else ""
         out.append(
-            f"| `{item['candidate']}` | {item[metric]:.4f} | {item['delta']:+.4f} | {item['p_holm']:.4f} | "
-            f"{item['p95_ms'] if item['p95_ms'] is not None else '-'} | {item['index_mb']} |"
+            f"| {_cell(item['candidate'])}{mark} | {item[metric]:.4f} | {item['delta']:+.4f} | {item['p']:.4f} | "
+            f"{item['p_holm']:.4f} | {item['p95_ms'] if item['p95_ms'] is not None else '-'} | {item['index_mb']} |"
         )
     if report.get("chart"):
         out += [
@@ -246,7 +280,7 @@ def render_tune(report: dict[str, Any]) -> str:
     on_front = set(report["front"])
     for trial in sorted(report["trials"], key=lambda t: (-t["round"], -t["quality"])):
         out.append(
-            f"| `{trial['candidate']}` | {trial['round']} | {trial['queries']} | {trial['quality']:.4f} | "
+            f"| {_cell(trial['candidate'])} | {trial['round']} | {trial['queries']} | {trial['quality']:.4f} | "
             f"{trial['p95_ms']} | {trial['index_mb']} | "
             f"{'yes' if trial['candidate'] in on_front and trial['round'] == 2 else ''} |"
         )

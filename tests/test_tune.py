@@ -79,7 +79,10 @@ def test_tune_recommends_from_dev_and_tests_on_held_back_queries(small_space: Pa
     assert report["split"]["dev_queries"] + report["split"]["test_queries"] == 24
     recommendation = tomllib.loads((tmp_path / "tune" / "recommendation.toml").read_text(encoding="utf-8"))
     assert recommendation["system"] or recommendation["fusion"]
-    assert result.paragraph.startswith(f"Use {result.recommendation.name}: the best on dev")
+    split = report["split"]
+    assert result.paragraph.startswith(f"Chosen on the {split['dev_queries']} dev queries (")
+    assert f": {result.recommendation.name}, the best by nDCG@10 there" in result.paragraph
+    assert f"Evidence on the {split['test_queries']} held-back queries" in result.paragraph
     compared = CliRunner().invoke(
         cli,
         [

@@ -79,7 +79,14 @@ if TYPE_CHECKING:
     "systems_file",
     type=click.Path(path_type=Path),
     help="TOML file of [[system]] tables (tokenizer, builder, mode, query, engine) and [[fusion]] tables, e.g. "
-    "tune's recommendation.toml; systems named by -t (with -b, --mode, --processing) join them.",
+    "tune's recommendation.toml (on the data tune chose on, only the queries it held back are evaluated: see "
+    "--all-queries); systems named by -t (with -b, --mode, --processing) join them.",
+)
+@click.option(
+    "--all-queries",
+    is_flag=True,
+    help="With a --systems file tune wrote, on the data tune chose on: evaluate every query, the dev queries it "
+    "chose on too (which favour its pick), not only the held-back ones (the default).",
 )
 @click.option(
     "--run",
@@ -169,6 +176,7 @@ def compare_cmd(
     metrics: tuple[str, ...],
     reference: str | None,
     systems_file: Path | None,
+    all_queries: bool,
     outside_runs: tuple[str, ...],
     processing: str | None,
     engines: tuple[str, ...],
@@ -193,6 +201,7 @@ def compare_cmd(
     Examples:
       rag-eval compare handbook -o out/handbook
       rag-eval compare handbook -t bigram -t jieba:mode=precise -o out/two
+      rag-eval compare handbook --systems out/tune/recommendation.toml -t bigram -o out/check
       rag-eval compare handbook -t unigram --engine fts5 --engine impact --engine bm25s -o out/engines
       rag-eval compare ../my-notes --queries questions.txt -o out/notes
       rag-eval compare ../my-notes --queries questions.txt --qrels judged.qrels -o out/notes
@@ -230,6 +239,7 @@ def compare_cmd(
             fuse=fusions,
             queries=questions,
             qrels=judgments,
+            all_queries=all_queries,
         )
     report, gate = result.report, result.gate
     if as_json:
@@ -287,6 +297,7 @@ def print_comparison(report: dict[str, Any], console: Console) -> None:
             f"{short.get(report['reference'], report['reference'] or '')}; bold = best, ↑/↓ = significantly "
             "better/worse (Holm p < 0.05)",
             highlight=False,
+            markup=False,  # a dataset id such as handbook[held-back] is not rich markup
         )
     else:
         console.print(
@@ -295,6 +306,10 @@ def print_comparison(report: dict[str, Any], console: Console) -> None:
             highlight=False,
             markup=False,
         )
+    tuned = report.get("tuned_split") or {}
+    for key in ("note", "warning"):  # which queries a tune recommendation is evaluated on, under the header
+        if tuned.get(key):
+            console.print(f"{key}: {tuned[key]}", highlight=False, markup=False)
     # Only a quality measure has a best value: the most documents retrieved (NumRet) is not the best.
     best = {m: max(row["metrics"][m] for row in rows) for m in metrics if is_quality(m)}
     columns: list[tuple[str, list[str]]] = []

@@ -81,16 +81,20 @@ def tune_cmd(
     tokenizers, hybrids, query processing, fusions) run on dev only; the front of quality against p95
     latency and index size is evaluated once on test and tested against the best single tokenizer
     there. Writes tune.json, report.md and recommendation.toml (a --systems file for compare; with one
-    system, also for index build --from).
+    system, also for index build --from). recommendation.toml records the split, so that compare --systems
+    on the same data evaluates the held-back queries and shows the figures tune printed.
 
-    The recommendation is the best on dev. Of candidates that tie on dev quality it takes the smallest
-    index, then the first name, leaving out only those clearly slower than the fastest (by a p95 margin
-    well beyond timing noise, stated in tune.json), so identical runs recommend the same system. When the
-    dev or test part has few judged queries, tune warns that the choice rests on them, as compare does.
+    The recommendation is the best on dev; the held-back queries are its evidence, which does not change it
+    (tune says so when another front member did better there). Of candidates that tie on dev quality it
+    takes the smallest index, then the first name, leaving out only those clearly slower than the fastest
+    (by a p95 margin well beyond timing noise, stated in tune.json), so identical runs recommend the same
+    system. When the dev or test part has few judged queries, tune warns that the choice rests on them, as
+    compare does.
 
     \b
     Examples:
       rag-eval tune handbook -o out/tune
+      rag-eval compare handbook --systems out/tune/recommendation.toml -t bigram -o out/check
       rag-eval tune my-beir-set/ --max-p95-ms 20 -o out/tune-mine       # a BEIR folder with qrels
       rag-eval tune my-beir-set/ --eval-on other-beir-set/ -o out/transfer
     """
