@@ -89,6 +89,7 @@ def test_compare_on_the_tuned_data_gives_tunes_held_back_figures(tmp_path: Path,
     reference = next(row for row in report["systems"] if row["name"] == report["reference"])
     assert reference is not pick and reference["metrics"][metric] == test["best_single_quality"]
     assert pick["significance"][metric]["p"] == found["p"]  # the same paired test on the same queries
+    assert pick["significance"][metric]["delta"] == found["delta"]  # tune said +0.0322 where compare said +0.0323
     significant = "significantly better" if found["delta"] > 0 else "significantly worse"
     assert (found["p"] < 0.05) == (significant in result.paragraph)
     assert (found["p"] < 0.05) == pick["significance"][metric]["significant"]
