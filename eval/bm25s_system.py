@@ -164,6 +164,16 @@ class Bm25sSearcher(Searcher):
         return {"arrays_bytes": int(arrays), "vocabulary_bytes": words, "saved_bytes": saved}
 
     def __call__(self, text: str) -> SearchResult:
+        result, rank = self._answer(text)
+        self.rank_seconds.append(rank)
+        return result
+
+    def again(self, text: str) -> SearchResult:
+        result, rank = self._answer(text)  # timed again: the question's ranking time is its fastest
+        self.rank_seconds[-1] = min(self.rank_seconds[-1], rank)
+        return result
+
+    def _answer(self, text: str) -> tuple[SearchResult, float]:
         started = time.perf_counter()
         compiled = compile_query(
             self.index.tokenizer,
@@ -188,8 +198,7 @@ class Bm25sSearcher(Searcher):
         # FTS5's convention, which the runner expects: lower is better.
         hits = hits_for(self.index, self.reader, [(i, -score) for i, score in top], keys_only=True)
         done = time.perf_counter()
-        self.rank_seconds.append(ranked - tokenized)
-        return SearchResult(compiled, hits, tokenized - started, done - tokenized)
+        return SearchResult(compiled, hits, tokenized - started, done - tokenized), ranked - tokenized
 
     def stats(self) -> dict[str, Any]:
         return {

@@ -314,7 +314,8 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
 
 
 def quality_latency(rows: list[dict[str, Any]], labels: dict[str, str], metric: str) -> Chart | None:
-    """Which strategy: ``metric`` against search p95 per system, marker area by index size, the Pareto front drawn."""
+    """Which strategy: ``metric`` against search p95 per system, marker area by index size, the Pareto front drawn,
+    and each p95's 95% interval (``latency_ci95_ms``, where the row has one) as a horizontal bar."""
     timed = [row for row in rows if (row.get("latency_ms") or {}).get("search", {}).get("p95") is not None]
     if not timed:
         return None
@@ -322,6 +323,8 @@ def quality_latency(rows: list[dict[str, Any]], labels: dict[str, str], metric: 
     palette = colours(len(rows))
     colour_of = {row["name"]: palette[i] for i, row in enumerate(rows)}
     xs = [max(float(row["latency_ms"]["search"]["p95"]), 1e-4) for row in timed]
+    spans = [((row.get("latency_ci95_ms") or {}).get("search") or {}).get("p95") for row in timed]
+    ends = [max(float(end), 1e-4) for span in spans if span for end in span]
     ys = [float(row["metrics"][metric]) for row in timed]
     sizes = [(row.get("build") or {}).get("index_bytes") for row in timed]
     largest = max((size for size in sizes if size), default=0)
@@ -330,7 +333,7 @@ def quality_latency(rows: list[dict[str, Any]], labels: dict[str, str], metric: 
     with _style(key):
         fig = _figure(7.6, max(4.2, 0.2 * len(rows) + 1.2))
         ax = fig.add_subplot()
-        _log_ticks(ax, "x", min(xs), max(xs))
+        _log_ticks(ax, "x", min([*xs, *ends]), max([*xs, *ends]))
         front_x = [xs[i] for i in front] + [ax.get_xlim()[1]]
         front_y = [ys[i] for i in front] + [ys[front[-1]]]
         ax.step(
@@ -346,6 +349,22 @@ def quality_latency(rows: list[dict[str, Any]], labels: dict[str, str], metric: 
         areas = [30 + 570 * size / largest if size and largest else 60 for size in sizes]
         for i, row in enumerate(timed):
             area = areas[i]
+            span = spans[i]
+            if span:
+                low, high = (max(float(end), 1e-4) for end in span)
+                _line, caps, bars = ax.errorbar(
+                    [xs[i]],
+                    [ys[i]],
+                    xerr=[[max(xs[i] - low, 0.0)], [max(high - xs[i], 0.0)]],
+                    fmt="none",
+                    ecolor=colour_of[row["name"]],
+                    elinewidth=1.6,
+                    capsize=4,
+                    zorder=2,
+                )
+                bars[0].set_gid(f"p95-interval-{i}")  # ids in the SVG, each once: what a test finds
+                for number, cap in enumerate(caps):
+                    cap.set_gid(f"p95-interval-{i}-end-{number}")
             ax.scatter(
                 [xs[i]],
                 [ys[i]],
@@ -382,6 +401,12 @@ def quality_latency(rows: list[dict[str, Any]], labels: dict[str, str], metric: 
         note = (
             f"Up and to the left is better. On the Pareto front (no system is both faster and better): {on_front}."
             + (" Marker area: index size." if largest else "")
+            + (
+                " Horizontal bars: each p95's 95% interval over the questions; where two overlap, see the latency "
+                "section for whether the two can be told apart."
+                if any(spans)
+                else ""
+            )
         )
         return Chart(_svg(fig, key, title), note)
 

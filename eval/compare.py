@@ -39,6 +39,7 @@ from .gate import (
     load_baseline,
     stage_baseline,
 )
+from .latency import DEFAULT_REPEAT, RESAMPLES, check_repeat, intervals_and_pairs, load_average
 from .metrics import (
     DEFAULT_METRICS,
     RankedDoc,
@@ -53,7 +54,7 @@ from .provenance import command_line as command_line
 from .provenance import environment
 from .records import SYNTHETIC_KIND, Dataset
 from .report import check_output, write_outputs
-from .runner import System, SystemRun, check_builder, run_system
+from .runner import WARMUP, System, SystemRun, check_builder, run_system
 from .sources import check_judgments, check_trec_ids, source_dataset
 from .split_record import ALL_QUERIES, evaluated_queries
 from .stats import PERMUTATIONS, SEED
@@ -76,8 +77,13 @@ def compare(
     progress: SystemProgress | None = None,
     skipped: list[Skipped] | None = None,
     fusions: list[Fusion] | None = None,
+    repeat: int = DEFAULT_REPEAT,
 ) -> tuple[dict[str, Any], dict[str, list[RankedDoc]]]:
     """Run every system, score it, test it against the reference; returns the report and the runs.
+
+    Each question runs ``repeat`` times per system and its time is the fastest (:mod:`.latency`); the search
+    p50 and p95 get 95% intervals, every pair of systems a statement whether their latencies can be told apart,
+    and the environment the machine's load average at the start and the end.
 
     Everything that can be refused is refused before the first index is built: metric names, tokenizers,
     a builder that cannot read the dataset's layout, qrels with invalid grades or no judged query,
@@ -86,6 +92,8 @@ def compare(
     system (``fusions``) is a row like any other, made from its members' runs after they have run.
     """
     started_in = environment()  # the commit and time the run started from, not where the tree is at its end
+    started_in["load_average"] = {"start": load_average()}
+    repeat = check_repeat(repeat)
     metrics = metric_names(metrics or DEFAULT_METRICS)  # canonical spellings, each once
     check_trec_ids(dataset)
     if not systems and not outside:
@@ -147,7 +155,7 @@ def compare(
             callback = (
                 (lambda phase, done, total, name=system.name: progress(name, phase, done, total)) if progress else None
             )
-            result: SystemRun = run_system(dataset, system, progress=callback)
+            result: SystemRun = run_system(dataset, system, progress=callback, repeat=repeat)
             tokens_per_passage = count_tokens_per_passage(result.index_path)
             check_units(result.run, corpus_ids, system.name, dataset)
             means, values = scored_run(qrels, result.run, metrics + curve, judged_ids)
@@ -184,6 +192,8 @@ def compare(
                 "recall_curve": {m: round(means[m], 4) for m in curve},
             }
         )
+    latency_pairs = intervals_and_pairs(rows)
+    started_in["load_average"]["end"] = load_average()
     names = [row["name"] for row in rows]
     reference_name = reference_system(names, systems, reference)
     judged = sorted(next(iter(per_query.values())).keys()) if per_query else []
@@ -219,6 +229,14 @@ def compare(
         },
         "judged_queries": len(judged),
         "questions": len(dataset.queries),
+        "latency": {
+            "repeat": repeat,
+            "warmup_questions": WARMUP,
+            "per_question": "fastest of the repeats",
+            "interval": f"95% percentile bootstrap over the questions, {RESAMPLES} resamples, seed {SEED}; pairs "
+            "on the same resamples",
+            "pairs": latency_pairs,
+        },
         "without_labels": without_labels,
         "skipped": [asdict(item) for item in skipped or []],
         "engines": engines,
@@ -262,6 +280,7 @@ def run_compare(
     fuse: tuple[str, ...] | list[str] = (),
     queries: str | Path | None = None,
     qrels: str | Path | None = None,
+    repeat: int = DEFAULT_REPEAT,
     all_queries: bool = False,
 ) -> CompareResult:
     """``rag-eval compare``: check every argument and output path, compare, gate, and write the report folder
@@ -280,6 +299,7 @@ def run_compare(
     evaluated (``all_queries`` evaluates every one, with a warning), on other data every query, and
     ``report["tuned_split"]`` says which."""
     tolerance = check_tolerance(tolerance)
+    repeat = check_repeat(repeat)
     folder = check_output(output)
     if inside(folder, dataset):  # a knowledge base, or a dataset folder (an export's corpus/ is one too)
         raise RagEvalError(
@@ -346,6 +366,7 @@ def run_compare(
         progress=progress,
         skipped=skipped,
         fusions=fusions,
+        repeat=repeat,
     )
     if evaluated is not None:
         report["tuned_split"] = evaluated.record

@@ -50,6 +50,11 @@ class Searcher:
     def warmed(self) -> None:
         """The warm-up queries are done: what the engine counts per query starts from here."""
 
+    def again(self, text: str) -> SearchResult:
+        """The query just answered, answered again only to be timed: what the engine counts per query (fallbacks,
+        its own timings) counts it once."""
+        return self(text)
+
 
 class Engine(Configurable):
     """Base of every engine: declarations the harness asks, ``check`` before any build, ``searcher`` after."""
@@ -156,6 +161,9 @@ class _ImpactSearcher(_Fts5Searcher):
         if impact.fallback_reason(self.index, result.query) is not None:
             self.fallbacks += 1  # counted after the timed search
         return result
+
+    def again(self, text: str) -> SearchResult:
+        return self.run(text)
 
     def stats(self) -> dict[str, Any]:
         # The postings the engine reads into memory (its per-index cache holds each queried term's).

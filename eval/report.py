@@ -231,11 +231,12 @@ def render_html(report: dict[str, Any]) -> str:
 
 
 def summary(report: dict[str, Any], output: Path, baseline: Path | None = None) -> dict[str, Any]:
-    """What ``compare --json`` prints: per system its identity, metrics, arrows and search latency, the
-    systems skipped, the gate's counts and every path written."""
+    """What ``compare --json`` prints: per system its identity, metrics, arrows and search latency (with its 95%
+    intervals), the systems skipped, the gate's counts and every path written."""
     systems = []
     for row in report["systems"]:
         search = row.get("latency_ms", {}).get("search", {})
+        interval = (row.get("latency_ci95_ms") or {}).get("search") or {}
         systems.append(
             {
                 "name": row["name"],
@@ -246,6 +247,7 @@ def summary(report: dict[str, Any], output: Path, baseline: Path | None = None) 
                 "metrics": row["metrics"],
                 "significance": {m: arrow(row, m) for m in report["metrics"]},
                 "search_ms": {"p50": search.get("median"), "p95": search.get("p95")},
+                "search_ms_ci95": {"p50": interval.get("median"), "p95": interval.get("p95")},
                 "qps": row.get("qps"),
             }
         )

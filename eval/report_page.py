@@ -98,6 +98,7 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
         "quality": _table(list(metrics), rows, label, quality),
         "cost": None,
         "latency": None,
+        "latency_notes": None,
         "kinds": None,
         "against": None,
         "differences": None,
@@ -144,17 +145,26 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
             ],
         )
         statistics = ("min", "median", "mean", "p95", "p99", "max")
+        # Reports written before latency had intervals (a committed report re-rendered) show none.
+        intervals = [s for s in ("median", "p95") if any(_interval(row, s) for row in timed)]
+        columns, cells = [], []
+        for s in statistics:
+            columns.append(f"search {s}")
+            # The fastest minimum is not marked: it is the query that matched nothing (0.001 ms), not a strength.
+            cells.append(
+                _column([row["latency_ms"]["search"].get(s) for row in timed], 3, None if s == "min" else "low")
+            )
+            if s in intervals:
+                columns.append(f"{s} 95% interval")
+                cells.append(_column([_interval_text(row, s) for row in timed], 3))
         page["latency"] = _table(
-            [f"search {s}" for s in statistics] + ["tokenize median", "tokenize p95"],
+            columns + ["tokenize median", "tokenize p95"],
             timed,
             {**label, **{name: f"{label[name]} (members one after another + fusion)" for name in fused}},
-            # The fastest minimum is not marked: it is the query that matched nothing (0.001 ms), not a strength.
-            [
-                _column([row["latency_ms"]["search"].get(s) for row in timed], 3, None if s == "min" else "low")
-                for s in statistics
-            ]
+            cells
             + [_column([row["latency_ms"]["tokenize"].get(s) for row in timed], 3, "low") for s in ("median", "p95")],
         )
+        page["latency_notes"] = latency_notes(report, label)
     kinds = sorted({kind for row in rows for kind in row.get("by_kind", {})})
     if len(kinds) > 1:
         first = metrics[0]
@@ -235,6 +245,68 @@ def page_data(report: dict[str, Any]) -> dict[str, Any]:
             "unmatched": gate.get("unmatched", []),
         }
     return page
+
+
+def _interval(row: dict[str, Any], statistic: str) -> list[float] | None:
+    return ((row.get("latency_ci95_ms") or {}).get("search") or {}).get(statistic)
+
+
+def _interval_text(row: dict[str, Any], statistic: str) -> str:
+    found = _interval(row, statistic)
+    return "-" if not found else f"{found[0]:.3f}-{found[1]:.3f}"
+
+
+#: What a statistic is called in the latency notes.
+_SAID = {"median": "p50", "p95": "p95"}
+
+
+def latency_notes(report: dict[str, Any], label: dict[str, str]) -> dict[str, Any]:
+    """How the latencies were taken (repeats, intervals, the machine's load) and, per statistic, the pairs of
+    systems whose latencies cannot be told apart (the 95% interval of their paired difference holds 0)."""
+    taken = report.get("latency") or {}
+    repeat = taken.get("repeat")
+    how = (
+        f"Each question ran {repeat} times per system after {taken.get('warmup_questions')} warm-up questions; its "
+        f"time is the fastest of the {repeat} (a slower run is the same work plus time the machine spent elsewhere): "
+        "a warm figure, the question's data in the caches. Each question's first run alone is in report.json "
+        "(latency_ms.search_first_run)."
+        if repeat and repeat > 1
+        else "Each question was timed once per system."
+        if repeat == 1
+        else None  # a report written before latency recorded how it was taken
+    )
+    interval = f"Intervals: {taken['interval']}." if taken.get("interval") else None
+    load = (report.get("environment") or {}).get("load_average") or {}
+    cpus = ((report.get("environment") or {}).get("machine") or {}).get("cpus")
+    machine = None
+    if load.get("start") or load.get("end"):
+        at = [f"{load[k][0]:.2f} at the {k}" for k in ("start", "end") if load.get(k)]
+        machine = f"Load average over 1 minute: {' and '.join(at)}" + (f", on {cpus} CPUs." if cpus else ".")
+    pairs: list[dict[str, Any]] = taken.get("pairs") or []
+    verdicts = []
+    for statistic in ("median", "p95"):
+        tied = [
+            f"{label.get(p['a'], p['a'])} and {label.get(p['b'], p['b'])}"
+            + (f" ({p['ratio']:.2f}x)" if p.get("ratio") is not None else "")
+            for p in pairs
+            if p["statistic"] == statistic and p["faster"] is None
+        ]
+        compared = sum(1 for p in pairs if p["statistic"] == statistic)
+        if not compared:
+            continue
+        verdicts.append(
+            {
+                "statistic": _SAID[statistic],
+                "tied": tied,
+                "text": (
+                    f"cannot be told apart: {'; '.join(tied)}"
+                    + ("; every other pair differs, as the table shows." if len(tied) < compared else ".")
+                    if tied
+                    else "every pair of systems can be told apart, as the table shows."
+                ),
+            }
+        )
+    return {"how": how, "interval": interval, "machine": machine, "verdicts": verdicts}
 
 
 def _mb(value: Any) -> float | None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..eval.gate import DEFAULT_TOLERANCE
+from ..eval.latency import DEFAULT_REPEAT, MAX_REPEAT
 from ..query import MODES
 from ..textio import counted
 from . import cli
@@ -125,6 +126,15 @@ if TYPE_CHECKING:
     "combsum or combmnz (normalise=minmax|sum|zmuv, default minmax), a member WEIGHT*SYSTEM; e.g. "
     "'rrf(bigram, unigram)' (repeat). A --systems file declares them as [[fusion]] tables.",
 )
+@click.option(
+    "--repeat",
+    type=int,
+    default=DEFAULT_REPEAT,
+    show_default=True,
+    metavar="K",
+    help=f"Times each question runs per system (1 to {MAX_REPEAT}); its latency is the fastest of them, so a pause "
+    "of the machine is not taken for the strategy's. p50 and p95 get 95% intervals over the questions.",
+)
 @click.option("--no-text", is_flag=True, help="Print and write query ids only, never query text.")
 @click.option(
     "--against",
@@ -181,6 +191,7 @@ def compare_cmd(
     processing: str | None,
     engines: tuple[str, ...],
     fusions: tuple[str, ...],
+    repeat: int,
     no_text: bool,
     baseline_file: Path | None,
     fail_on_regression: bool,
@@ -239,6 +250,7 @@ def compare_cmd(
             fuse=fusions,
             queries=questions,
             qrels=judgments,
+            repeat=repeat,
             all_queries=all_queries,
         )
     report, gate = result.report, result.gate
