@@ -12,7 +12,7 @@ from typing import Any
 from ..builders import get_builder
 from ..errors import RagEvalError
 from ..locks import in_use_scope
-from ..outputs import inside, recorded_name
+from ..outputs import recorded_name, refuse_inside_source
 from ..processing import QueryProcessing
 from ..textio import control_character
 from ..tokenizers import get_tokenizer, written_spec
@@ -54,7 +54,8 @@ from .provenance import command_line as command_line
 from .provenance import environment
 from .records import SYNTHETIC_KIND, Dataset
 from .report import check_output, write_outputs
-from .runner import WARMUP, System, SystemRun, check_builder, run_system
+from .runner import WARMUP, System, SystemRun, check_builder, corpus_source, run_system
+from .shipped import read_from
 from .sources import check_judgments, check_trec_ids, source_dataset
 from .split_record import ALL_QUERIES, evaluated_queries
 from .stats import PERMUTATIONS, SEED
@@ -212,6 +213,8 @@ def compare(
             "id": dataset.id,
             "checksum": dataset.checksum(),
             "stats": dataset.stats(),
+            # What a passage is: an index's chunk count differs where its builder splits a unit (a long section).
+            "units": get_builder(corpus_source(dataset)[1]).unit_words,
             "as_of": dataset.meta.get("as_of"),
             "synthetic": any(q.kind.startswith(SYNTHETIC_KIND) for q in dataset.queries.values()),
         },
@@ -301,13 +304,12 @@ def run_compare(
     tolerance = check_tolerance(tolerance)
     repeat = check_repeat(repeat)
     folder = check_output(output)
-    if inside(folder, dataset):  # a knowledge base, or a dataset folder (an export's corpus/ is one too)
-        raise RagEvalError(
-            f"{folder}: the report folder cannot go inside the knowledge base {dataset}: its report.md "
-            "would be read as part of the corpus the next time",
-            hint="write it beside the knowledge base, e.g. -o out/report",
-        )
+    # A knowledge base, or a dataset folder (an export's corpus/ is one too): nothing goes into what is read.
+    read = read_from(dataset)
+    refuse_inside_source(folder, [read], what="report folder")
     baseline_path = check_baseline_target(write_baseline) if write_baseline is not None else None
+    if baseline_path is not None:
+        refuse_inside_source(baseline_path, [read], what="baseline")
     if baseline_path is not None and (baseline_path == folder or folder in baseline_path.parents):
         raise RagEvalError(
             f"{baseline_path}: the baseline cannot go inside the report folder {folder}, which is replaced whole",

@@ -22,16 +22,18 @@ from typing import Any
 from ..builders import get_builder
 from ..errors import RagEvalError
 from ..locks import in_use_scope
-from ..outputs import check_file_target, recorded_name, write_text_atomic
+from ..outputs import check_file_target, recorded_name, refuse_inside_source, write_text_atomic
 from ..records import Progress
 from ..textio import control_character, shown
 from ..tokenizers import Tokenizer, get_tokenizer, written_spec
 from .compare import Skipped, SystemProgress, default_systems
 from .judge_session import Session
 from .judgments import Judgments, PoolIdentity, check_id, counted, named_target
+from .judgments_log import log_path
 from .metrics import ranked_ids, relevant_queries
 from .records import Dataset
 from .runner import System, run_system
+from .shipped import read_from
 from .sources import source_dataset
 
 #: What ``--oracle -o FILE`` writes, in messages.
@@ -198,6 +200,9 @@ def judge(
     chosen = check_method(method)
     idle_seconds = check_idle_timeout(idle_timeout)
     recorded_assessor = check_assessor(assessor)
+    target = named_target(output, what="judgments file", example="out/kb.qrels")
+    for written, what in ((output, "judgments file"), (log_path(target), "judgments log")):
+        refuse_inside_source(written, [read_from(source)], what=what)
     dataset, systems, skipped, identity = plan(source, questions, tokenizers=tokenizers, builder=builder, depth=depth)
     Judgments.check(output, identity)
     server = JudgeServer.bind(port)
@@ -313,6 +318,7 @@ def oracle(
     if output is not None:
         named_target(output, what=REPLAY_WHAT, example="replay.json")
         check_file_target(output, owned=None, what=REPLAY_WHAT)
+        refuse_inside_source(output, [read_from(source)], what=REPLAY_WHAT)
     dataset, systems, skipped, identity = plan(
         source, questions, tokenizers=tokenizers, builder=builder, depth=depth, qrels=qrels
     )

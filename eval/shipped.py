@@ -11,7 +11,7 @@ from typing import Any
 
 from ..builders import Builder, get_builder
 from ..errors import DatasetError
-from ..outputs import new_folder
+from ..outputs import new_folder, refuse_inside_source
 from ..textio import read_bytes, read_json, read_text, refuse_unknown_keys
 from .beir import read_qrels, read_queries, write_beir
 from .records import Dataset, Passage
@@ -75,6 +75,14 @@ def verify_files(dataset_id: str) -> None:
             raise DatasetError(f"datasets/{dataset_id}/{name} does not match its sha256 in datasets/manifest.json")
 
 
+def read_from(reference: str | Path) -> Path:
+    """The path a dataset or knowledge-base reference reads: a shipped id's own folder (a path of that name
+    comes first, as every command that takes one decides), else the path itself."""
+    if isinstance(reference, str) and not Path(reference).exists() and reference in shipped_ids():
+        return datasets_root() / reference
+    return Path(reference)
+
+
 def corpus_dir(dataset_id: str) -> Path:
     """The corpus in its builder's layout (a lines manifest folder or a Markdown tree)."""
     return datasets_root() / dataset_id / entry(dataset_id)["corpus"]
@@ -121,6 +129,7 @@ def export_shipped(dataset_id: str, target: str | Path) -> Path:
             "tools; a BEIR folder is already in that form",
             hint="use the folder itself (rag-eval compare FOLDER), or copy it",
         )
+    refuse_inside_source(target, [datasets_root() / dataset_id], what="dataset folder")
     with new_folder(target, what="dataset folder") as staging:
         dataset = load_shipped(dataset_id)
         shutil.copytree(corpus_dir(dataset_id), staging / "corpus")

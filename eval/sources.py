@@ -140,6 +140,24 @@ def check_trec_ids(dataset: Dataset) -> None:
                 )
 
 
+def _question_ids_hint(queries: dict[str, Query]) -> str:
+    """How the compared questions got their ids, and how to give them one's own: judged ids that match none are
+    usually a plain text file's (ids made from the text) judged under other names, or the reverse."""
+    first = next(iter(queries), "")
+    if queries and all(qid == question_id(query.text) for qid, query in queries.items()):
+        how = (
+            f"the questions of a plain text file get ids made from their text, 'q-' and the first 12 hex digits of "
+            f"its sha256 (here {first!r}, ...), as rag-eval judge writes them"
+        )
+    else:
+        how = f"the questions compared have their file's own ids (here {first!r}, ...)"
+    return (
+        f"judgments belong to the questions (and corpus) they were made for: {how}; to name questions yourself "
+        '(q1, q2, ...), give them as queries.jsonl ({"_id": "q1", "text": "..."} per line) or as a .tsv '
+        "file of 'qid<TAB>question' lines"
+    )
+
+
 def check_judgments(
     qrels: dict[str, dict[str, int]], corpus: dict[str, Passage], queries: dict[str, Query], path: str | Path
 ) -> dict[str, dict[str, int]]:
@@ -151,7 +169,7 @@ def check_judgments(
         raise DatasetError(
             f"{name}: {len(unknown_queries)} judged query {'id is' if len(unknown_queries) == 1 else 'ids are'} "
             f"not among the {len(queries)} questions compared, e.g. {unknown_queries[0]!r}",
-            hint="judgments belong to the questions (and corpus) they were made for",
+            hint=_question_ids_hint(queries),
         )
     unknown_docs = sorted({doc for docs in qrels.values() for doc in docs} - set(corpus))
     if unknown_docs:

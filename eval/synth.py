@@ -23,9 +23,10 @@ from typing import Any
 
 from .. import __version__
 from ..errors import DatasetError
-from ..outputs import check_new_target, new_folder
+from ..outputs import check_new_target, new_folder, refuse_inside_source
 from .beir import write_beir
 from .records import SYNTHETIC_KIND, Dataset, Passage, Query
+from .shipped import read_from
 from .sources import check_trec_ids, source_units
 from .wordfind import (
     MAX_LEN,
@@ -494,6 +495,7 @@ def synthesize(
     if not 1 <= n <= MAX_QUERIES:
         raise DatasetError(f"-n must be from 1 to {MAX_QUERIES}, got {n}")
     check_new_target(target, what=SYNTH_WHAT)  # before the corpus is read and the queries made
+    refuse_inside_source(target, [read_from(source)], what=SYNTH_WHAT)
     _root, chosen, corpus = source_units(source, builder)
     check_trec_ids(Dataset(str(source), corpus, {}, {}))
     queries, facts = generate(

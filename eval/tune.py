@@ -27,18 +27,18 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import RagEvalError
-from ..outputs import inside, only_names, publish_folder
+from ..outputs import only_names, publish_folder, refuse_inside_source
 from ..tokenize_pool import remembering_tokens
 from .formats import load_dataset
 from .provenance import environment
 from .records import Dataset
+from .shipped import read_from
 from .split import DEFAULT_BUDGET, DEFAULT_METRIC, DEV_FRACTION, SALT, split_ids, subset
 from .split_record import PART, tuned_split
 from .tune_report import TIED_NAMED as TIED_NAMED
@@ -110,14 +110,9 @@ def tune(
     for value, name in ((max_p95_ms, "--max-p95-ms"), (max_index_mb, "--max-index-mb")):
         if value is not None and not (value > 0 and math.isfinite(value)):  # tune.json is strict JSON
             raise RagEvalError(f"{name} must be a finite number above 0, not {value}")
-    folder = Path(os.path.abspath(output))
-    for source in (dataset_ref, eval_on):
-        if source is not None and inside(folder, source):
-            raise RagEvalError(
-                f"{output}: the tune folder cannot go inside the dataset {source}: its report.md would be read "
-                "as part of a Markdown corpus there the next time",
-                hint="write it beside the dataset, e.g. -o out/tune",
-            )
+    # report.md inside a dataset folder would be read as part of a Markdown corpus there the next time.
+    read = [read_from(source) for source in (dataset_ref, eval_on) if source is not None]
+    refuse_inside_source(output, read, what="tune folder")
     space = load_space(space_file)
     pool = candidates(space)
     if not any(candidate.single for candidate in pool):

@@ -23,7 +23,9 @@ def built(tmp_path: Path) -> tuple[CliRunner, Path, Path]:
     runner = CliRunner()
     result = runner.invoke(cli, ["index", "build", str(root), "-o", str(index), "-b", "lines", "-t", "jieba"])
     assert result.exit_code == 0, result.output
-    assert result.output.startswith(f"indexed 12 chunks from 6 files into {index}")
+    assert result.output.startswith(
+        f"indexed 12 chunks (non-empty lines of the manifest's documents) from 6 files into {index}"
+    )
     return runner, root, index
 
 

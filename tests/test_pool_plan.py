@@ -108,8 +108,10 @@ def test_index_build_prints_its_plan(tmp_path: Path, monkeypatch: pytest.MonkeyP
     from rag_eval.cli import cli
 
     monkeypatch.setenv(pool.WORKERS_ENV, "1")
-    (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "导出文件"}\n', encoding="utf-8")
-    args = ["index", "build", str(tmp_path), "-b", "passages", "-t", "jieba", "-o", str(tmp_path / "i.sqlite")]
+    (tmp_path / "set").mkdir()
+    (tmp_path / "set" / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "导出文件"}\n', encoding="utf-8")
+    source = tmp_path / "set"  # the index beside it: none is written into the corpus it reads
+    args = ["index", "build", str(source), "-b", "passages", "-t", "jieba", "-o", str(tmp_path / "i.sqlite")]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert result.output.rstrip().endswith("; tokenized in 1 process: $RAG_EVAL_WORKERS=1, few characters")

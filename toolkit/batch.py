@@ -22,7 +22,14 @@ from .eval.metrics import RankedDoc
 from .eval.records import Query
 from .eval.runner import DEPTH, strict_run, trec_run_text
 from .eval.sources import read_questions
-from .outputs import OutputError, check_file_target, checked_target, refuse_inputs, write_text_atomic
+from .outputs import (
+    OutputError,
+    check_file_target,
+    checked_target,
+    refuse_inputs,
+    refuse_inside_source,
+    write_text_atomic,
+)
 from .processing import QueryProcessing
 from .read import unknown_category_hint
 from .records import Progress
@@ -174,6 +181,8 @@ def batch_search(
     started = time.perf_counter()
     opened = nullcontext(index_path) if isinstance(index_path, Index) else Index.open(index_path)
     with opened as index:
+        # The corpus the index was built from: a run written there would be indexed by its next build.
+        refuse_inside_source(output, [index.meta.get("source_root")], what=RUN_WHAT)
         index.tokenizer.load()
         warm(index, engine)
         loaded = time.perf_counter()

@@ -53,6 +53,41 @@ def inside(output: str | Path, source: str | Path) -> bool:
     return folder == root or root in folder.parents
 
 
+def source_folder(source: str | Path) -> Path | None:
+    """The folder a corpus is read from: ``source`` itself when it is a folder, the folder holding it when it is
+    a file (as an index records its source root: ``read`` and ``verify`` resolve paths there), None when
+    neither exists."""
+    path = Path(source)
+    if path.is_dir():
+        return path
+    if path.exists():
+        return path.parent
+    return None
+
+
+def refuse_inside_source(target: str | Path, sources: Iterable[str | Path | None], *, what: str) -> None:
+    """OutputError when ``target`` is, or lies inside, the folder of one of ``sources`` (the corpora the command
+    reads: :func:`source_folder` of each; None is skipped), once links are followed. Every command that writes
+    calls it before any work: a file written into a corpus is part of it the next time that corpus is indexed
+    (a report's Markdown becomes sections, a judgments file changes the pool it was made for)."""
+    raw = os.fspath(target) if isinstance(target, (str, os.PathLike)) else None
+    if not isinstance(raw, str) or not raw or "\x00" in raw:
+        return  # not a path: the writer's own check (checked_target) names what is wrong with it
+    for source in sources:
+        folder = source_folder(source) if source is not None else None
+        if folder is None or not inside(target, folder):
+            continue
+        shown = recorded_name(os.fspath(folder) or ".")
+        beside = os.path.join(os.path.dirname(os.path.abspath(folder)), "out", os.path.basename(os.path.abspath(raw)))
+        relative = os.path.relpath(beside)  # out/x beside the source, unless that is far from here
+        example = beside if relative.startswith(os.path.join(os.pardir, os.pardir)) else relative
+        raise OutputError(
+            f"{recorded_name(raw)}: the {what} cannot go inside the source folder {shown}: rag-eval writes nothing "
+            "into a corpus it reads (the next build would index it as a document)",
+            hint=f"write it outside {shown}, e.g. {recorded_name(example)}",
+        )
+
+
 #: The files SQLite keeps beside a database ``X``: ``X-wal`` and ``X-shm`` (WAL mode), ``X-journal`` (rollback
 #: journal). An output under such a name would be taken for one: opening the database, SQLite replays a hot journal
 #: into it or deletes the file.

@@ -206,6 +206,7 @@ def build(
         remove_made(made)
         raise
     report.tokenizer_load_seconds = load_seconds
+    report.extra["chunks_are"] = builder.chunk_words()  # compare's passages are units, which chunks may split
     report.seconds = time.perf_counter() - started
     report.index_bytes = index_size(path)
     return report

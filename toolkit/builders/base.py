@@ -151,6 +151,9 @@ class Builder(Configurable):
     #: How a chunk's text is written: ``"markdown"`` (the judging page renders it, its source one click away)
     #: or ``"text"`` (shown as it is).
     text_markup: ClassVar[str] = "text"
+    #: What a judged unit is, in words (compare's and judge's passages): ``"whole Markdown sections"``. Shown beside
+    #: their counts, as :meth:`chunk_words` beside an index's chunk count, so the two counts explain each other.
+    unit_words: ClassVar[str] = "one per chunk"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass's own ``_plan``, ``chunks`` and ``query_defaults`` are guarded: an exception of its code
@@ -165,6 +168,10 @@ class Builder(Configurable):
     def recognises(cls, source: Path) -> bool:
         """Whether ``source`` looks like this builder's layout (for commands that infer the builder)."""
         return False
+
+    def chunk_words(self) -> str:
+        """What one chunk of this builder's index is, in words, with its options (``index build`` names it)."""
+        return self.unit_words
 
     def unit(self, key: str) -> str:
         """The unit qrels judge a chunk as (a split section's parts count as the section); by default the key."""

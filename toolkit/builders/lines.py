@@ -57,6 +57,7 @@ class LinesBuilder(Builder):
     list_by = "document"
     recognise_order = 10
     recognised_layout = "a lines manifest.json"
+    unit_words = "non-empty lines of the manifest's documents"
 
     @classmethod
     def recognises(cls, source: Path) -> bool:

@@ -105,6 +105,7 @@ class PassagesBuilder(Builder):
 
     recognise_order = 20
     recognised_layout = "a corpus.jsonl"
+    unit_words = "corpus.jsonl records"
 
     @classmethod
     def recognises(cls, source: Path) -> bool:

@@ -205,6 +205,7 @@ class SectionsBuilder(Builder):
     recognise_order = 30
     recognised_layout = "Markdown files"
     text_markup = "markdown"
+    unit_words = "whole Markdown sections"
 
     @classmethod
     def recognises(cls, source: Path) -> bool:
@@ -242,6 +243,10 @@ class SectionsBuilder(Builder):
                     )
                 )
         return chunks
+
+    def chunk_words(self) -> str:
+        """Sections, the longer ones in parts: why an index has more chunks than compare has passages."""
+        return f"Markdown sections, one longer than {self.options['max_chars']:,} characters split into parts"
 
     def unit(self, key: str) -> str:
         """A split section's part ``path#anchor~2`` is judged as its section ``path#anchor``."""

@@ -27,9 +27,9 @@ def _terminate(signum: int, frame: Any) -> None:
 class _Group(click.Group):
     """Every error is one ``error:`` line on stderr (plus an optional ``hint:``), never a traceback
     (``--debug`` shows it): RagEvalError and unexpected file-system or SQLite errors exit 1, usage errors
-    (click's own) exit 2 after the usage line, Ctrl-C exits 130 and SIGTERM 143 (``error: interrupted`` or
-    ``error: terminated``, after the command cleaned up). A closed output pipe (``| head``) ends the command
-    quietly with 141, as a command killed by SIGPIPE."""
+    (click's own) exit 2 with the usage line after the error line, Ctrl-C exits 130 and SIGTERM 143
+    (``error: interrupted`` or ``error: terminated``, after the command cleaned up). A closed output pipe
+    (``| head``) ends the command quietly with 141, as a command killed by SIGPIPE."""
 
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
@@ -93,11 +93,14 @@ def _report(message: str, hint: str | None) -> None:
 
 
 def _report_click_error(exc: click.ClickException) -> None:
+    # The error line first, as every other error prints it (click put its "Usage:" line before it), then the usage.
     ctx = getattr(exc, "ctx", None)
+    message = exc.format_message()
+    click.echo(f"error: {message[:1].lower() + message[1:]}", err=True)
     if isinstance(exc, click.UsageError) and ctx is not None:
         click.echo(ctx.get_usage(), err=True)
-    message = exc.format_message()
-    _report(message[:1].lower() + message[1:], f"see '{ctx.command_path} --help'" if ctx is not None else None)
+    if ctx is not None:
+        click.echo(f"hint: see '{ctx.command_path} --help'", err=True)
 
 
 def _versions() -> str:

@@ -173,8 +173,8 @@ if TYPE_CHECKING:
     "--output",
     type=click.Path(path_type=Path),
     required=True,
-    help="Folder for report.json, report.md, report.html, runs/ and per_query.tsv; replaces only a "
-    "report folder rag-eval wrote.",
+    help="Folder for report.json, report.md, report.html, runs/ and per_query.tsv, outside DATASET's folder; "
+    "replaces only a report folder rag-eval wrote.",
 )
 def compare_cmd(
     dataset: str,
@@ -303,18 +303,24 @@ def print_comparison(report: dict[str, Any], console: Console) -> None:
     label = lambda row: short[row["name"]]  # noqa: E731
     setting = f"builder {shared[0]}, mode {shared[1]}; " if shared else ""
     synthetic = " (synthetic queries)" if report["dataset"].get("synthetic") else ""
+    # The passages with their unit: an index of the same folder counts chunks, which split long sections.
+    units = report["dataset"].get("units")
+    passages = f"{counted(report['dataset']['stats']['passages'], 'passage')}" + (f" ({units})" if units else "")
     if metrics:
+        # The arrows' legend only when a system was tested against the reference (not with one system).
+        tested = any(row.get("significance") for row in rows)
+        arrows = ", ↑/↓ = significantly better/worse (Holm p < 0.05)" if tested else ""
         console.print(
-            f"{report['dataset']['id']}{synthetic}: {report['judged_queries']} judged queries; {setting}reference "
-            f"{short.get(report['reference'], report['reference'] or '')}; bold = best, ↑/↓ = significantly "
-            "better/worse (Holm p < 0.05)",
+            f"{report['dataset']['id']}{synthetic}: {report['judged_queries']} judged queries, {passages}; "
+            f"{setting}reference "
+            f"{short.get(report['reference'], report['reference'] or '')}; bold = best{arrows}",
             highlight=False,
             markup=False,  # a dataset id such as handbook[held-back] is not rich markup
         )
     else:
         console.print(
             f"{report['dataset']['id']}{synthetic}: {report.get('questions', 0)} questions, not judged: quality not "
-            f"measured; {setting.rstrip('; ')}",
+            f"measured; {passages}; {setting.rstrip('; ')}",
             highlight=False,
             markup=False,
         )

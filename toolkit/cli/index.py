@@ -29,7 +29,7 @@ def index_cmd() -> None:
     "index_path",
     required=True,
     type=click.Path(),  # a str: pathlib would drop a trailing '/', which names a folder, not an index file
-    help="Index file to create or update (SQLite).",
+    help="Index file to create or update (SQLite), outside SOURCE's folder.",
 )
 @click.option(
     "-b",
@@ -99,7 +99,7 @@ def index_build_cmd(
       rag-eval index build docs/ -b sections -t unigram^2+bigram^2+jieba^2 --processing stopwords=zh -o docs.sqlite
       rag-eval index build docs/ -b sections --from out/tune/recommendation.toml -o docs.sqlite
     """
-    from ..outputs import checked_target
+    from ..outputs import checked_target, refuse_inside_source
     from ..textio import counted
     from ..writer import build
 
@@ -107,6 +107,8 @@ def index_build_cmd(
     # folders the build would create before finding it names an existing folder) or in '/', NUL, a parent that
     # is a file, a name SQLite takes for another database's side file (X-wal, X-shm, X-journal).
     checked_target(index_path, what="index", file=True)
+    # Nor inside the folder it indexes, with its side files (-wal, -shm, the hidden file a new build writes).
+    refuse_inside_source(index_path, [source], what="index")
 
     if tokenizer_spec is not None and not tokenizer_spec.strip():
         raise click.UsageError("-t is empty: name a tokenizer spec, e.g. -t jieba (or leave -t out)")
@@ -136,7 +138,8 @@ def index_build_cmd(
         click.echo(json.dumps(report.__dict__))
         return
     click.echo(
-        f"indexed {counted(report.chunks, 'chunk')} from {counted(report.files, 'file')} into {index_path} "
+        f"indexed {counted(report.chunks, 'chunk')} ({report.extra['chunks_are']}) from "
+        f"{counted(report.files, 'file')} into {index_path} "
         f"({report.index_bytes / 1e6:.2f} MB) in {report.seconds:.2f} s; "
         f"tokenized {counted(report.chunks_tokenized, 'chunk')} from "
         f"{counted(report.files_tokenized, 'changed file')} "
@@ -313,7 +316,8 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
     "--run",
     "run_file",
     type=click.Path(),  # a str: pathlib would drop a trailing '/', which the library refuses for a file
-    help="With --queries: the TREC run file to write (a new file; qid Q0 docid rank score tag).",
+    help="With --queries: the TREC run file to write (a new file, outside the folder the index was built from; "
+    "qid Q0 docid rank score tag).",
 )
 @click.option("--run-tag", type=TEXT, help="With --queries: the run's tag, its sixth column  [default: rag-eval]")
 @click.option(

@@ -38,7 +38,7 @@ from .progress import Bars
     "--output",
     type=click.Path(),  # a str: pathlib would drop a trailing '/', which the library refuses for a file
     help="The judgments file (TREC qrels; its log JUDGMENTS.jsonl beside it); an existing one of the same "
-    "pool is resumed. With --oracle: a new JSON file for the replay (optional).",
+    "pool is resumed; outside SOURCE's folder. With --oracle: a new JSON file for the replay (optional).",
 )
 @click.option(
     "--assessor", type=TEXT, help="Your name or id, recorded with every grade in the log (not with --oracle)."

@@ -52,7 +52,11 @@ Examples:
 @click.argument("source", metavar="SOURCE", type=TEXT)
 @click.option("-n", "count", type=int, required=True, help="How many queries to write (shared over the kinds).")
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), required=True, help="New folder to write (must not exist)."
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="New folder to write (must not exist), outside SOURCE's folder.",
 )
 @click.option(
     "--kinds",

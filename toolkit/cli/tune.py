@@ -61,7 +61,8 @@ from .progress import Bars
     "--output",
     type=click.Path(path_type=Path),
     required=True,
-    help="Folder for tune.json, report.md, recommendation.toml and pareto.svg; replaces only a folder tune wrote.",
+    help="Folder for tune.json, report.md, recommendation.toml and pareto.svg, outside the datasets' folders; "
+    "replaces only a folder tune wrote.",
 )
 def tune_cmd(
     dataset: str,
