@@ -311,16 +311,15 @@ def print_comparison(report: dict[str, Any], console: Console) -> None:
         tested = any(row.get("significance") for row in rows)
         arrows = ", ↑/↓ = significantly better/worse (Holm p < 0.05)" if tested else ""
         console.print(
-            f"{report['dataset']['id']}{synthetic}: {report['judged_queries']} judged queries, {passages}; "
-            f"{setting}reference "
-            f"{short.get(report['reference'], report['reference'] or '')}; bold = best{arrows}",
+            f"{report['dataset']['id']}{synthetic}: {report['judged_queries']} judged queries; {setting}reference "
+            f"{short.get(report['reference'], report['reference'] or '')}; bold = best{arrows}; {passages}",
             highlight=False,
             markup=False,  # a dataset id such as handbook[held-back] is not rich markup
         )
     else:
         console.print(
             f"{report['dataset']['id']}{synthetic}: {report.get('questions', 0)} questions, not judged: quality not "
-            f"measured; {passages}; {setting.rstrip('; ')}",
+            f"measured; {setting}{passages}",
             highlight=False,
             markup=False,
         )
