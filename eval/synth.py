@@ -269,7 +269,7 @@ KINDS: dict[str, Kind] = {
 
 
 #: What ``queries synth`` writes unless told: the kind whose strategy ranking agreed best with real queries
-#: (reports/synthetic.md: the same winner in 11 of 12 set x seed runs, against 9 of 12 for the mix of all).
+#: (reports/synthetic.md: the same winner in 10 of 12 set x seed runs, against 9 of 12 for the mix of all).
 DEFAULT_KINDS = ("terms",)
 
 

@@ -1,10 +1,12 @@
 """Agreement of strategy rankings from synthetic and real queries (reports/synthetic.md).
 
 Reads compare reports (report.json, per-query nDCG@10) of real queries and of `rag-eval queries synth`
-folders, and writes reports/synthetic/<set>.json and summary.json: numbers, strategy names, kinds and
-seeds only, never query or passage text.
+folders, and writes reports/synthetic/<set>.json and summary.json: numbers, strategy names, kinds, seeds
+and script counts only, never query or passage text. With BEFORE_DIR (synthetic folders and their compare
+reports from an earlier generator, laid out as SYNTH_DIR), summary.json also holds their summary under
+``_before``, against the same real runs.
 
-    python reports/synthetic/analyse.py RUNS_DIR SYNTH_DIR
+    python reports/synthetic/analyse.py RUNS_DIR SYNTH_DIR [BEFORE_DIR]
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from statistics import mean, median
 from typing import Any
 
 from scipy.stats import kendalltau
+
+from rag_eval.eval.synth import HAN_MAJORITY
+from rag_eval.eval.wordfind import SCRIPTS, han_share, script_of
 
 METRIC = "nDCG@10"
 SETS = ("handbook", "drcd_dev", "cmrc2018_dev_trial", "cmrc2018_dev_trial_sent")
@@ -98,6 +103,32 @@ def subsample(
     return found
 
 
+def scripts(folder: Path) -> dict[str, Any]:
+    """Query id -> script class (``han``, ``mixed``, ``latin``, ``none``), and how many queries hold no Han
+    though the unit they came from is Han-majority (what generator 2 rules out)."""
+
+    def lines(path: Path) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    shares = {r["_id"]: han_share(f"{r.get('title', '')}\n{r['text']}") for r in lines(folder / "corpus.jsonl")}
+    unit = {}
+    for line in (folder / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        query, doc, _grade = line.split("\t")
+        unit[query] = doc
+    found = {r["_id"]: script_of(r["text"]) for r in lines(folder / "queries.jsonl")}
+    han_free = sum(
+        1
+        for query, script in found.items()
+        if script in ("latin", "none") and (shares[unit[query]] or 0) >= HAN_MAJORITY
+    )
+    return {"of": found, "han_free_from_han_majority": han_free}
+
+
+def count_scripts(of: dict[str, str], ids: list[str]) -> dict[str, int]:
+    found = [of[q] for q in ids]
+    return {s: found.count(s) for s in (*SCRIPTS, "none") if s in SCRIPTS or s in found}
+
+
 def analyse(runs: Path, synth: Path, name: str) -> dict[str, Any]:
     real_reports = {"real": runs / name / "report.json"}
     if name == "handbook":  # the synthetic folder is a BEIR corpus: compare also ran real queries on it
@@ -124,6 +155,7 @@ def analyse(runs: Path, synth: Path, name: str) -> dict[str, Any]:
         scores = per_query(json.loads(path.read_text()))
         folder = synth / f"q-{name}-s{seed}"
         generated = json.loads((folder / "synthetic.json").read_text())
+        classes = scripts(folder)
         ids = sorted(next(iter(scores.values())))
         rows: dict[str, Any] = {}
         for kind in (*KINDS, "core", "mix"):
@@ -136,7 +168,11 @@ def analyse(runs: Path, synth: Path, name: str) -> dict[str, Any]:
             if not chosen:
                 continue
             synthetic = means(scores, chosen)
-            row: dict[str, Any] = {"queries": len(chosen), "ndcg": {n: round(v, 4) for n, v in synthetic.items()}}
+            row: dict[str, Any] = {
+                "queries": len(chosen),
+                "ndcg": {n: round(v, 4) for n, v in synthetic.items()},
+                "scripts": count_scripts(classes["of"], chosen),
+            }
             if len(chosen) >= MIN_QUERIES:
                 row |= agreement(synthetic, real["real"])
                 if "real_sections" in real:
@@ -145,6 +181,12 @@ def analyse(runs: Path, synth: Path, name: str) -> dict[str, Any]:
         rows["mix"]["subsample"] = subsample(scores, ids, real["real"], seed=seed)
         terms = [q for q in ids if kind_of(q) == "terms"]
         rows["terms"]["subsample"] = subsample(scores, terms, real["real"], seed=seed)
+        # Each strategy's nDCG@10 on the terms queries of each script: how far Han-free queries flatter unicode61.
+        rows["terms"]["by_script"] = {
+            script: {"queries": len(part), "ndcg": {n: round(v, 4) for n, v in means(scores, part).items()}}
+            for script in (*SCRIPTS, "none")
+            if (part := [q for q in terms if classes["of"][q] == script])
+        }
         if name == "handbook":
             real_kinds = handbook_kinds()
             for kind, real_kind in HANDBOOK_KINDS.items():
@@ -154,11 +196,21 @@ def analyse(runs: Path, synth: Path, name: str) -> dict[str, Any]:
                     rows[kind]["vs_real_kind"] = {"kind": real_kind, "queries": len(chosen_real)} | agreement(
                         rows[kind]["ndcg"], same_kind
                     )
+            # The handbook's real mixed-script questions (Chinese with codes, commands and product names)
+            # against the terms queries that mix scripts.
+            mixed_real = [q for q in real_ids if real_kinds.get(q) == "mixed"]
+            mixed_terms = rows["terms"]["by_script"].get("mixed")
+            if mixed_terms and mixed_real:
+                rows["terms"]["mixed_vs_real_mixed"] = {"queries": len(mixed_real)} | agreement(
+                    mixed_terms["ndcg"], means(real_scores, mixed_real)
+                )
         rows["files"] = {
             "generator": generated["generator"],
             "units_sha256": generated["units_sha256"],
             "queries_sha256": hashlib.sha256((folder / "queries.jsonl").read_bytes()).hexdigest(),
             "words_found": generated["words_found"],
+            "scripts": count_scripts(classes["of"], ids),
+            "han_free_from_han_majority": classes["han_free_from_han_majority"],
         }
         result["seeds"][str(seed)] = rows
     return result
@@ -172,7 +224,8 @@ def handbook_kinds() -> dict[str, str]:
 
 
 def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per set and kind over the seeds: mean and min tau, how many seeds pick the real winner."""
+    """Per set and kind over the seeds: mean and min tau, how many seeds pick the real winner, and the script
+    counts of its queries (summed over the seeds)."""
     table: dict[str, Any] = {}
     for result in results:
         rows: dict[str, Any] = {}
@@ -186,21 +239,45 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
                     "tau_min": min(f["tau"] for f in found),
                     "top_same": sum(f["top_same"] for f in found),
                     "regret_max": max(f["regret"] for f in found),
+                    "scripts": {
+                        s: sum(f["scripts"].get(s, 0) for f in found)
+                        for s in sorted({s for f in found for s in f["scripts"]})
+                    },
                 }
         table[result["set"]] = rows
     return table
 
 
+def han_free(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per set, summed over the seeds: queries, and those with no Han from a Han-majority unit."""
+    return {
+        result["set"]: {
+            "queries": sum(sum(rows["files"]["scripts"].values()) for rows in result["seeds"].values()),
+            "han_free_from_han_majority": sum(
+                rows["files"]["han_free_from_han_majority"] for rows in result["seeds"].values()
+            ),
+        }
+        for result in results
+    }
+
+
 def main() -> None:
     runs, synth = Path(sys.argv[1]), Path(sys.argv[2])
-    results = []
+    before = Path(sys.argv[3]) if len(sys.argv) > 3 else None
+    results, earlier = [], []
     for name in SETS:
-        if not (runs / name / "report.json").exists():
+        if not (runs / name / "report.json").exists() or not (synth / f"r-{name}-s0" / "report.json").exists():
             continue
         result = analyse(runs, synth, name)
         (OUT / f"{name}.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         results.append(result)
+        if before is not None and (before / f"r-{name}-s0" / "report.json").exists():
+            earlier.append(analyse(runs, before, name))
     summary = summarise(results)
+    summary["_han_free"] = han_free(results)
+    if earlier:
+        first = earlier[0]["seeds"]["0"]["files"]["generator"]
+        summary["_before"] = {"generator": first, "summary": summarise(earlier), "han_free": han_free(earlier)}
     # A baseline for the taus: how well one set's real ranking predicts another's (no synthetic queries).
     summary["_real_vs_real"] = {
         a["set"]: {b["set"]: agreement(a["real"]["real"], b["real"]["real"]) for b in results if b is not a}
