@@ -63,6 +63,21 @@ def test_random_bytes_in_the_middle_of_an_index(index: Path, seed: int) -> None:
     run_all(index)
 
 
+@pytest.mark.parametrize("statement", range(4))
+def test_bytes_that_are_not_utf8_in_the_schema_are_one_error(index: Path, statement: int) -> None:
+    """Regression: SQLite's error quoted the damaged schema text, and Python's failure to decode that message
+    escaped as a UnicodeDecodeError traceback from every command that opens the index."""
+    data = bytearray(index.read_bytes())
+    page_size = int.from_bytes(data[16:18], "big")
+    starts = [i for i in range(100, page_size) if data.startswith(b"CREATE ", i)]
+    at = starts[statement % len(starts)] + len("CREATE ")
+    data[at : at + 4] = b"\x87\x8e\xf1\xff"
+    index.write_bytes(bytes(data))
+    results = run_all(index)
+    assert all(code == 1 for _, code, _ in results), results
+    assert all("damaged" in stderr or "malformed" in stderr for _, _, stderr in results), results
+
+
 def test_a_truncated_index(index: Path) -> None:
     data = index.read_bytes()
     index.write_bytes(data[: len(data) // 2])

@@ -164,6 +164,10 @@ def _open_readonly(path: str, *, check_same_thread: bool = True) -> sqlite3.Conn
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+#: What a SQLite error whose message Python cannot decode (it quotes a damaged schema's bytes) is reported as.
+UNDECODABLE = "database disk image is malformed (SQLite's message quotes bytes that are not UTF-8)"
+
+
 def connect(
     path: str | Path,
     *,
@@ -186,6 +190,10 @@ def connect(
         except sqlite3.OperationalError:
             db.close()
             db = _open_readonly(path, check_same_thread=check_same_thread)
+        except UnicodeDecodeError:
+            # SQLite's message quotes the damaged schema, and Python fails to decode it: damage all the same
+            db.close()
+            raise sqlite3.DatabaseError(UNDECODABLE) from None
     db.row_factory = sqlite3.Row
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     if write and path != ":memory:":
@@ -253,7 +261,7 @@ class Index:
         try:
             db = connect(path, check_same_thread=check_same_thread, write=False)
         except sqlite3.DatabaseError as exc:
-            raise IndexFileError(f"{path}: not a rag-eval index ({exc})") from None
+            raise _damaged(path, exc, opening=True) from None
         try:
             return cls.from_connection(db, path, tokenizer=tokenizer)
         except BaseException:
@@ -407,6 +415,8 @@ def _mapped_errors(path: str, *, opening: bool = False) -> Iterator[None]:
         raise _damaged(path, exc, opening) from None
     except sqlite3.DatabaseError as exc:
         raise _damaged(path, exc, opening) from None
+    except UnicodeDecodeError:  # an error message quoting damaged bytes, which Python cannot decode
+        raise _damaged(path, sqlite3.DatabaseError(UNDECODABLE), opening) from None
 
 
 def _damaged(path: str, exc: sqlite3.DatabaseError, opening: bool) -> IndexFileError:
