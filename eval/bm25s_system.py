@@ -143,6 +143,8 @@ class Bm25sSearcher(Searcher):
             current = {row[0] for row in index.db.execute(f"SELECT c.id FROM chunks c WHERE {where}", params)}
             self.mask = np.array([1.0 if rowid in current else 0.0 for rowid in self.rows], dtype=np.float32)
         self.rank_seconds: list[float] = []
+        #: Where each question's ranking time is in ``rank_seconds`` (its repeats keep the fastest there).
+        self.asked: dict[str, int] = {}
         self.prepared = {
             "read_tokens_seconds": round(read - started, 4),
             "bm25s_index_seconds": round(indexed - read, 4),
@@ -165,12 +167,14 @@ class Bm25sSearcher(Searcher):
 
     def __call__(self, text: str) -> SearchResult:
         result, rank = self._answer(text)
+        self.asked[text] = len(self.rank_seconds)
         self.rank_seconds.append(rank)
         return result
 
     def again(self, text: str) -> SearchResult:
         result, rank = self._answer(text)  # timed again: the question's ranking time is its fastest
-        self.rank_seconds[-1] = min(self.rank_seconds[-1], rank)
+        if text in self.asked:
+            self.rank_seconds[self.asked[text]] = min(self.rank_seconds[self.asked[text]], rank)
         return result
 
     def _answer(self, text: str) -> tuple[SearchResult, float]:

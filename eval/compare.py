@@ -54,11 +54,12 @@ from .provenance import command_line as command_line
 from .provenance import environment
 from .records import SYNTHETIC_KIND, Dataset
 from .report import check_output, write_outputs
-from .runner import WARMUP, System, SystemRun, check_builder, corpus_source, run_system
+from .runner import WARMUP, System, SystemRun, check_builder, corpus_source
 from .shipped import read_from
 from .sources import check_judgments, check_trec_ids, source_dataset
 from .split_record import ALL_QUERIES, evaluated_queries
 from .stats import PERMUTATIONS, SEED
+from .timing import run_systems
 from .trec import read_any_qrels, read_run
 
 RECALL_CURVE = (1, 2, 3, 5, 10, 20, 50, 100)
@@ -152,11 +153,9 @@ def compare(
     rows: list[dict[str, Any]] = []
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     with in_use_scope():  # each system's cached index, until its passages are counted: `cache clear` leaves it
-        for system in systems:
-            callback = (
-                (lambda phase, done, total, name=system.name: progress(name, phase, done, total)) if progress else None
-            )
-            result: SystemRun = run_system(dataset, system, progress=callback, repeat=repeat)
+        callback = (lambda system, phase, done, total: progress(system.name, phase, done, total)) if progress else None
+        results = run_systems(dataset, systems, progress=callback, repeat=repeat)
+        for system, result in zip(systems, results, strict=True):
             tokens_per_passage = count_tokens_per_passage(result.index_path)
             check_units(result.run, corpus_ids, system.name, dataset)
             means, values = scored_run(qrels, result.run, metrics + curve, judged_ids)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import os
@@ -21,14 +20,12 @@ from ..errors import CorpusError, IndexFileError, RagEvalError
 from ..indexmeta import recorded_meta
 from ..locks import hold_in_use, key_lock, remove_database, unused
 from ..outputs import write_text_atomic
-from ..processing import QueryProcessing
 from ..records import Progress
-from ..store import SCHEMA_VERSION, Index
+from ..store import SCHEMA_VERSION
 from ..textio import open_regular, read_json
-from ..tokenizers import Tokenizer, get_tokenizer
+from ..tokenizers import Tokenizer
 from ..writer import BuildReport, build, corpus_checksum
-from .engines import DEFAULT_ENGINE, REFERENCE_ENGINE, get_engine
-from .latency import check_repeat
+from .engines import DEFAULT_ENGINE, REFERENCE_ENGINE
 from .metrics import RankedDoc
 from .records import Dataset
 
@@ -294,82 +291,14 @@ def run_system(
     """Build (or reuse) the system's index, run every query ``depth`` deep with its engine, and time each
     phase; the engine's own figures (and the resident memory its preparation added) go to ``engine_stats``.
 
-    Each question runs ``repeat`` times in a row (``compare`` runs it :data:`.latency.DEFAULT_REPEAT` times): the
-    first run is the one ranked, the others must return the same hits and scores, and each phase's time is the
-    fastest of the runs (a slower run is the same work plus time the machine spent elsewhere)."""
-    repeat = check_repeat(repeat)
-    tokenizer = get_tokenizer(system.tokenizer)
-    engine = get_engine(system.engine or DEFAULT_ENGINE)
-    processing = QueryProcessing.parse(system.query) if system.query else None
-    source, default_builder = corpus_source(dataset)
-    builder = get_builder(system.builder or default_builder)
-    check_builder(dataset, builder)
-    path, report = cached_build(source, builder, tokenizer, progress=progress, engine=engine.build_engine)
-    to_unit = builder.unit
-    as_of = dataset.meta.get("as_of")
-    queries = list(dataset.queries.values())
-    ranked: list[RankedDoc] = []
-    tokenize_times: list[float] = []
-    search_times: list[float] = []
-    first_search_times: list[float] = []
-    zero_hits: list[str] = []
-    false_hits: dict[str, int] = {}
-    with Index.open(path) as index:
-        index.tokenizer.load()  # its model is not the engine's memory
-        before = resident_bytes()
-        run = engine.searcher(index, mode=system.mode, depth=depth, as_of=as_of, processing=processing)
-        prepared = resident_bytes()
-        for query in queries[:WARMUP]:
-            run(query.text)
-        run.warmed()
-        try:
-            for number, query in enumerate(queries, start=1):
-                if number % FREEZE_EVERY == 1:
-                    gc.freeze()  # the records so far (this run's and earlier systems') out of full passes
-                result = run(query.text)
-                tokenize, search = result.tokenize_seconds, result.search_seconds
-                first_search_times.append(search)
-                if repeat > 1:
-                    ranking = [(hit.chunk.key, hit.score) for hit in result.hits]
-                    for _ in range(repeat - 1):
-                        again = run.again(query.text)
-                        tokenize, search = min(tokenize, again.tokenize_seconds), min(search, again.search_seconds)
-                        if [(hit.chunk.key, hit.score) for hit in again.hits] != ranking:
-                            raise RagEvalError(
-                                f"{system.name}: question {query.id!r} returned other hits when it was run again "
-                                "to be timed; its engine does not answer the same question the same way",
-                                hint="compare it with --repeat 1, and report this engine's behaviour",
-                            )
-                tokenize_times.append(tokenize)
-                search_times.append(search)
-                if not result.hits:
-                    zero_hits.append(query.id)
-                if query.kind == "no-answer":
-                    false_hits[query.id] = len(result.hits)
-                ranked += strict_run(query.id, [(to_unit(h.chunk.key), h.score) for h in result.hits])
-                if progress is not None:
-                    progress("queries", number, len(queries))
-        finally:
-            gc.unfreeze()
-        stats = run.stats()
-        if before is not None and prepared is not None:
-            stats.setdefault("rss_growth_bytes", prepared - before)
-    return SystemRun(
-        system,
-        tokenizer.spec,
-        builder.system,
-        ranked,
-        report,
-        str(path),
-        tokenize_times,
-        search_times,
-        zero_hits,
-        false_hits,
-        engine.spec,
-        stats,
-        repeat,
-        first_search_times,
-    )
+    Every question runs ``repeat`` times (``compare`` runs it :data:`.latency.DEFAULT_REPEAT` times), in as many
+    passes over the questions: the first pass is the one ranked, the others must return the same hits and scores,
+    and each phase's time is a question's fastest (a slower run is the same work plus time the machine spent
+    elsewhere). Several systems timed together: :func:`.timing.run_systems`."""
+    from .timing import run_systems  # it builds on this module
+
+    report = (lambda _system, phase, done, total: progress(phase, done, total)) if progress is not None else None
+    return run_systems(dataset, [system], depth=depth, progress=report, repeat=repeat)[0]
 
 
 #: Consecutive scores of a run differ by at least this fraction of their size (and at least 1e-6):

@@ -61,7 +61,7 @@ def no_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_args, **_kwargs):
         raise AssertionError("the comparison ran before the arguments were checked")
 
-    monkeypatch.setattr(compare_module, "run_system", refuse)
+    monkeypatch.setattr(compare_module, "run_systems", refuse)
 
 
 @pytest.fixture(scope="module")

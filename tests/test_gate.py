@@ -208,7 +208,7 @@ def test_the_cli_refuses_such_a_tolerance_before_running(
 ) -> None:
     import rag_eval.eval.compare as module
 
-    monkeypatch.setattr(module, "run_system", lambda *a, **k: pytest.fail("ran before checking the tolerance"))
+    monkeypatch.setattr(module, "run_systems", lambda *a, **k: pytest.fail("ran before checking the tolerance"))
     outcome = run("compare", "evidence-mini", "-t", "bigram", "--tolerance", tolerance, "-o", str(tmp_path / "x"))
     assert outcome.exit_code == 1 and outcome.stderr.startswith("error: tolerance must be a finite number"), (
         outcome.stderr

@@ -9,6 +9,7 @@ import dataclasses
 import itertools
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,14 +110,15 @@ def evidence():
     return load_dataset("evidence-mini")
 
 
-def _scripted_times(monkeypatch: pytest.MonkeyPatch, per_call: list[float]) -> list[str]:
-    """Make FTS5's searcher report the search times ``per_call`` (seconds, cycling): calls are recorded."""
+def _scripted_times(monkeypatch: pytest.MonkeyPatch, seconds_of: Callable[[int], float]) -> list[str]:
+    """Make FTS5's searcher report ``seconds_of(call number)`` as its search time (a tenth of it as its tokenize
+    time); the texts asked are recorded in order."""
     calls: list[str] = []
     real = engines._Fts5Searcher.__call__
 
     def scripted(self: engines._Fts5Searcher, text: str) -> SearchResult:
         result = real(self, text)
-        seconds = per_call[len(calls) % len(per_call)]
+        seconds = seconds_of(len(calls))
         calls.append(text)
         return dataclasses.replace(result, tokenize_seconds=seconds / 10, search_seconds=seconds)
 
@@ -125,17 +127,62 @@ def _scripted_times(monkeypatch: pytest.MonkeyPatch, per_call: list[float]) -> l
 
 
 def test_each_question_keeps_the_fastest_of_its_runs(monkeypatch: pytest.MonkeyPatch, evidence) -> None:
+    """Three warm-up calls, then three passes over the questions; question q's run in pass p takes
+    (5, 3, 4)[(q + p) % 3] ms, so every question's fastest is 3 ms, found in another pass for each, and its
+    first run (the ranked one) is (5, 3, 4)[q % 3]."""
     questions = len(evidence.queries)
-    # Warm-up calls take the first WARMUP times; then each question's three runs take 5, 3 and 4 ms.
-    calls = _scripted_times(monkeypatch, [0.005, 0.003, 0.004])
+    times = (0.005, 0.003, 0.004)
+
+    def seconds_of(call: int) -> float:
+        if call < 3:
+            return 1.0
+        run_pass, question = divmod(call - 3, questions)
+        return times[(question + run_pass) % 3]
+
+    calls = _scripted_times(monkeypatch, seconds_of)
     monkeypatch.setattr(runner, "WARMUP", 3)
     result = run_system(evidence, System("bigram", "", "", engine="fts5"), repeat=3)
-    assert len(calls) == 3 + 3 * questions
-    assert result.search_seconds == [0.003] * questions and result.tokenize_seconds == [0.003 / 10] * questions
-    assert result.first_search_seconds == [0.005] * questions and result.repeat == 3
-    # The runs of one question follow each other: the same text three times.
-    timed = calls[3:]
-    assert all(len(set(timed[i : i + 3])) == 1 for i in range(0, len(timed), 3))
+    assert len(calls) == 3 + 3 * questions and result.repeat == 3
+    assert result.search_seconds == [0.003] * questions
+    assert result.tokenize_seconds == [0.003 / 10] * questions
+    assert result.first_search_seconds == [times[q % 3] for q in range(questions)]
+    # Each pass asks every question, in the dataset's order: a question's runs are spread over the run.
+    texts = [query.text for query in evidence.queries.values()]
+    assert calls[3:] == texts * 3
+
+
+def test_the_repeats_interleave_the_systems(monkeypatch: pytest.MonkeyPatch, evidence) -> None:
+    """Each system ranks its questions in turn; then each repeat pass asks every question of every system, the
+    systems' order rotating from question to question, so a slow spell of the machine falls on all of them."""
+    from rag_eval.eval.timing import run_systems
+
+    asked: list[tuple[str, str]] = []
+    real = engines._Fts5Searcher.__call__
+
+    def recorded(self: engines._Fts5Searcher, text: str) -> SearchResult:
+        asked.append((self.index.tokenizer.spec, text))
+        return real(self, text)
+
+    monkeypatch.setattr(engines._Fts5Searcher, "__call__", recorded)
+    monkeypatch.setattr(runner, "WARMUP", 2)
+    systems = [System(name, "", "or", engine="fts5") for name in ("bigram", "unigram", "trigram")]
+    results = run_systems(evidence, systems, repeat=3)
+    texts = [query.text for query in evidence.queries.values()]
+    count = len(texts)
+    specs = [result.tokenizer_spec for result in results]
+    first = 0
+    for spec in specs:  # warm-up and the ranked pass, one system after another
+        assert asked[first : first + 2 + count] == [(spec, text) for text in texts[:2] + texts]
+        first += 2 + count
+    repeats = asked[first:]
+    assert len(repeats) == 2 * count * len(specs)
+    orders = set()
+    for block in range(2 * count):
+        group = repeats[block * len(specs) : (block + 1) * len(specs)]
+        assert {text for _spec, text in group} == {texts[block % count]} and {s for s, _ in group} == set(specs)
+        orders.add(tuple(spec for spec, _text in group))
+    assert len(orders) == len(specs)  # every system leads in turn
+    assert [result.repeat for result in results] == [3, 3, 3]
 
 
 def test_repeats_change_no_ranking(evidence) -> None:
@@ -192,7 +239,7 @@ def test_repeat_out_of_range_is_one_error_before_anything_runs(
     def refuse(*_args: Any, **_kwargs: Any) -> None:
         raise AssertionError("a system ran before --repeat was checked")
 
-    monkeypatch.setattr(compare_module, "run_system", refuse)
+    monkeypatch.setattr(compare_module, "run_systems", refuse)
     result = CliRunner().invoke(cli, ["compare", "evidence-mini", "--repeat", value, "-o", str(tmp_path / "out")])
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert result.exit_code == 1 and len(errors) == 1, result.output
