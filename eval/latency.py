@@ -5,8 +5,9 @@ A question's time is the fastest of its ``repeat`` runs: a slower run is the sam
 was not running (another process had the core, a page fault, a timer), which says nothing about the strategy
 (as Python's ``timeit`` documentation puts it: "the lowest value gives a lower bound for how fast your machine
 can run the given code snippet; higher values ... are typically ... caused by other processes interfering").
-On a 2-core machine with two other CPU-bound processes, one run per question put every strategy's p95 at
-4-16 ms whatever its p50 (reports/latency.md, "Stable latency").
+On a 2-core machine with two other CPU-bound processes, one run per question put most strategies' p95 at 4 to
+29 ms, the scheduler's time slices, whatever their p50 (reports/latency.md, "Stable latency"); :mod:`.timing`
+interleaves the repeats of the systems compared.
 
 The intervals are percentile bootstrap intervals over the questions (``RESAMPLES`` resamples, seeded): how much
 the p50 and p95 move with the sample of questions. Two systems answer the same questions, so each pair is
