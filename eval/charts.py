@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import html
 import io
+import itertools
 import math
 import re
+import unicodedata
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .point_labels import Point, label_points, text_width
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -24,10 +28,12 @@ if TYPE_CHECKING:
 
 
 class Chart(NamedTuple):
-    """One figure: its SVG text and a note on how to read it (log axes, what was left out)."""
+    """One figure: its SVG text, a note on how to read it (log axes, what was left out) and the figure drawn
+    (what :func:`.legibility.text_problems` checks)."""
 
     svg: str
     note: str
+    figure: Figure | None = None
 
 
 #: Okabe-Ito, readable with colour-blindness; tab20 takes over past eight systems.
@@ -44,7 +50,10 @@ CJK_FALLBACKS = (
     "Droid Sans Fallback",
     "AR PL UMing CN",
 )
+#: Characters on one line of a system's name beside an axis; longer names go on to further lines, never cut.
 LABEL_CHARS = 40
+#: Line height of a label, as a share of its font size (matplotlib's default ``linespacing`` and a margin).
+LINE = 1.25
 
 
 def colours(count: int) -> list[str]:
@@ -58,9 +67,34 @@ def colours(count: int) -> list[str]:
     return [to_hex(cmap(i % 20)) for i in range(count)]
 
 
-def short(label: str) -> str:
-    """A label that fits beside an axis: long system specs are cut with an ellipsis."""
-    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+def wrap_name(label: str, width: int = LABEL_CHARS) -> str:
+    """A name on lines of at most ``width`` characters, broken after its separators (' | ', '+', ',', ' ') where it
+    can be and inside a part only when the part alone is longer: every character kept, so two names stay two."""
+    parts = [part for part in re.split(r"(?<=[|+,])(?=[^ ])|(?<= )(?=[^ |])", label) if part]
+    lines: list[str] = []
+    for part in parts:
+        while _columns(part) > width:  # one part longer than a line: cut it into lines, keeping every character
+            if not lines or _columns(lines[-1]) >= width:
+                lines.append("")
+            cut = 1
+            while cut < len(part) and _columns(lines[-1] + part[: cut + 1]) <= width:
+                cut += 1
+            lines[-1], part = lines[-1] + part[:cut], part[cut:]
+        if lines and _columns(lines[-1] + part.rstrip()) <= width:
+            lines[-1] += part
+        elif part:
+            lines.append(part)
+    return "\n".join(line.rstrip() for line in lines) or label
+
+
+def _columns(text: str) -> int:
+    """Width of ``text`` in Latin characters: a Han character is two."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
+def _lines(labels: list[str]) -> int:
+    """The most lines of any of ``labels``."""
+    return max((label.count("\n") + 1 for label in labels), default=1)
 
 
 def _families() -> list[str]:
@@ -157,6 +191,27 @@ def _log_ticks(ax: Axes, axis: str, low: float, high: float) -> None:
     scale.set_minor_formatter(NullFormatter())
 
 
+def _thin_ticks(fig: Figure, axis: Any) -> None:
+    """Keep every k-th major tick of ``axis``, k the smallest for which no two tick labels overlap as drawn."""
+    from matplotlib.ticker import FixedLocator
+
+    ticks = list(axis.get_majorticklocs())
+    for step in range(1, max(len(ticks), 2)):
+        axis.set_major_locator(FixedLocator(ticks[::step]))
+        fig.draw_without_rendering()
+        boxes = sorted(
+            (label.get_window_extent() for label in axis.get_ticklabels() if label.get_text()), key=lambda b: b.x0
+        )
+        if all(a.x1 + 2 < b.x0 for a, b in itertools.pairwise(boxes)):
+            return
+
+
+def _row_height(names: list[str], least: float) -> float:
+    """Height (inches) of one row of a chart with ``names`` beside its rows: ``least``, or more for names on
+    several lines."""
+    return max(least, LINE * 8 / 72 * _lines(names) + 0.08)
+
+
 def _ticks(low: float, high: float, steps: tuple[float, ...]) -> list[float]:
     powers = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
     return [step * 10**power for power in powers for step in steps if low <= step * 10**power <= high]
@@ -170,8 +225,9 @@ def metric_bars(
 
     title = f"{metric} per system with 95% bootstrap intervals"
     key = "bars-" + re.sub(r"[^A-Za-z0-9_-]+", "-", metric)
+    names = [wrap_name(labels[row["name"]]) for row in rows]
     with _style(key):
-        fig = _figure(5.6, 0.34 * len(rows) + 0.9)
+        fig = _figure(5.6, _row_height(names, 0.34) * len(rows) + 0.9)
         ax = fig.add_subplot()
         values = np.array([row["metrics"][metric] for row in rows], dtype=float)
         bounds = np.array(
@@ -202,13 +258,13 @@ def metric_bars(
                 fontsize=8,
                 fontweight="bold" if value == best and len(set(values)) > 1 else "normal",
             )
-        ax.set_yticks(positions, [short(labels[row["name"]]) for row in rows])
+        ax.set_yticks(positions, names)
         ax.invert_yaxis()
         ax.set_xlim(0, top * 1.16)
         ax.set_xticks([tick / 10 * top for tick in range(0, 11, 2)])
         ax.set_xlabel(f"{metric}, mean over {judged} judged queries")
         ax.grid(axis="y", visible=False)
-        return Chart(_svg(fig, key, title), "Bars: mean; whiskers: 95% bootstrap interval; bold: best.")
+        return Chart(_svg(fig, key, title), "Bars: mean; whiskers: 95% bootstrap interval; bold: best.", fig)
 
 
 def recall_curves(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart:
@@ -216,8 +272,10 @@ def recall_curves(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart:
     title = "Recall at k per system"
     ks = sorted({int(key.split("@")[1]) for row in rows for key in row.get("recall_curve", {})})
     key = "recall"
+    names = [wrap_name(labels[row["name"]]) for row in rows]
     with _style(key):
-        fig = _figure(6.6, max(3.2, 0.19 * len(rows) + 0.8))
+        # The legend beside the axes: an entry's height is its lines' and the spacing between entries.
+        fig = _figure(6.6, max(3.2, sum(LINE * 8 / 72 * (name.count("\n") + 1) + 0.07 for name in names) + 0.8))
         ax = fig.add_subplot()
         for number, (row, colour) in enumerate(zip(rows, colours(len(rows)), strict=False)):
             curve = sorted((int(key.split("@")[1]), value) for key, value in row.get("recall_curve", {}).items())
@@ -229,7 +287,7 @@ def recall_curves(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart:
                 markersize=4,
                 linewidth=1.5,
                 linestyle=LINESTYLES[number // len(PALETTE) % len(LINESTYLES)],
-                label=short(labels[row["name"]]),
+                label=names[number],
             )
         if ks:
             from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
@@ -245,7 +303,7 @@ def recall_curves(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart:
         ax.set_xlabel("k (cut-off, log scale)")
         ax.set_ylabel("recall@k")
         fig.legend(loc="outside right upper")
-        return Chart(_svg(fig, key, title), "Mean recall over the judged queries at each cut-off k.")
+        return Chart(_svg(fig, key, title), "Mean recall over the judged queries at each cut-off k.", fig)
 
 
 def search_latency(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart | None:
@@ -259,8 +317,9 @@ def search_latency(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart 
     floor = min(positive) if positive else 0.001
     clipped = sum(1 for values in samples for value in values if value < floor)
     key = "latency"
+    names = [wrap_name(labels[row["name"]]) for row in timed]
     with _style(key):
-        fig = _figure(6.6, 0.42 * len(timed) + 1.1)
+        fig = _figure(6.6, _row_height(names, 0.42) * len(timed) + 1.1)
         ax = fig.add_subplot()
         palette = colours(len(rows))
         colour_of = {row["name"]: palette[i] for i, row in enumerate(rows)}
@@ -289,7 +348,7 @@ def search_latency(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart 
                     labelled.add(statistic)
         highest = max(max(values) for values in samples)
         _log_ticks(ax, "x", floor, max(highest, floor))
-        ax.set_yticks(range(len(timed)), [short(labels[row["name"]]) for row in timed])
+        ax.set_yticks(range(len(timed)), names)
         ax.set_ylim(len(timed) - 0.5, -0.5)
         ax.grid(axis="y", visible=False)
         ax.set_xlabel("search time per query (ms, log scale)")
@@ -300,7 +359,8 @@ def search_latency(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart 
         )
         if clipped:
             note = note.replace("no point clipped", f"{clipped} times of 0 ms drawn at {floor:g} ms")
-        return Chart(_svg(fig, key, title), note)
+        _thin_ticks(fig, ax.xaxis)
+        return Chart(_svg(fig, key, title), note, fig)
 
 
 def pareto_front(points: list[tuple[float, float]]) -> list[int]:
@@ -382,7 +442,7 @@ def quality_latency(rows: list[dict[str, Any]], labels: dict[str, str], metric: 
                     color=colour_of[row["name"]],
                     linestyle=":",
                     linewidth=1.4,
-                    label=f"{short(labels[row['name']])} (no latency)",
+                    label=f"{wrap_name(labels[row['name']], 30)} (no latency)",
                 )
         low = min([*ys, *(row["metrics"][metric] for row in rows)])
         high = max([*ys, *(row["metrics"][metric] for row in rows)])
@@ -394,13 +454,34 @@ def quality_latency(rows: list[dict[str, Any]], labels: dict[str, str], metric: 
         ax.set_xlabel("search latency p95 (ms, log scale)")
         ax.set_ylabel(f"{metric} (higher is better)")
         fig.legend(loc="outside right upper", labelspacing=2.2, borderpad=1.0, handletextpad=1.2)
-        _place_labels(
-            fig, ax, xs, ys, [short(labels[row["name"]]) for row in timed], areas
-        )  # last: the layout is final
+        _thin_ticks(fig, ax.xaxis)
+        steps = [
+            segment
+            for k in range(len(front_x) - 1)
+            for segment in (
+                (front_x[k], front_y[k], front_x[k + 1], front_y[k]),
+                (front_x[k + 1], front_y[k], front_x[k + 1], front_y[k + 1]),
+            )
+        ]
+        intervals = [(float(span[0]), ys[i], float(span[1]), ys[i]) for i, span in enumerate(spans) if span]
+        numbered = label_points(  # last: the layout is final
+            fig,
+            ax,
+            [
+                Point(xs[i], ys[i], math.sqrt(areas[i]) / 2, colour_of[row["name"]], labels[row["name"]])
+                for i, row in enumerate(timed)
+            ],
+            [*steps, *intervals],
+        )
         on_front = ", ".join(labels[timed[i]["name"]] for i in front)
         note = (
             f"Up and to the left is better. On the Pareto front (no system is both faster and better): {on_front}."
             + (" Marker area: index size." if largest else "")
+            + (
+                f" Markers are numbered by {metric}, highest first; the key under the chart names them."
+                if numbered
+                else ""
+            )
             + (
                 " Horizontal bars: each p95's 95% interval over the questions; where two overlap, see the latency "
                 "section for whether the two can be told apart."
@@ -408,7 +489,7 @@ def quality_latency(rows: list[dict[str, Any]], labels: dict[str, str], metric: 
                 else ""
             )
         )
-        return Chart(_svg(fig, key, title), note)
+        return Chart(_svg(fig, key, title), note, fig)
 
 
 def _size_keys(largest: int) -> list[float]:
@@ -418,62 +499,6 @@ def _size_keys(largest: int) -> list[float]:
 
 def _bytes(size: float) -> str:
     return f"{size / 1e6:g} MB" if size >= 1e6 else f"{size / 1e3:g} kB"
-
-
-Box = tuple[float, float, float, float]
-
-
-def _label_box(
-    point: tuple[float, float], offset: tuple[float, float, str], size: tuple[float, float], pixels: float
-) -> Box:
-    """Screen box (x0, y0, x1, y1) of a label of ``size`` points placed at ``offset`` points from ``point``."""
-    (x, y), (dx, dy, ha), (width, height) = point, offset, size
-    left = dx - (width if ha == "right" else width / 2 if ha == "center" else 0)
-    x0, y0 = x + left * pixels, y + (dy - height / 2) * pixels
-    return x0, y0, x0 + width * pixels, y0 + height * pixels
-
-
-def _covers(box: Box, point: tuple[float, float], radius: float) -> bool:
-    return box[0] - radius < point[0] < box[2] + radius and box[1] - radius < point[1] < box[3] + radius
-
-
-def _place_labels(
-    fig: Figure, ax: Axes, xs: list[float], ys: list[float], texts: list[str], areas: list[float]
-) -> None:
-    """Label each point beside its marker, on the first side where the label covers no other label or marker."""
-    fig.draw_without_rendering()  # the final layout, so distances on screen are the drawn ones
-    pixels = fig.dpi / 72
-    screen = [(float(a), float(b)) for a, b in (ax.transData.transform((x, y)) for x, y in zip(xs, ys, strict=False))]
-    radii = [math.sqrt(area) / 2 * pixels for area in areas]  # scatter sizes are areas in points squared
-    frame = ax.get_window_extent()
-    placed: list[Box] = []
-    for i in sorted(range(len(xs)), key=lambda i: -ys[i]):
-        size, gap = (len(texts[i]) * 5.0 + 2, 10.0), radii[i] / pixels + 3
-        # Left first: the Pareto step leaves a point to the right and reaches it from below.
-        candidates = [(-gap, 0.0, "right"), (0.0, gap + 4, "center"), (gap, 0.0, "left"), (0.0, -gap - 4, "center")]
-        candidates += [(gap, -step * 11.0, "left") for step in range(1, 6)]
-        chosen = candidates[0]
-        for candidate in candidates:
-            box = _label_box(screen[i], candidate, size, pixels)
-            inside = frame.x0 <= box[0] and box[2] <= frame.x1 and frame.y0 <= box[1] and box[3] <= frame.y1
-            clear = all(box[2] < o[0] or o[2] < box[0] or box[3] < o[1] or o[3] < box[1] for o in placed)
-            if inside and clear and not any(_covers(box, screen[j], radii[j]) for j in range(len(xs)) if j != i):
-                chosen = candidate
-                break
-        placed.append(_label_box(screen[i], chosen, size, pixels))
-        dx, dy, ha = chosen
-        note = ax.annotate(
-            texts[i],
-            (xs[i], ys[i]),
-            xytext=(dx, dy),
-            textcoords="offset points",
-            fontsize=8,
-            va="center",
-            ha=ha,
-            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85},
-            arrowprops={"arrowstyle": "-", "color": "#999999", "linewidth": 0.6} if abs(dy) > gap else None,
-        )
-        note.set_in_layout(False)  # placed for this layout: it must not move the axes it was measured on
 
 
 def kind_heatmap(rows: list[dict[str, Any]], labels: dict[str, str], metric: str) -> Chart | None:
@@ -491,8 +516,17 @@ def kind_heatmap(rows: list[dict[str, Any]], labels: dict[str, str], metric: str
         [[row.get("by_kind", {}).get(kind, {}).get(metric, np.nan) for kind in kinds] for row in rows], dtype=float
     )
     key = "kinds"
+    names = [wrap_name(labels[row["name"]]) for row in rows]
+    kind_names = [f"{wrap_name(kind, 16)}\nn={counts[kind]}" for kind in kinds]
     with _style(key):
-        fig = _figure(1.6 + 0.78 * len(kinds), 0.36 * len(rows) + 1.3)
+        # Room for the names beside the rows and for each kind's name under its column.
+        upright = len(kinds) > 8  # many kinds: their names stand upright under narrow columns
+        widest = max(text_width(name, 8) for name in kind_names)
+        column = max(0.42, _lines(kind_names) * 0.17) if upright else max(0.78, widest + 0.15)
+        fig = _figure(
+            max(text_width(name, 8) for name in names) + 1.6 + column * len(kinds),
+            _row_height(names, 0.36) * len(rows) + 1.0 + (widest if upright else _lines(kind_names) * 0.15),
+        )
         ax = fig.add_subplot()
         image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
         best = np.nanmax(np.where(np.isnan(grid), -1.0, grid), axis=0)
@@ -514,11 +548,13 @@ def kind_heatmap(rows: list[dict[str, Any]], labels: dict[str, str], metric: str
                 )
         ax.set_xticks(
             range(len(kinds)),
-            [f"{short(kind)}\nn={counts[kind]}" for kind in kinds],
-            rotation=30 if len(kinds) > 8 else 0,
-            ha="right" if len(kinds) > 8 else "center",
+            kind_names,
+            rotation=90 if upright else 0,
+            ha="right" if upright else "center",
+            va="center" if upright else "top",
+            rotation_mode="anchor" if upright else "default",  # upright names hang from their column
         )
-        ax.set_yticks(range(len(rows)), [short(labels[row["name"]]) for row in rows])
+        ax.set_yticks(range(len(rows)), names)
         ax.grid(False)
         ax.tick_params(length=0)
         for side in ("top", "right", "bottom", "left"):
@@ -527,4 +563,5 @@ def kind_heatmap(rows: list[dict[str, Any]], labels: dict[str, str], metric: str
         return Chart(
             _svg(fig, key, title),
             f"Mean {metric} over the judged queries of each kind (n below the kind); bold: best in its column.",
+            fig,
         )

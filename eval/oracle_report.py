@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RagEvalError
 from ..outputs import StagedFile, recorded_name, stage_text
 from ..textio import read_bytes
 from .report import _md
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 LABELS = {"naive": "naive order, judged-only pick", "decisive": "decisive order, model pick"}
 #: Each chart's y-axis label: written into its SVG as text, it marks a file as one of these charts.
@@ -67,45 +71,13 @@ def write_charts(studies: Mapping[str, Mapping[str, Any]], folder: str | Path) -
     """Two SVG charts per study set: judgments -> correct pick; judgments -> settled share and its accuracy."""
     import matplotlib
 
-    matplotlib.use("svg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams["svg.hashsalt"] = "rag-eval"  # stable ids: the same numbers give the same file
-    plt.rcParams["svg.fonttype"] = "none"  # text stays text
-    plt.rcParams["text.parse_math"] = False  # a file name with two '$' is a name, not mathtext
     staged: list[StagedFile] = []
     for kind in ("picks", "settled"):
-        figure, axes = plt.subplots(1, len(studies), figsize=(4 * len(studies), 3.6), squeeze=False)
-        for axis, (name, study) in zip(axes[0], studies.items(), strict=True):
-            summary = study["summary"]
-            x = list(range(1, study["budget"] + 1))
-            if kind == "picks":
-                for method, f in summary.items():
-                    axis.plot(x, f["curve"], label=LABELS.get(method, method))
-                    if method != "naive":
-                        axis.plot(x, f["curve_judged_pick"], linestyle="--", label=f"{method} order, judged-only pick")
-                axis.axhline(0.97, color="grey", linestyle=":", linewidth=1, label="target 97%")
-                axis.set_ylabel(Y_LABELS[kind])
-                axis.set_ylim(0, 1.02)
-            else:
-                f = summary.get("decisive") or next(iter(summary.values()))
-                right = [v if v is not None else float("nan") for v in f["settled_right_curve"]]
-                axis.plot(x, f["settled_share_curve"], label="share of samples saying settled")
-                axis.plot(x, right, label="share right among them")
-                axis.axhline(study["target"], color="grey", linestyle=":", linewidth=1, label="claimed 95%")
-                axis.set_ylabel(Y_LABELS[kind])
-                axis.set_ylim(0, 1.02)
-            axis.set_title(
-                f"{recorded_name(name)} ({study['samples']} x {study['sample_queries']} queries)", fontsize=9
-            )
-            axis.set_xlabel("judgments")
-            axis.grid(alpha=0.3)
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        figure.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
-        figure.tight_layout(rect=(0, 0.1, 1, 1))
-        text = io.StringIO()
-        figure.savefig(text, format="svg", metadata={"Date": None})
-        plt.close(figure)
+        # stable ids (the same numbers give the same file), text kept as text, a '$' in a file name kept
+        with matplotlib.rc_context({"svg.hashsalt": "rag-eval", "svg.fonttype": "none", "text.parse_math": False}):
+            figure = chart_figure(kind, studies)
+            text = io.StringIO()
+            figure.savefig(text, format="svg", metadata={"Date": None})
         try:
             staged.append(stage_text(Path(folder) / f"{kind}.svg", text.getvalue(), owned=_a_chart, what="chart"))
         except BaseException:
@@ -121,6 +93,48 @@ def write_charts(studies: Mapping[str, Mapping[str, Any]], folder: str | Path) -
         for item in staged[len(written) :]:
             item.discard()
     return written
+
+
+def chart_figure(kind: str, studies: Mapping[str, Mapping[str, Any]]) -> Figure:
+    """One chart (``picks`` or ``settled``) of the studies, a panel each, its legend under them all."""
+    from matplotlib.figure import Figure
+
+    from .charts import wrap_name
+    from .point_labels import text_width
+
+    figure = Figure(figsize=(4 * len(studies), 3.6), layout="constrained")
+    axes = figure.subplots(1, len(studies), squeeze=False)
+    for axis, (name, study) in zip(axes[0], studies.items(), strict=True):
+        summary = study["summary"]
+        x = list(range(1, study["budget"] + 1))
+        if kind == "picks":
+            for method, f in summary.items():
+                axis.plot(x, f["curve"], label=LABELS.get(method, method))
+                if method != "naive":
+                    axis.plot(x, f["curve_judged_pick"], linestyle="--", label=f"{method} order, judged-only pick")
+            axis.axhline(0.97, color="grey", linestyle=":", linewidth=1, label="target 97%")
+            axis.set_ylabel(Y_LABELS[kind])
+            axis.set_ylim(0, 1.02)
+        else:
+            f = summary.get("decisive") or next(iter(summary.values()))
+            right = [v if v is not None else float("nan") for v in f["settled_right_curve"]]
+            axis.plot(x, f["settled_share_curve"], label="share of samples saying settled")
+            axis.plot(x, right, label="share right among them")
+            axis.axhline(study["target"], color="grey", linestyle=":", linewidth=1, label="claimed 95%")
+            axis.set_ylabel(Y_LABELS[kind])
+            axis.set_ylim(0, 1.02)
+        title = f"{recorded_name(name)} ({study['samples']} x {study['sample_queries']} queries)"
+        axis.set_title(wrap_name(title, 48), fontsize=9)  # a long set name on further lines, not over the next
+        axis.set_xlabel("judgments")
+        axis.grid(alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    # As many columns as the figure's width holds, so no entry leaves it.
+    widest = max(text_width(label, 8) for label in labels) + 0.7
+    columns = max(1, min(3, len(labels), int(figure.get_figwidth() * 0.95 // widest)))
+    figure.legend(handles, labels, loc="outside lower center", ncols=columns, fontsize=8, frameon=False)
+    # The axes keep room for their y label (3.3 in) whatever height the legend takes under them.
+    figure.set_figheight(3.9 + 0.17 * math.ceil(len(labels) / columns))
+    return figure
 
 
 def _a_chart(path: Path) -> str | None:
