@@ -32,9 +32,9 @@ from typing import Any, NamedTuple
 import regex
 
 from ..errors import DatasetError, RagEvalError
+from ..files.textio import decode_utf8, display_name, read_bytes, split_lines
 from ..records import Progress
 from ..spec import SystemSpec, format_value
-from ..textio import decode_utf8, display_name, read_bytes, split_lines
 from ..tokenizers import TOKENIZERS, Token, Tokenizer, get_tokenizer, normalise, tokenizer_class
 
 TEXT_SUFFIX = "_test.utf8"
@@ -378,7 +378,7 @@ def evaluate_segmentation(
     Every file is read and checked before the first tokenizer loads. ``progress(phase, done, total)``
     hears of each strategy's lines on each set.
     """
-    from .compare import environment
+    from .compare.compare import environment
 
     _check_rule(rule)
     loaded = []

@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rag_eval.batch import MAX_LIMIT, batch_search, read_topics_file
 from rag_eval.cli import cli
-from rag_eval.eval.metrics import evaluate
-from rag_eval.eval.runner import System, run_system, strict_run, trec_run_text
-from rag_eval.eval.shipped import corpus_dir, datasets_root, load_shipped
-from rag_eval.eval.sources import question_id
-from rag_eval.eval.trec import evaluate_files, read_run
-from rag_eval.search import search
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.eval.compare.runner import System, run_system, strict_run, trec_run_text
+from rag_eval.eval.datasets.shipped import corpus_dir, datasets_root, load_shipped
+from rag_eval.eval.datasets.sources import question_id
+from rag_eval.eval.datasets.trec import evaluate_files, read_run
+from rag_eval.eval.metrics.measures import evaluate
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.batch import MAX_LIMIT, batch_search, read_topics_file
+from rag_eval.search.searching import search
 
 HANDBOOK_QUERIES = datasets_root() / "handbook" / "queries.jsonl"
 HANDBOOK_QRELS = datasets_root() / "handbook" / "qrels" / "test.tsv"
@@ -227,7 +227,7 @@ def test_a_killed_batch_leaves_no_file(handbook_index: Path, tmp_path: Path) -> 
     """The process is killed (SIGKILL, no clean-up runs) halfway through its queries."""
     script = (
         "import os, signal, sys\n"
-        "from rag_eval.batch import batch_search\n"
+        "from rag_eval.search.batch import batch_search\n"
         "def kill(_phase, done, total):\n"
         "    if done == total // 2:\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
@@ -270,7 +270,7 @@ def test_a_document_id_with_whitespace_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_impact_engine_gives_the_same_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rag_eval import impact as impact_module
+    from rag_eval.engines import impact as impact_module
 
     index = tmp_path / "impact.sqlite"
     build(corpus_dir("handbook"), index, builder="sections", tokenizer="bigram", engine="impact")

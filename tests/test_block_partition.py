@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_impact import assert_same, fts5_top, impact_top
 
-from rag_eval import impact, impact_write
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.engines import impact
+from rag_eval.engines.impact import write as impact_write
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
 
 
 def reference_blocks(ends: list[int]) -> list[tuple[int, int]]:

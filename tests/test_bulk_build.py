@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 from conftest import make_docs
 
-from rag_eval import writer
 from rag_eval.cli import cli
 from rag_eval.errors import IndexFileError, RagEvalError
-from rag_eval.search import search
-from rag_eval.store import Index
+from rag_eval.index import writer
+from rag_eval.index.store import Index
+from rag_eval.search.searching import search
 
 
 def side_files(folder: Path) -> list[str]:

@@ -18,24 +18,24 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rag_eval import locks
 from rag_eval.builders import get_builder
-from rag_eval.building_file import remove_stale_builds
 from rag_eval.cache import clear_indexes
 from rag_eval.cli import cli
 from rag_eval.errors import IndexFileError
-from rag_eval.eval import runner
-from rag_eval.eval.compare import compare
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.runner import System, cached_build, corpus_source, index_path
+from rag_eval.eval.compare import runner
+from rag_eval.eval.compare.compare import compare
+from rag_eval.eval.compare.runner import System, cached_build, corpus_source, index_path
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.index import locks
+from rag_eval.index.building_file import remove_stale_builds
 from rag_eval.tokenizers import get_tokenizer
 
 _CACHED_BUILD = textwrap.dedent(
     """
     import json, sys
     from rag_eval.builders import get_builder
-    from rag_eval.eval.formats import load_dataset
-    from rag_eval.eval.runner import cached_build, corpus_source
+    from rag_eval.eval.datasets.formats import load_dataset
+    from rag_eval.eval.compare.runner import cached_build, corpus_source
     from rag_eval.tokenizers import get_tokenizer
 
     source, builder = corpus_source(load_dataset("evidence-mini"))

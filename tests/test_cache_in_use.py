@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from rag_eval import locks
 from rag_eval.cache import clear_indexes
 from rag_eval.errors import IndexFileError
-from rag_eval.eval import runner
-from rag_eval.eval.compare import compare
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.judge import build_pool, plan
-from rag_eval.eval.runner import System
+from rag_eval.eval.compare import runner
+from rag_eval.eval.compare.compare import compare
+from rag_eval.eval.compare.runner import System
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.eval.judging.judge import build_pool, plan
+from rag_eval.index import locks
 
 
 def _cached_indexes(cache: Path) -> list[Path]:

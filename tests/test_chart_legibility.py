@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from test_render_escaping_audit import small_study
 
-from rag_eval.eval import charts, legibility
-from rag_eval.eval.oracle_report import chart_figure
-from rag_eval.eval.tune_report import dev_chart
-from rag_eval.eval.tune_search import Trial
-from rag_eval.eval.tune_space import Candidate
+from rag_eval.eval.judging.oracle_report import chart_figure
+from rag_eval.eval.reporting import charts, legibility
+from rag_eval.eval.tuning.report import dev_chart
+from rag_eval.eval.tuning.search import Trial
+from rag_eval.eval.tuning.space import Candidate
 
 METRIC = "nDCG@10"
 #: tune's longest kind of name: a weighted hybrid of three tokenizers with query processing.

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.fusion import NORMALISATIONS, normalised
-from rag_eval.eval.shipped import datasheet, shipped_ids
+from rag_eval.eval.compare.fusion import NORMALISATIONS, normalised
+from rag_eval.eval.datasets.shipped import datasheet, shipped_ids
 
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq1 0 d4 2\nq2 0 d3 2\nq3 0 d5 1\n"
 RUN = "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d9 3 1.0 t\nq2 Q0 d3 1 1.0 t\nq3 Q0 d8 1 4.0 t\nq3 Q0 d5 2 3.5 t\n"

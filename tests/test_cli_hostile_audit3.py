@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 from conftest import make_docs
 
-from rag_eval.batch import read_topics_file
 from rag_eval.cli import cli
-from rag_eval.eval import trec
-from rag_eval.writer import build
+from rag_eval.eval.datasets import trec
+from rag_eval.index.writer import build
+from rag_eval.search.batch import read_topics_file
 
 #: Topic files whose one reading is {"7": "导出 文件", "8": "备份"}: TREC's SGML in the shapes found in the wild.
 SAME_TOPICS = {

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError
-from rag_eval.eval import tune_space
-from rag_eval.eval.compare import load_systems_toml
-from rag_eval.eval.gate import check
-from rag_eval.eval.tune import candidates, load_space, tune
+from rag_eval.eval.compare.compare import load_systems_toml
+from rag_eval.eval.compare.gate import check
+from rag_eval.eval.tuning import space as tune_space
+from rag_eval.eval.tuning.tune import candidates, load_space, tune
 
 
 def _error_lines(result) -> list[str]:  # noqa: ANN001 - click's Result

@@ -106,7 +106,7 @@ def test_errors_are_one_line(built, args: list[str], message: str) -> None:
 
 def test_second_build_while_locked_is_refused(built) -> None:
     runner, root, index = built
-    from rag_eval.store import build_lock
+    from rag_eval.index.store import build_lock
 
     with build_lock(str(index)):
         result = runner.invoke(cli, ["index", "build", str(root), "-o", str(index), "-b", "lines", "-t", "jieba"])
@@ -117,8 +117,8 @@ def test_second_build_while_locked_is_refused(built) -> None:
 def test_the_builder_is_the_recorded_one_or_the_sources_layout(built, tmp_path: Path) -> None:
     """Without -b, a sync keeps the builder the index records (options included) and a new index takes the
     one the source's layout calls for; -b '' and a source no builder recognises are one error line each."""
-    from rag_eval.eval.shipped import corpus_dir
-    from rag_eval.store import Index
+    from rag_eval.eval.datasets.shipped import corpus_dir
+    from rag_eval.index.store import Index
 
     runner, root, index = built
     docs = corpus_dir("handbook")
@@ -153,8 +153,8 @@ def test_the_builder_is_the_recorded_one_or_the_sources_layout(built, tmp_path: 
 def test_a_sync_keeps_what_the_index_records(tmp_path: Path) -> None:
     """Builder, tokenizer, query processing and engine left out of a sync are the index's own (a sync without
     -t made a jieba index bigram, and dropped its processing, without a word); given ones replace them."""
-    from rag_eval.eval.shipped import corpus_dir
-    from rag_eval.store import Index
+    from rag_eval.eval.datasets.shipped import corpus_dir
+    from rag_eval.index.store import Index
 
     runner = CliRunner()
     docs, index = corpus_dir("handbook"), tmp_path / "kb.sqlite"
@@ -203,8 +203,8 @@ def test_read_takes_the_place_plain_search_shows(built) -> None:
 
 def test_plain_search_prints_one_hit_per_line(tmp_path: Path) -> None:
     """Section snippets hold line breaks; the plain output keeps one hit per line of four tab-separated columns."""
-    from rag_eval.eval.shipped import corpus_dir
-    from rag_eval.writer import build
+    from rag_eval.eval.datasets.shipped import corpus_dir
+    from rag_eval.index.writer import build
 
     index = tmp_path / "hb.sqlite"
     build(corpus_dir("handbook"), index, builder="sections", tokenizer="bigram")

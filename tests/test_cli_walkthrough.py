@@ -10,7 +10,7 @@ import click
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.writer import build
+from rag_eval.index.writer import build
 
 DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 

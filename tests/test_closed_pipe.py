@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.writer import build
+from rag_eval.index.writer import build
 
 DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 

@@ -9,12 +9,12 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.compare import compare
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.report import write_outputs
-from rag_eval.eval.runner import System, strict_run
-from rag_eval.eval.trec import read_run
-from rag_eval.keys import unit_of
+from rag_eval.eval.compare.compare import compare
+from rag_eval.eval.compare.runner import System, strict_run
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.eval.datasets.trec import read_run
+from rag_eval.eval.reporting.report import write_outputs
+from rag_eval.index.keys import unit_of
 
 SYSTEMS = [System("bigram", "", ""), System("unicode61", "", ""), System("trigram", "", "")]
 
@@ -92,7 +92,7 @@ def test_interrupted_write_keeps_the_previous_report(result, tmp_path: Path, mon
     report, runs = result
     out = write_outputs(report, runs, tmp_path / "report")
     before = (out / "report.json").read_text(encoding="utf-8")
-    import rag_eval.eval.report as module
+    import rag_eval.eval.reporting.report as module
 
     def interrupted(_report):
         raise KeyboardInterrupt
@@ -206,7 +206,7 @@ def test_markdown_tables_keep_their_columns(result) -> None:
     """System names contain ' | ': unescaped, they split table rows into extra columns."""
     import re
 
-    from rag_eval.eval.report import render_markdown
+    from rag_eval.eval.reporting.report import render_markdown
 
     table = [line for line in render_markdown(result[0]).splitlines() if line.startswith("| ")]
     quality = table[: 1 + len(result[0]["systems"])]
@@ -238,7 +238,8 @@ def test_timed_questions_run_with_the_harness_records_frozen(monkeypatch: pytest
     the run, also when it fails."""
     import gc
 
-    from rag_eval.eval import engines, runner
+    from rag_eval.engines import base as engines
+    from rag_eval.eval.compare import runner
 
     monkeypatch.setattr(runner, "FREEZE_EVERY", 3)
     dataset = load_dataset("evidence-mini")
@@ -272,7 +273,7 @@ def test_timed_questions_run_with_the_harness_records_frozen(monkeypatch: pytest
 
 
 def test_a_knowledge_base_without_questions_is_told_how_to_get_some(tmp_path: Path) -> None:
-    from rag_eval.eval.shipped import corpus_dir
+    from rag_eval.eval.datasets.shipped import corpus_dir
 
     for command in (
         ["compare", str(corpus_dir("handbook")), "-o", str(tmp_path / "x")],

@@ -11,19 +11,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rag_eval import impact as impact_module
 from rag_eval.builders import get_builder
 from rag_eval.cli import cli
+from rag_eval.engines import base as engines_module
+from rag_eval.engines import impact as impact_module
+from rag_eval.engines.base import engine_names, get_engine, written_engine
 from rag_eval.errors import RagEvalError
-from rag_eval.eval import engines as engines_module
-from rag_eval.eval.compare import compare, load_systems_toml
-from rag_eval.eval.engines import engine_names, get_engine, written_engine
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.report import render_markdown, summary, write_outputs
-from rag_eval.eval.runner import System, _cached_report, cached_build, corpus_source, index_path
-from rag_eval.eval.split import subset
-from rag_eval.eval.tune import Candidate, candidates, load_space, recommendation_toml
-from rag_eval.store import Index
+from rag_eval.eval.compare.compare import compare, load_systems_toml
+from rag_eval.eval.compare.runner import System, _cached_report, cached_build, corpus_source, index_path
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.eval.datasets.split import subset
+from rag_eval.eval.reporting.report import render_markdown, summary, write_outputs
+from rag_eval.eval.tuning.tune import Candidate, candidates, load_space, recommendation_toml
+from rag_eval.index.store import Index
 from rag_eval.tokenizers import get_tokenizer
 
 bm25s = pytest.importorskip("bm25s", reason="bm25s is not installed (pip install 'rag-eval[bm25s]')")
@@ -112,7 +112,7 @@ def test_bm25s_row_has_quality_speed_memory_and_index_size(handbook_report: dict
 @pytest.mark.parametrize("spec", ["unicode61", "bigram"])
 def test_bm25s_indexes_exactly_the_tokens_of_each_chunk(spec: str) -> None:
     """Native (FTS5's tokens, as its Python mirror gives them) and Python strategies alike."""
-    from rag_eval.eval.bm25s_system import index_tokens
+    from rag_eval.engines.bm25s import index_tokens
 
     dataset = load_dataset("evidence-mini")
     source, builder_name = corpus_source(dataset)
@@ -233,7 +233,7 @@ def test_a_missing_bm25s_is_an_error_with_the_install_command(monkeypatch: pytes
 def test_index_build_from_a_systems_file_takes_its_engine(tmp_path: Path) -> None:
     """A file naming the impact engine (compare's default) builds impact postings; one naming fts5 leaves the
     build's own default (auto: impact); --engine overrides both."""
-    from rag_eval.eval.shipped import corpus_dir
+    from rag_eval.eval.datasets.shipped import corpus_dir
 
     runner = CliRunner()
     cases = [("impact", [], "impact"), ("fts5", [], "impact"), ("impact", ["--engine", "fts5"], "fts5")]

@@ -17,12 +17,12 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from rag_eval.cli import cli
-from rag_eval.eval import compare as compare_module
-from rag_eval.eval.compare import compare, default_systems
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.gate import DEFAULT_TOLERANCE
-from rag_eval.eval.runner import System, run_system
-from rag_eval.query import MODES
+from rag_eval.eval.compare import compare as compare_module
+from rag_eval.eval.compare.compare import compare, default_systems
+from rag_eval.eval.compare.gate import DEFAULT_TOLERANCE
+from rag_eval.eval.compare.runner import System, run_system
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.search.query import MODES
 from rag_eval.tokenizers import TOKENIZERS, get_tokenizer, tokenizer_class
 from rag_eval.tokenizers.bigram import BigramTokenizer
 
@@ -429,7 +429,7 @@ def mixed_settings(evidence):
 @pytest.mark.parametrize("which", ["every_strategy", "mixed_settings"])
 def test_the_table_keeps_every_value_and_arrow(which: str, width: int, request: pytest.FixtureRequest) -> None:
     from rag_eval.cli.compare import print_comparison
-    from rag_eval.eval.report import arrow
+    from rag_eval.eval.reporting.report import arrow
 
     report = request.getfixturevalue(which)
     assert any(arrow(row, m) for row in report["systems"] for m in report["metrics"])  # arrows are there to lose
@@ -450,7 +450,7 @@ def test_the_table_keeps_every_value_and_arrow(which: str, width: int, request: 
 
 
 def test_json_summary_instead_of_the_table(tmp_path: Path) -> None:
-    from rag_eval.eval.report import arrow
+    from rag_eval.eval.reporting.report import arrow
 
     out = tmp_path / "out"
     outcome = invoke(
@@ -504,7 +504,7 @@ def test_mode_choices_and_tolerance_default_come_from_the_library() -> None:
 def test_systems_with_one_name_are_refused_and_run_files_never_collide(
     tmp_path: Path, report_folder: Path, no_runs: None
 ) -> None:
-    from rag_eval.eval.report import run_file_names
+    from rag_eval.eval.reporting.report import run_file_names
 
     error = one_error(invoke("compare", "evidence-mini", "-t", "bigram", "-t", "bigram", "-o", tmp_path / "out"))
     assert "'bigram | lines | and' is given twice" in error

@@ -10,9 +10,9 @@ import pytest
 from conftest import make_docs
 
 from rag_eval.errors import CorpusError
-from rag_eval.search import search
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.searching import search
 
 
 def results(path: Path) -> list:

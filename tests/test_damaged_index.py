@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from conftest import make_docs
 
 from rag_eval.cli import cli
-from rag_eval.writer import build
+from rag_eval.index.writer import build
 
 COMMANDS = [
     ["search", "{index}", "导出"],

@@ -1,4 +1,4 @@
-"""Data-safety audit of rag-eval's shared output writer (``rag_eval.outputs``): a command writes only what it
+"""Data-safety audit of rag-eval's shared output writer (``rag_eval.files.outputs``): a command writes only what it
 created, replaces only what rag-eval wrote, and a killed or failed command leaves every path as it was.
 
 Each test names the defect it pins down; each failed before its fix.
@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from rag_eval import outputs
 from rag_eval.cli import cli
-from rag_eval.outputs import OutputError, new_folder, publish_folder, write_text_atomic
+from rag_eval.files import outputs
+from rag_eval.files.outputs import OutputError, new_folder, publish_folder, write_text_atomic
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -50,7 +50,7 @@ def mine(_path: Path) -> None:
 #: is done (audit hooks run before the operation they announce).
 KILL_AT = """
 import os, signal, sys
-from rag_eval.outputs import publish_folder
+from rag_eval.files.outputs import publish_folder
 target, at = sys.argv[1], int(sys.argv[2])
 MUTATING = ("os.rename", "os.remove", "os.rmdir", "os.link", "os.chmod", "os.mkdir", "shutil.rmtree",
             "tempfile.mkdtemp", "ctypes.dlsym")

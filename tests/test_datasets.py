@@ -10,13 +10,13 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import DatasetError
-from rag_eval.eval.beir import load_beir, write_beir
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.records import Dataset, Passage, Query
-from rag_eval.eval.shipped import export_shipped, load_shipped, shipped_ids
-from rag_eval.eval.squad import convert_squad
-from rag_eval.eval.trec import read_topics, read_trec_qrels, write_trec_qrels
-from rag_eval.outputs import OutputError
+from rag_eval.eval.datasets.beir import load_beir, write_beir
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.eval.datasets.records import Dataset, Passage, Query
+from rag_eval.eval.datasets.shipped import export_shipped, load_shipped, shipped_ids
+from rag_eval.eval.datasets.squad import convert_squad
+from rag_eval.eval.datasets.trec import read_topics, read_trec_qrels, write_trec_qrels
+from rag_eval.files.outputs import OutputError
 
 
 def small() -> Dataset:
@@ -197,7 +197,7 @@ def test_every_qrel_points_at_an_existing_passage(dataset_id: str) -> None:
 @pytest.mark.parametrize("dataset_id", shipped_ids())
 def test_query_kind_counts_match_the_datasheet(dataset_id: str) -> None:
     dataset = load_shipped(dataset_id)
-    from rag_eval.eval.shipped import datasheet
+    from rag_eval.eval.datasets.shipped import datasheet
 
     sheet = datasheet(dataset_id)
     for kind, count in dataset.stats()["query_kinds"].items():
@@ -235,7 +235,7 @@ def test_datasets_commands(tmp_path: Path) -> None:
 def test_shipped_checksum_mismatch_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import shutil
 
-    import rag_eval.eval.shipped as shipped
+    import rag_eval.eval.datasets.shipped as shipped
 
     copy = tmp_path / "datasets"
     shutil.copytree(shipped.datasets_root(), copy)
@@ -279,7 +279,7 @@ def test_handbook_pinned() -> None:
 
 def test_handbook_structure_matches_the_datasheet() -> None:
     from rag_eval.builders import get_builder
-    from rag_eval.eval.shipped import corpus_dir
+    from rag_eval.eval.datasets.shipped import corpus_dir
 
     builder = get_builder("sections")
     files = builder.scan(corpus_dir("handbook"))
@@ -291,8 +291,8 @@ def test_handbook_structure_matches_the_datasheet() -> None:
 
 
 def test_handbook_judgements_cover_the_qrels() -> None:
-    from rag_eval.eval.beir import read_qrels
-    from rag_eval.eval.shipped import datasets_root
+    from rag_eval.eval.datasets.beir import read_qrels
+    from rag_eval.eval.datasets.shipped import datasets_root
 
     dataset = load_shipped("handbook")
     pooled = read_qrels(datasets_root() / "handbook" / "judgements.tsv", dataset.corpus, dataset.queries)

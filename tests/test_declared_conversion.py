@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 import regex
 
-from rag_eval.query import compile_query
+from rag_eval.search.query import compile_query
 from rag_eval.spec import Option, OptionSet, parse_bool
 from rag_eval.tokenizers import TOKENIZERS, Token, Tokenizer, get_tokenizer
 

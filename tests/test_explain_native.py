@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.eval.shipped import corpus_dir
-from rag_eval.search import search
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.eval.datasets.shipped import corpus_dir
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.searching import search
 
 
 @pytest.mark.parametrize(("spec", "native"), [("unicode61", True), ("trigram", True), ("bigram", False)])

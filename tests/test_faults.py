@@ -13,9 +13,9 @@ import pytest
 from conftest import make_docs
 
 from rag_eval.errors import IndexFileError
-from rag_eval.search import search
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.searching import search
 
 
 def answers(path: Path, queries=("导出 文件", "备份", "ＦＡＱ", "资料库")) -> list:
@@ -42,7 +42,7 @@ def test_sigkill_mid_transaction_keeps_the_previous_index(built, tmp_path: Path)
     (docs / "notes.md").write_text("# 新的笔记\n\n导出以后要检查文件。\n", encoding="utf-8")
     # Killed inside the build's transaction, once its chunk rows are inserted and before the commit.
     code = (
-        "import os, signal, sys; from rag_eval.writer import build; build(sys.argv[1], sys.argv[2], "
+        "import os, signal, sys; from rag_eval.index.writer import build; build(sys.argv[1], sys.argv[2], "
         "builder='sections', tokenizer='bigram', on_insert=lambda rows: os.kill(os.getpid(), signal.SIGKILL))"
     )
     result = subprocess.run([sys.executable, "-c", code, str(docs), str(path)], capture_output=True, text=True)

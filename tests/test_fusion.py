@@ -11,9 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.compare import compare, run_compare
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.fusion import (
+from rag_eval.eval.compare.compare import compare, run_compare
+from rag_eval.eval.compare.fusion import (
     METHODS,
     NORMALISATIONS,
     Fusion,
@@ -25,9 +24,10 @@ from rag_eval.eval.fusion import (
     parse_fusion,
     resolve_members,
 )
-from rag_eval.eval.metrics import RankedDoc, evaluate
-from rag_eval.eval.runner import System
-from rag_eval.eval.trec import read_run
+from rag_eval.eval.compare.runner import System
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.eval.datasets.trec import read_run
+from rag_eval.eval.metrics.measures import RankedDoc, evaluate
 
 # Three small runs and ranx 0.3.21's fuse of them under every method, normalisation and k offered here;
 # made once by tests/data/fusion/make_golden.py (the command is in its docstring; ranx is not a dependency).
@@ -255,7 +255,7 @@ def test_a_fused_system_is_a_row_like_any_other(fused_report, evidence) -> None:
 
 
 def test_the_gate_compares_a_fused_system_and_sees_a_changed_member(fused_report) -> None:
-    from rag_eval.eval.gate import baseline_of, check
+    from rag_eval.eval.compare.gate import baseline_of, check
 
     report, _ = fused_report
     same = check(report, baseline_of(report))
@@ -267,7 +267,7 @@ def test_the_gate_compares_a_fused_system_and_sees_a_changed_member(fused_report
 
 
 def test_fused_rows_render_without_a_build(fused_report, tmp_path: Path) -> None:
-    from rag_eval.eval.report import render_markdown, write_outputs
+    from rag_eval.eval.reporting.report import render_markdown, write_outputs
 
     report, runs = fused_report
     markdown = render_markdown(report)
@@ -298,8 +298,8 @@ def test_compare_command_fuses_from_a_systems_file_and_the_command_line(tmp_path
 
 
 def test_a_fusion_with_an_outside_run_has_quality_but_no_costs(tmp_path: Path, fused_report) -> None:
-    from rag_eval.eval.compare import OutsideRun
-    from rag_eval.eval.report import write_outputs
+    from rag_eval.eval.compare.compare import OutsideRun
+    from rag_eval.eval.reporting.report import write_outputs
 
     report, runs = fused_report
     first = write_outputs(report, runs, tmp_path / "first")
@@ -350,7 +350,7 @@ def test_fusion_errors_come_before_anything_is_built(
 
 
 def test_fuse_command_writes_the_fused_run_compare_ranks(fused_report, tmp_path: Path) -> None:
-    from rag_eval.eval.report import write_outputs
+    from rag_eval.eval.reporting.report import write_outputs
 
     report, runs = fused_report
     folder = write_outputs(report, runs, tmp_path / "report")

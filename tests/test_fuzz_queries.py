@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag_eval.errors import InvalidTextError, QueryError
-from rag_eval.search import search
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.searching import search
 
 FTS5_SYNTAX = [
     '"',

@@ -167,7 +167,7 @@ def test_gate_needs_a_baseline(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("dataset", ["handbook", "evidence-mini"])
 def test_committed_baselines_match_the_shipped_data(dataset: str) -> None:
-    from rag_eval.eval.formats import load_dataset
+    from rag_eval.eval.datasets.formats import load_dataset
 
     baseline = json.loads(
         (Path(__file__).parents[1] / "reports" / "baseline" / f"{dataset}.json").read_text(encoding="utf-8")
@@ -186,7 +186,7 @@ def test_committed_baselines_match_the_shipped_data(dataset: str) -> None:
 @pytest.mark.parametrize("tolerance", [math.nan, math.inf, -math.inf, -0.001])
 def test_a_tolerance_that_is_not_a_finite_non_negative_number_is_refused(tolerance: float) -> None:
     from rag_eval.errors import RagEvalError
-    from rag_eval.eval.gate import check
+    from rag_eval.eval.compare.gate import check
 
     report = {
         "dataset": {"checksum": "c"},
@@ -206,7 +206,7 @@ def test_a_tolerance_that_is_not_a_finite_non_negative_number_is_refused(toleran
 def test_the_cli_refuses_such_a_tolerance_before_running(
     tolerance: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rag_eval.eval.compare as module
+    import rag_eval.eval.compare.compare as module
 
     monkeypatch.setattr(module, "run_systems", lambda *a, **k: pytest.fail("ran before checking the tolerance"))
     outcome = run("compare", "evidence-mini", "-t", "bigram", "--tolerance", tolerance, "-o", str(tmp_path / "x"))
@@ -261,7 +261,7 @@ def _report(
     ],
 )
 def test_check_compares_each_metric_with_the_tolerance(new: float, outcome: str) -> None:
-    from rag_eval.eval.gate import check
+    from rag_eval.eval.compare.gate import check
 
     result = check(_report({"nDCG@10": new}), _report({"nDCG@10": 0.5}), tolerance=0.005)
     found = "regression" if result.regressions else "improvement" if result.improvements else "same"
@@ -269,7 +269,7 @@ def test_check_compares_each_metric_with_the_tolerance(new: float, outcome: str)
 
 
 def test_check_calls_a_changed_identity_stale_and_lists_unmatched_systems() -> None:
-    from rag_eval.eval.gate import check
+    from rag_eval.eval.compare.gate import check
 
     base = _report({"nDCG@10": 0.9})
     stale = check(_report({"nDCG@10": 0.1}, tokenizer="bigram [y]"), base)

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.gate import GateError, check
+from rag_eval.eval.compare.gate import GateError, check
 
 
 def _report(name: str, metrics: dict[str, float], tokenizer: str = "bigram [x]") -> dict:

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from rag_eval.builders.sections import split_markdown, split_oversized
 from rag_eval.cli import cli
-from rag_eval.read import read
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.read import read
 
 MANIFEST = '[{"doc_id": "a", "revision": "r1", "status": "current", "expires": null, "path": "%s"}]'
 
@@ -179,7 +179,7 @@ def test_a_long_hit_of_a_native_strategy_gets_its_snippet_without_fts5s_quadrati
 ) -> None:
     """FTS5's snippet() takes time in the square of a row's matches (2 min 14 s for a 7-term query on a 0.96 MB
     line): a hit over FTS5_SNIPPET_CHARS gets its snippet from the strategy's mirror tokens, a short one FTS5's."""
-    from rag_eval import search as search_module
+    from rag_eval.search import searching as search_module
 
     words = ["导出", "备份", "文件", "保留"]
     long_line = " ".join(words[n % 4] for n in range(6_000))  # 17,999 characters

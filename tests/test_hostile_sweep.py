@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from conftest import make_docs
 
 from rag_eval.cli import cli
-from rag_eval.writer import build
+from rag_eval.index.writer import build
 
 NOT_UTF8 = "caf\udce9"  # what Python makes of the bytes b"caf\xe9" in argv
 

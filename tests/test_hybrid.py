@@ -12,14 +12,14 @@ from click.testing import CliRunner
 from conftest import tokenizer_for
 
 from rag_eval.cli import cli
-from rag_eval.columns import field_columns
 from rag_eval.compat import DocIndex
 from rag_eval.errors import SpecError
-from rag_eval.read import verify_index
-from rag_eval.search import search
-from rag_eval.store import Index
+from rag_eval.index.columns import field_columns
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.read import verify_index
+from rag_eval.search.searching import search
 from rag_eval.tokenizers import HybridTokenizer, get_tokenizer, written_spec
-from rag_eval.writer import build
 
 HYBRID = "unigram^2+bigram+jieba:mode=precise"
 

@@ -13,14 +13,17 @@ from conftest import tokenizer_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_eval import impact, impact_rank, impact_read, impact_write
+from rag_eval.engines import impact
+from rag_eval.engines.impact import rank as impact_rank
+from rag_eval.engines.impact import read as impact_read
+from rag_eval.engines.impact import write as impact_write
 from rag_eval.errors import QueryError
-from rag_eval.eval.shipped import corpus_dir, datasets_root, entry
-from rag_eval.query import compile_query
-from rag_eval.search import search
-from rag_eval.search_sql import filter_params, ranking_sql
-from rag_eval.store import Index, foreign_reason
-from rag_eval.writer import build
+from rag_eval.eval.datasets.shipped import corpus_dir, datasets_root, entry
+from rag_eval.index.store import Index, foreign_reason
+from rag_eval.index.writer import build
+from rag_eval.search.query import compile_query
+from rag_eval.search.searching import search
+from rag_eval.search.sql import filter_params, ranking_sql
 
 STRATEGIES = ["bigram", "unicode61", "trigram", "unigram", "jieba", "pkuseg:model=mini"]
 
@@ -379,7 +382,7 @@ def test_failed_build_leaves_the_previous_impacts(tmp_path: Path, docs: Path, mo
         real(db, *args)
         raise RuntimeError("killed while writing impacts")
 
-    monkeypatch.setattr("rag_eval.writer.write_impacts", half_then_fail)
+    monkeypatch.setattr("rag_eval.index.writer.write_impacts", half_then_fail)
     with pytest.raises(RuntimeError, match="killed"):
         build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
     assert impacts_of(path) == before

@@ -21,11 +21,11 @@ from largecorpus import generate
 
 from rag_eval.cli import cli
 from rag_eval.errors import IndexFileError
-from rag_eval.read import verify_index
-from rag_eval.search import search
-from rag_eval.store import Index
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.read import verify_index
+from rag_eval.search.searching import search
 from rag_eval.tokenizers import get_tokenizer
-from rag_eval.writer import build
 
 
 def digest(path: Path) -> str:
@@ -223,7 +223,7 @@ def test_an_index_opened_for_one_tokenizer_fails_clearly_after_a_rebuild_with_an
 
 
 def test_a_build_does_not_wait_for_readers(tmp_path: Path, docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import rag_eval.store as store
+    import rag_eval.index.store as store
 
     monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 30_000)
     path = tmp_path / "index.sqlite"
@@ -279,7 +279,7 @@ def test_a_killed_pooled_build_leaves_no_worker_and_no_lock(sig: int, tmp_path: 
     path = tmp_path / "index.sqlite"
     env = {**os.environ, "RAG_EVAL_WORKERS": "2"}
     code = (
-        "import sys; from rag_eval.writer import build; "
+        "import sys; from rag_eval.index.writer import build; "
         "build(sys.argv[1], sys.argv[2], builder='sections', tokenizer='jieba')"
     )
     parent = subprocess.Popen(

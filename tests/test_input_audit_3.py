@@ -21,20 +21,20 @@ from rag_eval.builders import get_builder  # noqa: E402
 from rag_eval.builders.lines import MANIFEST_KEYS  # noqa: E402
 from rag_eval.cli import cli  # noqa: E402
 from rag_eval.errors import CorpusError, DatasetError, QueryError, RagEvalError  # noqa: E402
-from rag_eval.eval import shipped  # noqa: E402
-from rag_eval.eval.judgments import named_target  # noqa: E402
-from rag_eval.eval.oracle import main as oracle_main  # noqa: E402
-from rag_eval.outputs import (  # noqa: E402
+from rag_eval.eval.datasets import shipped  # noqa: E402
+from rag_eval.eval.judging.judgments import named_target  # noqa: E402
+from rag_eval.eval.judging.oracle import main as oracle_main  # noqa: E402
+from rag_eval.files.outputs import (  # noqa: E402
     SQLITE_SIDE_SUFFIXES,
     OutputError,
     check_file_target,
     checked_target,
     write_text_atomic,
 )
-from rag_eval.read import VERIFY_MAX_BYTES, read_chunk, verify_chunk, verify_index, verify_source  # noqa: E402
-from rag_eval.search import search  # noqa: E402
-from rag_eval.store import Index  # noqa: E402
-from rag_eval.writer import build  # noqa: E402
+from rag_eval.index.store import Index  # noqa: E402
+from rag_eval.index.writer import build  # noqa: E402
+from rag_eval.search.read import VERIFY_MAX_BYTES, read_chunk, verify_chunk, verify_index, verify_source  # noqa: E402
+from rag_eval.search.searching import search  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -326,7 +326,7 @@ def test_the_shared_output_check_refuses_a_file_named_as_a_folder(workspace: dic
     assert checked_target(str(workspace["root"]) + "/notes-wal", what="x", file=True).name == "notes-wal"
 
 
-# -- 5. python -m rag_eval.eval.oracle: one error line -----------------------------------------------------------
+# -- 5. python -m rag_eval.eval.judging.oracle: one error line ---------------------------------------------------------
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from rag_eval.errors import CorpusError
-from rag_eval.textio import parse_json, parse_json_line
-from rag_eval.writer import build
+from rag_eval.files.textio import parse_json, parse_json_line
+from rag_eval.index.writer import build
 
 
 @pytest.mark.parametrize(

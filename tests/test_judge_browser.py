@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from rag_eval.eval.judgments import log_path
-from rag_eval.eval.sources import question_id
-from rag_eval.eval.trec import read_trec_qrels
+from rag_eval.eval.datasets.sources import question_id
+from rag_eval.eval.datasets.trec import read_trec_qrels
+from rag_eval.eval.judging.judgments import log_path
 
 ROOT = Path(__file__).resolve().parent
 QUESTIONS = ROOT / "data" / "judge" / "questions.txt"

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.judge import plan
-from rag_eval.eval.judge_session import query_marks
-from rag_eval.eval.judgments import Judgments, JudgmentsConflict, log_path
+from rag_eval.eval.judging.judge import plan
+from rag_eval.eval.judging.judgments import Judgments, JudgmentsConflict, log_path
+from rag_eval.eval.judging.session import query_marks
 from rag_eval.tokenizers import get_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,7 +136,7 @@ def test_highlights_join_every_tokenizers_matches() -> None:
 @pytest.fixture(scope="module")
 def small_set(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The first 12 of the handbook's example questions and their judgments (docs/examples)."""
-    from rag_eval.eval.sources import question_id
+    from rag_eval.eval.datasets.sources import question_id
 
     folder = tmp_path_factory.mktemp("oracle")
     questions = (ROOT / "docs" / "examples" / "handbook-questions.txt").read_text(encoding="utf-8").splitlines()[:12]
@@ -149,10 +149,10 @@ def small_set(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def _full_qrels_winner(questions: Path, qrels: Path) -> str:
     """The winner by trec_eval's nDCG@10 (ir-measures), computed apart from the oracle module."""
-    from rag_eval.eval.metrics import evaluate
-    from rag_eval.eval.records import Qrel
-    from rag_eval.eval.runner import System, run_system
-    from rag_eval.eval.sources import source_dataset
+    from rag_eval.eval.compare.runner import System, run_system
+    from rag_eval.eval.datasets.records import Qrel
+    from rag_eval.eval.datasets.sources import source_dataset
+    from rag_eval.eval.metrics.measures import evaluate
 
     dataset = source_dataset("handbook", questions, qrels=qrels)
     judged = [Qrel(q, d, g) for q, docs in dataset.qrels.items() for d, g in docs.items()]
@@ -216,7 +216,7 @@ def test_an_existing_replay_file_is_refused_before_any_work(
     def no_build(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the pool was built before the output was checked")
 
-    monkeypatch.setattr("rag_eval.eval.judge.build_pool", no_build)
+    monkeypatch.setattr("rag_eval.eval.judging.judge.build_pool", no_build)
     code, _, stderr = invoke("handbook", "--queries", str(questions), *CHEAP, "--oracle", str(qrels), "-o", str(out))
     errors = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert code == 1 and len(errors) == 1 and "refusing to replace it: it already exists" in errors[0], stderr
@@ -238,9 +238,9 @@ def test_the_pool_does_not_depend_on_the_order_of_questions_or_how_a_spec_is_wri
 
 
 def test_a_session_grades_steps_back_regrades_undoes_and_skips(tmp_path: Path) -> None:
-    from rag_eval.eval.judge import build_pool
-    from rag_eval.eval.judge_session import Session
-    from rag_eval.eval.selection import Selector
+    from rag_eval.eval.judging.judge import build_pool
+    from rag_eval.eval.judging.selection import Selector
+    from rag_eval.eval.judging.session import Session
 
     dataset, systems, skipped, identity = plan("handbook", QUESTIONS, tokenizers=["bigram", "unigram"])
     pool = build_pool(dataset, systems, identity, skipped=skipped)

@@ -19,14 +19,14 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError
-from rag_eval.eval.judge import build_pool, check_idle_timeout, plan
-from rag_eval.eval.judge_server import REQUEST_TIMEOUT, JudgeServer
-from rag_eval.eval.judge_session import Session
-from rag_eval.eval.judgments import Judgments, JudgmentsError, JudgmentsWriteError, PoolIdentity, log_path
-from rag_eval.eval.selection import SelectionError, Selector
-from rag_eval.eval.settle import PRIOR, fit_logistic
-from rag_eval.eval.trec import read_trec_qrels
-from rag_eval.store import RagEvalWarning
+from rag_eval.eval.datasets.trec import read_trec_qrels
+from rag_eval.eval.judging.judge import build_pool, check_idle_timeout, plan
+from rag_eval.eval.judging.judgments import Judgments, JudgmentsError, JudgmentsWriteError, PoolIdentity, log_path
+from rag_eval.eval.judging.selection import SelectionError, Selector
+from rag_eval.eval.judging.server import REQUEST_TIMEOUT, JudgeServer
+from rag_eval.eval.judging.session import Session
+from rag_eval.eval.judging.settle import PRIOR, fit_logistic
+from rag_eval.index.store import RagEvalWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ROOT / "tests" / "data" / "judge" / "questions.txt"
@@ -55,7 +55,7 @@ def no_build(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the pool was built before the input was refused")
 
-    monkeypatch.setattr("rag_eval.eval.judge.build_pool", refuse)
+    monkeypatch.setattr("rag_eval.eval.judging.judge.build_pool", refuse)
 
 
 # -- options out of range ------------------------------------------------------------------------------------
@@ -72,7 +72,7 @@ def test_a_depth_over_1000_is_refused_before_anything_is_built(tmp_path: Path, n
 
 
 SELECTOR_DEPTH = """
-from rag_eval.eval.selection import Selector
+from rag_eval.eval.judging.selection import Selector
 runs = {"a": {"q1": ["d1", "d2"]}, "b": {"q1": ["d2", "d3"]}}
 print(Selector(runs, depth=10**12).pool == Selector(runs, depth=10).pool)
 """
@@ -426,7 +426,7 @@ def test_the_relevance_model_never_overflows_and_reaches_the_mode() -> None:
 
 def test_counts_of_one_are_singular(tmp_path: Path) -> None:
     """Regression: "1 questions have a relevant passage", "1 questions", "1 systems"."""
-    from rag_eval.eval.sources import question_id
+    from rag_eval.eval.datasets.sources import question_id
 
     first = EXAMPLES.read_text(encoding="utf-8").splitlines()[0]
     lines = EXAMPLE_QRELS.read_text(encoding="utf-8").splitlines()

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_eval.eval.judge_session import decision_view
-from rag_eval.eval.selection import PICK_SURE, TOO_EARLY, Decision, Selector
+from rag_eval.eval.judging.selection import PICK_SURE, TOO_EARLY, Decision, Selector
+from rag_eval.eval.judging.session import decision_view
 
 NAMES = ["bigram", "unigram", "trigram", "jieba", "pkuseg", "unicode61", "jieba:mode=precise"]
 

@@ -21,11 +21,11 @@ from test_judge_browser import Server
 from test_judge_inputs import CHEAP, POOL, QUESTIONS, Running, make_change, one_error
 
 from rag_eval.cli import cli
-from rag_eval.eval import judgments as judgments_module
-from rag_eval.eval import judgments_writes
-from rag_eval.eval.judge import plan
-from rag_eval.eval.judgments import Judgments, JudgmentsWriteError, PoolIdentity, log_path
-from rag_eval.eval.trec import read_trec_qrels
+from rag_eval.eval.datasets.trec import read_trec_qrels
+from rag_eval.eval.judging import judgments as judgments_module
+from rag_eval.eval.judging import judgments_writes
+from rag_eval.eval.judging.judge import plan
+from rag_eval.eval.judging.judgments import Judgments, JudgmentsWriteError, PoolIdentity, log_path
 
 #: What the test servers close a silent connection after, in seconds.
 REQUEST_TIMEOUT = 0.5
@@ -179,7 +179,7 @@ def test_a_second_judge_on_the_same_file_is_refused_before_anything_is_built(
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the pool was built before the second session was refused")
 
-    monkeypatch.setattr("rag_eval.eval.judge.build_pool", refuse)
+    monkeypatch.setattr("rag_eval.eval.judging.judge.build_pool", refuse)
     with Judgments.open(out, identity, assessor="") as judgments:
         judgments.record(identity.questions[0], "accounts/invite-members.md#邀请成员", 2)
         before = out.read_bytes(), log_path(out).read_bytes()

@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.judgments import Judgments, JudgmentsError, PoolIdentity, log_path
-from rag_eval.eval.trec import read_any_qrels, read_trec_qrels
+from rag_eval.eval.datasets.trec import read_any_qrels, read_trec_qrels
+from rag_eval.eval.judging.judgments import Judgments, JudgmentsError, PoolIdentity, log_path
 
 POOL = PoolIdentity(corpus="c" * 64, questions=("q1", "q2"), systems=("bigram", "unigram"), depth=10)
 
@@ -196,7 +196,7 @@ def test_a_damaged_log_is_one_error_naming_the_line(tmp_path: Path, line: str, m
 
 WRITER = """
 import sys
-from rag_eval.eval.judgments import Judgments, PoolIdentity
+from rag_eval.eval.judging.judgments import Judgments, PoolIdentity
 pool = PoolIdentity("c" * 64, ("q1", "q2"), ("bigram", "unigram"), 10)
 with Judgments.open(sys.argv[1], pool, assessor="k") as judgments:
     n = 0

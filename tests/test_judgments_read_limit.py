@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from test_judge_inputs import POOL
 
-from rag_eval.eval import judgments as judgments_module
-from rag_eval.eval.judgments import Judgments, JudgmentsError, log_path
+from rag_eval.eval.judging import judgments as judgments_module
+from rag_eval.eval.judging.judgments import Judgments, JudgmentsError, log_path
 
 
 def test_a_log_over_the_read_limit_is_one_error_at_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

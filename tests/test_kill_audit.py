@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from rag_eval.cache import clear_indexes
-from rag_eval.eval.compare import compare
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.runner import System
+from rag_eval.eval.compare.compare import compare
+from rag_eval.eval.compare.runner import System
+from rag_eval.eval.datasets.formats import load_dataset
 
 
 def test_cache_clear_keeps_an_index_a_running_compare_reads(own_cache: Path) -> None:
@@ -41,11 +41,11 @@ KILLED_BUILD = """
 import os, signal, sys
 from pathlib import Path
 from rag_eval.builders import get_builder
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.engines import DEFAULT_ENGINE, get_engine
-from rag_eval.eval.runner import corpus_source, index_path
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.engines.base import DEFAULT_ENGINE, get_engine
+from rag_eval.eval.compare.runner import corpus_source, index_path
 from rag_eval.tokenizers import get_tokenizer
-from rag_eval.writer import build
+from rag_eval.index.writer import build
 source, builder = corpus_source(load_dataset("evidence-mini"))
 engine = get_engine(DEFAULT_ENGINE).build_engine  # the index compare builds
 tokenizer = get_tokenizer("bigram")
@@ -91,7 +91,7 @@ def test_cache_clear_removes_what_killed_builds_left_and_nothing_else(own_cache:
 
 POOL = """
 import os, signal, sys, time
-import rag_eval.tokenize_pool as pool
+import rag_eval.index.tokenize_pool as pool
 from rag_eval.errors import RagEvalError
 from rag_eval.tokenizers import get_tokenizer
 pool.POOL_MIN_CHARS, pool.BATCH = 0, 10

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import CorpusError
-from rag_eval.eval.agreement import (
+from rag_eval.eval.compare.agreement import (
     detectable_difference,
     disagreements,
     jaccard,
@@ -20,9 +20,9 @@ from rag_eval.eval.agreement import (
     smallest_p,
     zero_hit_rate,
 )
-from rag_eval.eval.shipped import corpus_dir
-from rag_eval.eval.sources import infer_builder, question_id, read_questions, source_dataset
-from rag_eval.eval.trec import read_trec_qrels
+from rag_eval.eval.datasets.shipped import corpus_dir
+from rag_eval.eval.datasets.sources import infer_builder, question_id, read_questions, source_dataset
+from rag_eval.eval.datasets.trec import read_trec_qrels
 
 QUESTIONS = ["如何导出团队的数据", "存储附加包多少钱", "审计日志保留多久", "怎么重置密码"]
 
@@ -77,7 +77,7 @@ def test_detectable_difference_shrinks_with_more_queries() -> None:
 
 def test_few_queries_warning_says_when_nothing_can_be_significant(questions: Path, tmp_path: Path) -> None:
     """Four judged questions: the warning says no difference can be significant (it promised 0.149)."""
-    from rag_eval.eval.shipped import corpus_dir
+    from rag_eval.eval.datasets.shipped import corpus_dir
 
     texts = [line for line in questions.read_text(encoding="utf-8").splitlines() if line.strip()][:4]
     few = tmp_path / "few.txt"

@@ -20,7 +20,7 @@ from largecorpus import generate
 # also count the forked parent's pages from before exec, which Linux carries over.)
 CHILD = """
 import json, sys, time
-from rag_eval.writer import build
+from rag_eval.index.writer import build
 started = time.perf_counter()
 report = build(sys.argv[1], sys.argv[2], builder="sections", tokenizer="bigram")
 peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))

@@ -17,15 +17,16 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
+from rag_eval.engines import base as engines
 from rag_eval.errors import RagEvalError
-from rag_eval.eval import compare as compare_module
-from rag_eval.eval import engines, latency, runner
-from rag_eval.eval.charts import quality_latency
-from rag_eval.eval.compare import compare, run_compare
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.report import render_html, render_markdown, summary
-from rag_eval.eval.runner import System, latency_summary, run_system
-from rag_eval.search import SearchResult
+from rag_eval.eval.compare import compare as compare_module
+from rag_eval.eval.compare import latency, runner
+from rag_eval.eval.compare.compare import compare, run_compare
+from rag_eval.eval.compare.runner import System, latency_summary, run_system
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.eval.reporting.charts import quality_latency
+from rag_eval.eval.reporting.report import render_html, render_markdown, summary
+from rag_eval.search.searching import SearchResult
 
 
 def _row(name: str, samples: list[float]) -> dict[str, Any]:
@@ -154,7 +155,7 @@ def test_each_question_keeps_the_fastest_of_its_runs(monkeypatch: pytest.MonkeyP
 def test_the_repeats_interleave_the_systems(monkeypatch: pytest.MonkeyPatch, evidence) -> None:
     """Each system ranks its questions in turn; then each repeat pass asks every question of every system, the
     systems' order rotating from question to question, so a slow spell of the machine falls on all of them."""
-    from rag_eval.eval.timing import run_systems
+    from rag_eval.eval.compare.timing import run_systems
 
     asked: list[tuple[str, str]] = []
     real = engines._Fts5Searcher.__call__
@@ -208,7 +209,7 @@ def test_what_an_engine_counts_per_question_counts_each_question_once(
     """The impact engine's FTS5 fallbacks and bm25s's ranking times are per question, not per timed run."""
     if engine == "bm25s":
         pytest.importorskip("bm25s")
-    from rag_eval import impact
+    from rag_eval.engines import impact
 
     engines.engine_names()  # registers bm25s
     monkeypatch.setattr(impact, "fallback_reason", lambda index, query: "counted")

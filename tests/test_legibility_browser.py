@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from test_report_render import CHROMIUM, CHROMIUM_ARGS
 
-from rag_eval.eval.compare import run_compare
-from rag_eval.eval.report import render_html
-from rag_eval.eval.tune_report import dev_chart
-from rag_eval.eval.tune_search import Trial
-from rag_eval.eval.tune_space import Candidate
+from rag_eval.eval.compare.compare import run_compare
+from rag_eval.eval.reporting.report import render_html
+from rag_eval.eval.tuning.report import dev_chart
+from rag_eval.eval.tuning.search import Trial
+from rag_eval.eval.tuning.space import Candidate
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium executable (Debian: apt-get install chromium; .ci/run installs it)"

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from conftest import make_docs
 
-from rag_eval.batch import batch_search
 from rag_eval.errors import IndexFileError, QueryError, RagEvalError, ReadError, SpecError
-from rag_eval.read import list_entries, read_entry, verify_index
-from rag_eval.search import search, warm
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.batch import batch_search
+from rag_eval.search.read import list_entries, read_entry, verify_index
+from rag_eval.search.searching import search, warm
 
 
 @pytest.fixture
@@ -218,8 +218,8 @@ def test_the_agent_tool_names_its_arguments(index_file: Path) -> None:
     deep inside; now the signature names every option (a caller's type checker sees them too)."""
     import inspect
 
-    from rag_eval.evidence import evidence
-    from rag_eval.search import search_tool
+    from rag_eval.search.evidence import evidence
+    from rag_eval.search.searching import search_tool
 
     for function in (evidence, search_tool):
         parameters = inspect.signature(function).parameters
@@ -235,7 +235,7 @@ def test_an_output_that_is_not_a_path_is_refused(
 ) -> None:
     """outputs.checked_target took str() of anything: None became a file named 'None' (found for batch_search,
     which checks its own argument; every writer goes through this one)."""
-    from rag_eval.outputs import OutputError, write_text_atomic
+    from rag_eval.files.outputs import OutputError, write_text_atomic
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(OutputError, match="must be a path"):

@@ -12,7 +12,7 @@ import pytest
 
 from rag_eval import compat
 from rag_eval.errors import IndexFileError, SpecError
-from rag_eval.writer import build
+from rag_eval.index.writer import build
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from rag_eval.errors import QueryError
-from rag_eval.query import compile_query
-from rag_eval.read import list_entries, read_entry
-from rag_eval.search import search
-from rag_eval.served import IndexSet
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.query import compile_query
+from rag_eval.search.read import list_entries, read_entry
+from rag_eval.search.searching import search
+from rag_eval.serve.served import IndexSet
 
 
 def nested(depth: int) -> list[Any]:

@@ -14,10 +14,10 @@ from make_corpus import make  # noqa: E402
 
 from rag_eval.builders.lines import split_lines  # noqa: E402
 from rag_eval.errors import CorpusError, MissingSourceError, QueryError  # noqa: E402
-from rag_eval.read import verify_index, verify_source  # noqa: E402
-from rag_eval.search import search, search_tool  # noqa: E402
-from rag_eval.store import Index  # noqa: E402
-from rag_eval.writer import build  # noqa: E402
+from rag_eval.index.store import Index  # noqa: E402
+from rag_eval.index.writer import build  # noqa: E402
+from rag_eval.search.read import verify_index, verify_source  # noqa: E402
+from rag_eval.search.searching import search, search_tool  # noqa: E402
 
 
 @pytest.fixture
@@ -165,7 +165,7 @@ def test_explain_shows_tokens_expression_and_counts(corpus: Path, tmp_path: Path
 
 
 def test_offsets_round_trip() -> None:
-    from rag_eval.offsets import decode, encode
+    from rag_eval.index.offsets import decode, encode
     from rag_eval.tokenizers import get_tokenizer
 
     text = "导出文件保留三十天，" * 30 + "C++ 与 Wi-Fi 3.11"

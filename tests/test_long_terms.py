@@ -11,12 +11,13 @@ import pytest
 import regex
 from test_impact import assert_same, fts5_top, impact_top
 
-from rag_eval import impact, impact_write
-from rag_eval.query import compile_query
-from rag_eval.search import search
-from rag_eval.store import Index
+from rag_eval.engines import impact
+from rag_eval.engines.impact import write as impact_write
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.query import compile_query
+from rag_eval.search.searching import search
 from rag_eval.tokenizers import TOKENIZERS, Token, Tokenizer
-from rag_eval.writer import build
 
 WORDS = ["导出", "备份", "文件", "保留", "的", "Wi-Fi", "设置", "三十天"]
 QUERIES = ("导出备份", "的 文件", "wi-fi 设置", "设置的设置 保留保留保留", "Wi-Fi")
@@ -92,7 +93,7 @@ def test_bm25s_reads_a_term_fts5_cut_inside_a_character(tmp_path: Path) -> None:
     """bm25s reads FTS5's instances too: the cut term, not valid UTF-8, is a term of its own (named by its
     bytes) instead of an error, and every row keeps FTS5's number of tokens."""
     pytest.importorskip("bm25s")
-    from rag_eval.eval.bm25s_system import index_tokens
+    from rag_eval.engines.bm25s import index_tokens
 
     source = write_corpus(tmp_path / "corpus.jsonl", lines=4, extra=" " + "长" * 11_000)
     build(source, tmp_path / "index.sqlite", builder="passages", tokenizer="unicode61", engine="fts5")

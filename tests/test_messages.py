@@ -14,7 +14,7 @@ from conftest import make_docs
 
 from rag_eval.builders import BUILDERS, get_builder
 from rag_eval.cli import cli
-from rag_eval.eval.sources import question_id
+from rag_eval.eval.datasets.sources import question_id
 
 QUESTIONS = ["导出文件保留多久", "数据库备份保留几天"]
 #: A judged passage of make_docs's knowledge base, and the ids a person might have given the questions.

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from conftest import metric_cli_args
 
 from rag_eval.cli import cli
-from rag_eval.eval.metrics import MetricError, RankedDoc, canonical_metric, evaluate, metric_names
-from rag_eval.eval.records import Qrel
+from rag_eval.eval.datasets.records import Qrel
+from rag_eval.eval.metrics.measures import MetricError, RankedDoc, canonical_metric, evaluate, metric_names
 
 QRELS = [Qrel("q1", "d1", 2), Qrel("q1", "d2", 1), Qrel("q1", "d4", 0), Qrel("q2", "d3", 1), Qrel("q2", "d5", 2)]
 RUN = [

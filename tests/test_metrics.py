@@ -12,8 +12,8 @@ import pytest
 from conftest import metric_cli_args
 
 from rag_eval.errors import RagEvalError
-from rag_eval.eval.metrics import MetricError, RankedDoc, evaluate, parse_metric, ranked_ids
-from rag_eval.eval.records import MAX_RELEVANCE, Qrel
+from rag_eval.eval.datasets.records import MAX_RELEVANCE, Qrel
+from rag_eval.eval.metrics.measures import MetricError, RankedDoc, evaluate, parse_metric, ranked_ids
 
 
 def run(*docs: tuple[str, str]) -> list[RankedDoc]:

@@ -16,13 +16,13 @@ from test_metrics_differential import SPECS, TOLERANCE, _trec_measure, _trec_ord
 
 from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError
-from rag_eval.eval import metrics
-from rag_eval.eval.compare_stats import significance
-from rag_eval.eval.compare_systems import load_systems_toml
-from rag_eval.eval.gate import check, load_baseline
-from rag_eval.eval.metrics import MetricError, RankedDoc, evaluate, parse_metric
-from rag_eval.eval.records import Qrel
-from rag_eval.eval.tune_space import load_space
+from rag_eval.eval.compare.gate import check, load_baseline
+from rag_eval.eval.compare.statistics import significance
+from rag_eval.eval.compare.systems import load_systems_toml
+from rag_eval.eval.datasets.records import Qrel
+from rag_eval.eval.metrics import measures as metrics
+from rag_eval.eval.metrics.measures import MetricError, RankedDoc, evaluate, parse_metric
+from rag_eval.eval.tuning.space import load_space
 
 COUNTS = [spec for spec in SPECS if parse_metric(spec).NAME in ("NumQ", "NumRel", "NumRet")]
 QUALITY = [spec for spec in SPECS if spec not in COUNTS]
@@ -225,10 +225,10 @@ def test_a_systems_file_error_names_the_file_and_the_table(key: str, value: str,
 
 def test_the_report_page_marks_no_best_value_of_a_count() -> None:
     """report.md and report.html bolded the highest NumRet as the best, as if returning more documents were better."""
-    from rag_eval.eval.compare import compare
-    from rag_eval.eval.formats import load_dataset
-    from rag_eval.eval.report_page import page_data
-    from rag_eval.eval.runner import System
+    from rag_eval.eval.compare.compare import compare
+    from rag_eval.eval.compare.runner import System
+    from rag_eval.eval.datasets.formats import load_dataset
+    from rag_eval.eval.reporting.page import page_data
 
     systems = [System("bigram", "", ""), System("unigram", "", "")]
     report, _runs = compare(load_dataset("handbook"), systems, metrics=["nDCG@10", "NumRet"])

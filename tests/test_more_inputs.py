@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError, SpecError
-from rag_eval.eval.squad import export_squad
-from rag_eval.eval.tune import candidates, load_space
+from rag_eval.eval.datasets.squad import export_squad
+from rag_eval.eval.tuning.tune import candidates, load_space
 from rag_eval.tokenizers import get_tokenizer
 
 
@@ -132,8 +132,8 @@ def test_segeval_finds_the_project_data_from_any_folder(tmp_path: Path, monkeypa
 
 def test_an_index_whose_user_dictionary_is_gone_says_so_not_damaged(tmp_path: Path) -> None:
     """The index is intact; the dictionary file its spec names was removed."""
-    from rag_eval.eval.shipped import corpus_dir
-    from rag_eval.writer import build
+    from rag_eval.eval.datasets.shipped import corpus_dir
+    from rag_eval.index.writer import build
 
     words = tmp_path / "words.txt"
     words.write_text("导出文件 5\n", encoding="utf-8")

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from conftest import make_docs
 
 from rag_eval.cli import cli
-from rag_eval.writer import build
+from rag_eval.index.writer import build
 
 #: Columns a build never leaves NULL that `index list` shows (sections and documents listings).
 LISTED = ["key", "path", "anchor", "title", "heading_path", "category"]

@@ -15,11 +15,11 @@ from click.testing import CliRunner
 
 from rag_eval.builders import BUILDERS, get_builder
 from rag_eval.cli import cli
+from rag_eval.engines.base import ENGINES, engine_names, get_engine
 from rag_eval.errors import SpecError
-from rag_eval.eval.engines import ENGINES, engine_names, get_engine
+from rag_eval.files.textio import shown
 from rag_eval.registry import Registry
 from rag_eval.spec import Configurable, Number, Option
-from rag_eval.textio import shown
 from rag_eval.tokenizers import TOKENIZERS
 
 engine_names()  # registers the peer engines (bm25s) before the registries are read below

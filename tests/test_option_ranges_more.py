@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from rag_eval.errors import CorpusError, SpecError
-from rag_eval.processing import QueryProcessing
-from rag_eval.textio import read_bytes
+from rag_eval.files.textio import read_bytes
+from rag_eval.search.processing import QueryProcessing
 
 
 @pytest.mark.parametrize(

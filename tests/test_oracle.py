@@ -1,4 +1,4 @@
-"""Judging with an oracle (rag_eval.eval.oracle): replay, winners, the sampling study, and the shipped handbook."""
+"""Judging with an oracle (rag_eval.eval.judging.oracle): replay, winners, the sampling study, the shipped handbook."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from rag_eval.errors import RagEvalError
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.metrics import evaluate
-from rag_eval.eval.oracle import per_query_ndcg, read_runs, replay, sampling_study, summarise, winners
-from rag_eval.eval.records import Qrel
-from rag_eval.eval.runner import System, run_system
-from rag_eval.eval.selection import Selector
+from rag_eval.eval.compare.runner import System, run_system
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.eval.datasets.records import Qrel
+from rag_eval.eval.judging.oracle import per_query_ndcg, read_runs, replay, sampling_study, summarise, winners
+from rag_eval.eval.judging.selection import Selector
+from rag_eval.eval.metrics.measures import evaluate
 
 RUNS = {
     "a": {"q1": ["x", "y", "n1"], "q2": ["z", "n2"]},
@@ -84,7 +84,7 @@ def test_on_the_handbook_nDCG_matches_trec_eval_and_a_fully_judged_pool_gives_th
     qrel_list = [Qrel(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
     mine = per_query_ndcg(runs, qrels)
     for system, ranked in runs.items():
-        from rag_eval.eval.metrics import RankedDoc
+        from rag_eval.eval.metrics.measures import RankedDoc
 
         run = [RankedDoc(q, d, r, -float(r)) for q, docs in ranked.items() for r, d in enumerate(docs, start=1)]
         means, per_query = evaluate(qrel_list, run, ["nDCG@10"])

@@ -1,4 +1,4 @@
-"""The oracle study's charts (``python -m rag_eval.eval.oracle --charts FOLDER``) are written like every other
+"""The oracle study's charts (``python -m rag_eval.eval.judging.oracle --charts FOLDER``) are written like every other
 output: staged, then moved in place; a file there that is not one of these charts is never replaced."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from test_render_escaping_audit import small_study
 
 from rag_eval.errors import RagEvalError
-from rag_eval.eval.oracle_report import _a_chart, write_charts
+from rag_eval.eval.judging.oracle_report import _a_chart, write_charts
 
 REPORTS = Path(__file__).parent.parent / "reports" / "judging"
 

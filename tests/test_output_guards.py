@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.shipped import corpus_dir
+from rag_eval.eval.datasets.shipped import corpus_dir
 
 QUESTIONS = "如何导出团队的数据\n审计日志保留多久\n"
 
@@ -126,10 +126,10 @@ AWKWARD_NAMES = ["my notes.md", "全角\u3000空格.md", "em\u2003space.md", "nb
 def test_markdown_names_with_whitespace_are_compared_judged_and_read(tmp_path: Path) -> None:
     """Keys write a path's whitespace percent-encoded, so a knowledge base whose file names hold spaces is
     compared, judged and evaluated with TREC files, and ``read`` takes the key or the name as it is."""
-    from rag_eval.eval.sources import question_id
-    from rag_eval.keys import key_path
-    from rag_eval.textio import fits_trec_column
-    from rag_eval.writer import build
+    from rag_eval.eval.datasets.sources import question_id
+    from rag_eval.files.textio import fits_trec_column
+    from rag_eval.index.keys import key_path
+    from rag_eval.index.writer import build
 
     folder = tmp_path / "kb"
     for number, name in enumerate(AWKWARD_NAMES):
@@ -201,7 +201,7 @@ def test_synth_into_an_existing_folder_says_it_writes_only_new_ones(tmp_path: Pa
 
 
 def test_written_files_and_folders_get_the_umasks_modes(tmp_path: Path) -> None:
-    from rag_eval.outputs import publish_folder, write_text_atomic
+    from rag_eval.files.outputs import publish_folder, write_text_atomic
 
     previous = os.umask(0o022)
     try:
@@ -268,7 +268,7 @@ def test_a_first_build_killed_leaves_no_index_and_the_next_build_clears_what_it_
     ready = tmp_path / "ready"
     script = (
         "import sys, time, pathlib\n"
-        "from rag_eval.writer import build\n"
+        "from rag_eval.index.writer import build\n"
         "def progress(label, done, total):\n"
         "    if 'writing' in label or 'tokeniz' in label:\n"
         "        pathlib.Path(sys.argv[3]).write_text('x')\n"
@@ -296,7 +296,7 @@ def test_a_first_build_killed_leaves_no_index_and_the_next_build_clears_what_it_
 
 def test_a_first_build_never_replaces_an_index_another_build_created_meanwhile(tmp_path: Path) -> None:
     from rag_eval.errors import IndexFileError
-    from rag_eval.writer import build
+    from rag_eval.index.writer import build
 
     path = tmp_path / "new.sqlite"
 
@@ -315,8 +315,8 @@ def test_a_new_index_never_takes_the_log_of_a_deleted_one(tmp_path: Path) -> Non
     beside a database of that name, so the new index under the name would read the old one's pages."""
     import sqlite3
 
-    from rag_eval.store import Index
-    from rag_eval.writer import build
+    from rag_eval.index.store import Index
+    from rag_eval.index.writer import build
 
     path = tmp_path / "live.sqlite"
     build(corpus_dir("handbook"), path, builder="sections", tokenizer="bigram")

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from conftest import make_docs
 
 from rag_eval.cli import cli
-from rag_eval.eval import shipped
-from rag_eval.writer import build
+from rag_eval.eval.datasets import shipped
+from rag_eval.index.writer import build
 
 QUESTIONS = "导出文件保留多久\n数据库备份保留几天\n"
 #: A judging page that, if it ever starts, stops by itself after a second without requests.

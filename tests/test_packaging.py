@@ -55,7 +55,7 @@ def test_installed_wheel_works_outside_the_repository(wheel: Path, tmp_path: Pat
     )
     code = (
         "import rag_eval, sys\n"
-        "from rag_eval.eval.shipped import load_shipped\n"
+        "from rag_eval.eval.datasets.shipped import load_shipped\n"
         "from rag_eval.tokenizers import get_tokenizer\n"
         "assert rag_eval.__file__.startswith(sys.argv[1]), rag_eval.__file__\n"
         "print(len(load_shipped('handbook').corpus) > 100, get_tokenizer('pkuseg:model=mini').terms('导出文件'))\n"

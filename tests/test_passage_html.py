@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag_eval.eval.judge_session import query_marks
-from rag_eval.eval.passage_html import TAGS, render_markdown
+from rag_eval.eval.judging.passage_html import TAGS, render_markdown
+from rag_eval.eval.judging.session import query_marks
 from rag_eval.tokenizers import get_tokenizer
 
 #: Attributes the renderer may write, per tag, and the values they may take (None: any text).

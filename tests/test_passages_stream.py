@@ -18,13 +18,13 @@ from largecorpus import generate_passages
 from rag_eval.builders import get_builder
 from rag_eval.builders.base import SourceFile
 from rag_eval.errors import CorpusError, RagEvalError
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
 
 # Peak RSS from /proc/self/status VmHWM (as tests/test_large.py measures it).
 CHILD = """
 import json, sys
-from rag_eval.writer import build
+from rag_eval.index.writer import build
 report = build(sys.argv[1], sys.argv[2], builder=sys.argv[3], tokenizer=sys.argv[4])
 peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({"chunks": report.chunks, "peak_rss_mb": peak / 1024, "index_mb": report.index_bytes / 1e6}))
@@ -128,7 +128,7 @@ def test_a_duplicate_chunk_key_is_refused_across_and_within_batches(
     tmp_path: Path, flush: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SQLite's UNIQUE key finds duplicates now (the writer's set of every key held 140 MB for 807k lines)."""
-    import rag_eval.chunk_writer as chunk_writer
+    import rag_eval.index.chunk_writer as chunk_writer
 
     _corpus(tmp_path / "corpus.jsonl", [RECORDS[0], RECORDS[3]])
     passages = type(get_builder("passages"))

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from rag_eval.builders import BUILDERS, Builder, QueryDefaults, SourceFile
 from rag_eval.builders.base import FileRef, locate
 from rag_eval.cli import cli
-from rag_eval.eval.formats import DATASET_FORMATS, DatasetFormat
-from rag_eval.eval.records import Dataset, Passage, Query
+from rag_eval.eval.datasets.formats import DATASET_FORMATS, DatasetFormat
+from rag_eval.eval.datasets.records import Dataset, Passage, Query
 from rag_eval.records import Chunk
 from rag_eval.spec import Option, OptionSet
 from rag_eval.tokenizers import TOKENIZERS, PythonTokenizer, Token, Tokenizer

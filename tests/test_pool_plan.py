@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import rag_eval.tokenize_pool as pool
-from rag_eval.store import Index
-from rag_eval.tokenize_pool import FORK_START_SECONDS, SPAWN_START_SECONDS, plan_pool, tokenize_chunks
+import rag_eval.index.tokenize_pool as pool
+from rag_eval.index.store import Index
+from rag_eval.index.tokenize_pool import FORK_START_SECONDS, SPAWN_START_SECONDS, plan_pool, tokenize_chunks
+from rag_eval.index.writer import build
 from rag_eval.tokenizers import get_tokenizer
-from rag_eval.writer import build
 
 # Measured speeds in one process on an idle core (reports/builds.md): jieba and pkuseg's default model.
 JIEBA = 300_000

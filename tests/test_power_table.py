@@ -15,8 +15,8 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from rag_eval.eval.agreement import ALPHA, POWER, power_table
-from rag_eval.eval.stats import PERMUTATIONS, SEED, randomization_test
+from rag_eval.eval.compare.agreement import ALPHA, POWER, power_table
+from rag_eval.eval.metrics.significance import PERMUTATIONS, SEED, randomization_test
 
 scipy_stats = pytest.importorskip("scipy.stats")
 scipy_optimize = pytest.importorskip("scipy.optimize")

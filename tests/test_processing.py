@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import SpecError
-from rag_eval.processing import QueryProcessing, question_words
-from rag_eval.search import search
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.processing import QueryProcessing, question_words
+from rag_eval.search.searching import search
 
 
 def test_the_shipped_list_holds_the_documented_words_in_both_scripts() -> None:

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import rag_eval.eval.tune_search as tune_search
+import rag_eval.eval.tuning.search as tune_search
 from rag_eval.cli import cli
-from rag_eval.eval.agreement import FEW_QUERIES
-from rag_eval.eval.oracle import sampling_study
-from rag_eval.eval.tune import Candidate, Trial, few_queries_warning, pick
+from rag_eval.eval.compare.agreement import FEW_QUERIES
+from rag_eval.eval.judging.oracle import sampling_study
+from rag_eval.eval.tuning.tune import Candidate, Trial, few_queries_warning, pick
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,7 +46,7 @@ def test_judge_oracle_shows_the_sampling_studys_progress(tmp_path: Path, monkeyp
     """Regression: `judge --oracle` showed the query bars, then nothing while its samples ran."""
     import rag_eval.cli.judge as judge_cli
     from rag_eval.cli.progress import Bars
-    from rag_eval.eval.sources import question_id
+    from rag_eval.eval.datasets.sources import question_id
 
     shown: list[tuple[str, float, int]] = []
 

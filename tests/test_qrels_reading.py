@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import DatasetError
-from rag_eval.eval.trec import read_any_qrels
+from rag_eval.eval.datasets.trec import read_any_qrels
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = ROOT / "docs" / "examples" / "handbook-questions.txt"

@@ -13,16 +13,16 @@ import pytest
 from click.testing import CliRunner
 from conftest import make_docs
 
-from rag_eval.batch import read_topics_file
 from rag_eval.cli import cli
 from rag_eval.errors import DatasetError, SpecError
-from rag_eval.eval.records import Query
-from rag_eval.eval.sources import MAX_QUESTION_CHARS, question_id, read_questions
-from rag_eval.processing import QueryProcessing
+from rag_eval.eval.datasets.records import Query
+from rag_eval.eval.datasets.sources import MAX_QUESTION_CHARS, question_id, read_questions
+from rag_eval.files.textio import control_character
+from rag_eval.index.writer import build
+from rag_eval.search.batch import read_topics_file
+from rag_eval.search.processing import QueryProcessing
 from rag_eval.spec import SystemSpec
-from rag_eval.textio import control_character
 from rag_eval.tokenizers import get_tokenizer
-from rag_eval.writer import build
 
 
 def _lines(questions: list[tuple[str, str]]) -> str:
@@ -360,7 +360,7 @@ def test_every_command_refuses_a_bad_questions_file_in_one_safe_line(
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the pool was built before the questions were refused")
 
-    monkeypatch.setattr("rag_eval.eval.judge.build_pool", refuse)
+    monkeypatch.setattr("rag_eval.eval.judging.judge.build_pool", refuse)
     args = {
         "search": ["search", str(index), "--queries", str(path), "--run", str(out)],
         "compare": ["compare", str(docs), "--queries", str(path), "-t", "bigram", "-o", str(out)],

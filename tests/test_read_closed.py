@@ -22,11 +22,11 @@ from rag_eval.builders import BUILDERS
 from rag_eval.cli import cli
 from rag_eval.compat import DocIndex
 from rag_eval.errors import ReadError
-from rag_eval.read import read, read_entry
-from rag_eval.served import IndexSet
-from rag_eval.store import Index
-from rag_eval.textio import shown
-from rag_eval.writer import build
+from rag_eval.files.textio import shown
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.read import read, read_entry
+from rag_eval.serve.served import IndexSet
 
 SECRET = "API_KEY=sk-do-not-serve"
 

@@ -22,17 +22,17 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-import rag_eval.eval.beir as beir
-import rag_eval.eval.shipped as shipped
+import rag_eval.eval.datasets.beir as beir
+import rag_eval.eval.datasets.shipped as shipped
 from rag_eval.builders import get_builder
 from rag_eval.cli import cli
 from rag_eval.errors import CorpusError, DatasetError, RagEvalError
-from rag_eval.eval.squad import convert_squad
-from rag_eval.eval.trec import read_any_qrels, read_run, read_topics, read_trec_qrels
-from rag_eval.writer import build
+from rag_eval.eval.datasets.squad import convert_squad
+from rag_eval.eval.datasets.trec import read_any_qrels, read_run, read_topics, read_trec_qrels
+from rag_eval.index.writer import build
 
 HANG_SECONDS = 10
-# rag_eval.textio's limits, spelled out so the behavioural tests below also run against code without it.
+# rag_eval.files.textio's limits, spelled out so the behavioural tests below also run against code without it.
 MAX_JSON_DEPTH = 64
 MAX_JSON_INT_DIGITS = 100
 
@@ -361,7 +361,7 @@ def test_valid_json_edges_are_accepted(tmp_path: Path, reader: Reader) -> None:
     assert reader.json is not None
     reader.make(tmp_path, reader.json('"x"', reader.edge_text))
     assert "error" not in finishes(lambda: reader.load(tmp_path))
-    from rag_eval.textio import parse_json
+    from rag_eval.files.textio import parse_json
 
     value = parse_json("[" * MAX_JSON_DEPTH + "9" * MAX_JSON_INT_DIGITS + "]" * MAX_JSON_DEPTH, "x", DatasetError)
     for _level in range(MAX_JSON_DEPTH):
@@ -538,13 +538,13 @@ def test_bom_in_markdown_and_text_sources(tmp_path: Path) -> None:
 
 
 def test_textio_limits_are_the_documented_ones() -> None:
-    from rag_eval import textio
+    from rag_eval.files import textio
 
     assert (textio.MAX_JSON_DEPTH, textio.MAX_JSON_INT_DIGITS) == (MAX_JSON_DEPTH, MAX_JSON_INT_DIGITS)
 
 
 def test_textio_readers_refuse_special_files(tmp_path: Path) -> None:
-    from rag_eval.textio import iter_jsonl, iter_lines, read_bytes, read_json, read_text
+    from rag_eval.files.textio import iter_jsonl, iter_lines, read_bytes, read_json, read_text
 
     os.mkfifo(tmp_path / "fifo")
     readers: list[Callable[..., Any]] = [
@@ -567,7 +567,7 @@ def test_textio_readers_refuse_special_files(tmp_path: Path) -> None:
 
 
 def test_textio_sizes_labels_and_boms(tmp_path: Path) -> None:
-    from rag_eval.textio import decode_utf8, iter_jsonl, read_bytes, read_json, read_text
+    from rag_eval.files.textio import decode_utf8, iter_jsonl, read_bytes, read_json, read_text
 
     (tmp_path / "f.json").write_bytes(b"\xef\xbb\xbf\xef\xbb\xbf[1]")
     with pytest.raises(DatasetError, match=r"^shown: 9 bytes is over the limit of 8$"):
@@ -586,7 +586,7 @@ def test_textio_sizes_labels_and_boms(tmp_path: Path) -> None:
 
 
 def test_iter_lines_numbers_lines_as_an_editor_does(tmp_path: Path) -> None:
-    from rag_eval.textio import iter_lines
+    from rag_eval.files.textio import iter_lines
 
     (tmp_path / "t.txt").write_bytes("\ufeffa\r\nb\x0cc\u2028d\n\ne".encode())
     assert list(iter_lines(tmp_path / "t.txt", DatasetError)) == [(1, "a"), (2, "b\x0cc\u2028d"), (3, ""), (4, "e")]
@@ -711,7 +711,7 @@ def _failing_write(real: Callable[..., Path]) -> Callable[..., Path]:
 
 def test_a_failing_convert_leaves_no_half_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Regression: convert wrote straight into the output folder, so a failure left half a folder."""
-    import rag_eval.eval.squad as squad
+    import rag_eval.eval.datasets.squad as squad
 
     failing = _failing_write(beir.write_beir)
     monkeypatch.setattr(beir, "write_beir", failing)

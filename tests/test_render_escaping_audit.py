@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from test_report_render import CHROMIUM, CHROMIUM_ARGS, Page, markdown_html
 
-from rag_eval.eval.compare import run_compare
-from rag_eval.eval.judge_server import JudgeServer
-from rag_eval.eval.oracle import sampling_study, summarise
-from rag_eval.eval.oracle_report import render_tables, write_charts
-from rag_eval.eval.report import render_html, render_markdown
+from rag_eval.eval.compare.compare import run_compare
+from rag_eval.eval.judging.oracle import sampling_study, summarise
+from rag_eval.eval.judging.oracle_report import render_tables, write_charts
+from rag_eval.eval.judging.server import JudgeServer
+from rag_eval.eval.reporting.report import render_html, render_markdown
 
 #: Explicit bidi formatting characters: embeddings, overrides and isolates (not the marks LRM/RLM, which are letters).
 BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from rag_eval.eval.charts import pareto_front
-from rag_eval.eval.compare import OutsideRun, run_compare
-from rag_eval.eval.report import labels, render_html, render_markdown
+from rag_eval.eval.compare.compare import OutsideRun, run_compare
+from rag_eval.eval.reporting.charts import pareto_front
+from rag_eval.eval.reporting.report import labels, render_html, render_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE_NAME = '<script>alert("x")</script> & 外部'
@@ -283,7 +283,7 @@ def test_templates_are_package_data() -> None:
 def test_jinja2_and_matplotlib_load_only_when_a_report_is_rendered() -> None:
     code = (
         "import sys\nfrom click.testing import CliRunner\nfrom rag_eval.cli import cli\n"
-        "import rag_eval.eval.report, rag_eval.eval.compare\n"
+        "import rag_eval.eval.reporting.report, rag_eval.eval.compare.compare\n"
         "assert CliRunner().invoke(cli, ['--help']).exit_code == 0\n"
         "print(sorted({'jinja2', 'matplotlib', 'markupsafe'} & set(sys.modules)))\n"
     )
@@ -358,7 +358,7 @@ def test_short_labels_drop_the_shared_builder_and_mode_but_keep_query_processing
 
 def test_bold_compares_values_as_shown() -> None:
     """Two cells that read 0.00 are both bold or neither (bold was decided on unrounded values)."""
-    from rag_eval.eval.report_page import _column
+    from rag_eval.eval.reporting.page import _column
 
     cells = _column([0.001, 0.004, 0.5], 2, "low")
     assert [c["text"] for c in cells] == ["0.00", "0.00", "0.50"] and [c["best"] for c in cells] == [True, True, False]

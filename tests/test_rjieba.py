@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag_eval.search import search
-from rag_eval.store import Index
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.searching import search
 from rag_eval.tokenizers import get_tokenizer
-from rag_eval.writer import build
 
 SENTENCE = "南京市长江大桥保留三十天"
 

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from conftest import make_docs
 
 from rag_eval.cli import cli
-from rag_eval.outputs import publish_folder, write_text_atomic
+from rag_eval.files.outputs import publish_folder, write_text_atomic
 
 RUN = "q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\n"
 
@@ -46,7 +46,7 @@ def tree(folder: Path) -> list[str]:
 KILLED = """
 import os, signal, sys
 from pathlib import Path
-from rag_eval.outputs import publish_folder, stage_text
+from rag_eval.files.outputs import publish_folder, stage_text
 target = sys.argv[1]
 if sys.argv[2] == "folder":
     with publish_folder(target, owned=lambda _path: None, what="report folder") as staging:
@@ -76,7 +76,7 @@ def test_a_staging_folder_a_running_command_holds_is_left_alone(tmp_path: Path) 
     target = tmp_path / "out"
     with publish_folder(target, owned=lambda _path: None, what="report folder") as staging:
         (staging / "report.json").write_text("{}")
-        clear = "import sys; from rag_eval.outputs import clear_left_behind; clear_left_behind(sys.argv[1])"
+        clear = "import sys; from rag_eval.files.outputs import clear_left_behind; clear_left_behind(sys.argv[1])"
         subprocess.run([sys.executable, "-c", clear, str(target)], check=True)
         assert (staging / "report.json").is_file()
     assert (target / "report.json").is_file()
@@ -85,7 +85,7 @@ def test_a_staging_folder_a_running_command_holds_is_left_alone(tmp_path: Path) 
 def test_a_previous_folder_moved_aside_by_a_killed_write_is_put_back(tmp_path: Path) -> None:
     """Killed between moving the previous report aside and moving the new one in: the next write (or check)
     puts the previous one back under its name, and removes the new one that never got there."""
-    from rag_eval.outputs import clear_left_behind
+    from rag_eval.files.outputs import clear_left_behind
 
     (tmp_path / ".out.k1ll3d00.old" / "previous").mkdir(parents=True)
     (tmp_path / ".out.k1ll3d00.old" / "previous" / "report.json").write_text("previous")
@@ -250,7 +250,7 @@ def test_a_copy_that_fails_for_many_files_is_one_short_error_line(tmp_path: Path
     def no_space(*_args: object, **_kwargs: object) -> None:
         raise shutil.Error(failed)
 
-    monkeypatch.setattr("rag_eval.eval.shipped.shutil.copytree", no_space)
+    monkeypatch.setattr("rag_eval.eval.datasets.shipped.shutil.copytree", no_space)
     line = one_error(*run("datasets", "export", "handbook", str(tmp_path / "hb")))
     assert "No space left on device" in line and "(and 39 more)" in line and len(line) < 200
     assert list(tmp_path.iterdir()) == []

@@ -11,10 +11,10 @@ from conftest import ALL_SPECS
 from rag_eval.builders.sections import AnchorSet, Section, slugify, split_markdown, split_oversized
 from rag_eval.compat import DocIndex
 from rag_eval.errors import ReadError
-from rag_eval.read import list_entries, read
-from rag_eval.search import search
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.read import list_entries, read
+from rag_eval.search.searching import search
 
 
 def test_anchor_set_checks_every_candidate() -> None:

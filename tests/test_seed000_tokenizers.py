@@ -115,7 +115,7 @@ def test_rename_keeps_ids_and_update_detects_stale(seeded) -> None:
     spec, db, root = seeded
     query, mode = expected(spec, "update_query")
     from rag_eval.compat import _index
-    from rag_eval.search import search
+    from rag_eval.search.searching import search
 
     def ids() -> set[str]:
         return {h.chunk.key for h in search(_index(db), query, mode=mode, as_of=TODAY).hits}

@@ -21,7 +21,7 @@ from rag_eval.eval.segeval import (
     read_output,
     score,
 )
-from rag_eval.textio import read_text, split_lines
+from rag_eval.files.textio import read_text, split_lines
 from rag_eval.tokenizers import TOKENIZERS, Token
 
 #: The shared SIGHAN 2005 test sets (research use only: never copied into the project), when present.

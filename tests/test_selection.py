@@ -1,4 +1,4 @@
-"""The judging order and the settled signal (rag_eval.eval.selection) on small hand-made runs."""
+"""The judging order and the settled signal (rag_eval.eval.judging.selection) on small hand-made runs."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import pytest
 
 from rag_eval.errors import RagEvalError
-from rag_eval.eval import selection
-from rag_eval.eval.judge_session import decision_words
-from rag_eval.eval.selection import DEFAULT_METHOD, METHODS, PICK_SURE, Selector
+from rag_eval.eval.judging import selection
+from rag_eval.eval.judging.selection import DEFAULT_METHOD, METHODS, PICK_SURE, Selector
+from rag_eval.eval.judging.session import decision_words
 
 # two systems that swap their top two passages on one query, and agree on another
 SWAP = {
@@ -302,7 +302,7 @@ def test_the_model_learns_whether_answered_queries_hold_more() -> None:
 def test_the_scores_shown_are_the_means_compare_reports_once_everything_is_judged() -> None:
     """A question whose pooled passages are all graded 0 counts in compare's means (as 0); the page's scores
     and margin said the means over the questions with a relevant passage (0.693 and 1.0 here, not 0.347, 0.5)."""
-    from rag_eval.eval.metrics import Qrel, RankedDoc, evaluate
+    from rag_eval.eval.metrics.measures import Qrel, RankedDoc, evaluate
 
     runs = {"a": {"q1": ["y", "x"], "q2": ["z"]}, "b": {"q1": ["x", "y"], "q2": ["w"]}}
     grades = {("q1", "x"): 1, ("q1", "y"): 0, ("q2", "z"): 0, ("q2", "w"): 0}

@@ -26,15 +26,15 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from rag_eval import compat
-from rag_eval.agent_tools import agent_tools, check_arguments
 from rag_eval.cli import cli
 from rag_eval.errors import IndexFileError, QueryError, ReadError, ServeError
-from rag_eval.evidence import evidence
-from rag_eval.query import MODES
-from rag_eval.search import search_tool
-from rag_eval.served import IndexSet
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.evidence import evidence
+from rag_eval.search.query import MODES
+from rag_eval.search.searching import search_tool
+from rag_eval.serve.agent_tools import agent_tools, check_arguments
+from rag_eval.serve.served import IndexSet
 
 DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 AS_OF = "2026-10-07"
@@ -493,7 +493,7 @@ HOSTILE = [
 def test_hostile_arguments_are_one_line_tool_errors(
     evidence_index: tuple[Path, Path], tool: str, arguments: dict[str, Any], message: str
 ) -> None:
-    from rag_eval.serve import run_tool
+    from rag_eval.serve.server import run_tool
 
     index, _corpus = evidence_index
     served = IndexSet([index], as_of=AS_OF)
@@ -525,7 +525,7 @@ def test_what_a_call_returns_is_bounded(tmp_path: Path) -> None:
     """A lines index holding long lines: search cuts each hit's text (and says so), read gives the whole line,
     and a whole file or a passage whose text is over the bound as sent (JSON escapes a control character in
     six bytes) is one error, not a 13 MB message."""
-    from rag_eval.served import MAX_HIT_CHARS, MAX_READ_BYTES
+    from rag_eval.serve.served import MAX_HIT_CHARS, MAX_READ_BYTES
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -574,7 +574,7 @@ def test_a_section_is_read_by_its_key_or_by_its_path_as_named(tmp_path: Path) ->
 
 def test_a_long_error_keeps_its_reason() -> None:
     """Messages name the argument first and the reason last: a cut keeps both ends."""
-    from rag_eval.serve import MESSAGE_CHARS, one_line
+    from rag_eval.serve.server import MESSAGE_CHARS, one_line
 
     line = one_line(f"{'x' * 4000}: cannot read: File name too long")
     assert len(line) == MESSAGE_CHARS and line.startswith("xxx") and line.endswith("cannot read: File name too long")

@@ -15,12 +15,12 @@ import pytest
 from click.testing import CliRunner
 from test_serve import AS_OF, DATASETS, child_env, server_args
 
-from rag_eval.agent_tools import agent_tools
 from rag_eval.cli import cli
 from rag_eval.errors import QueryError, ServeError
-from rag_eval.serve import answerable, one_line, run_tool
-from rag_eval.served import IndexSet
-from rag_eval.writer import build
+from rag_eval.index.writer import build
+from rag_eval.serve.agent_tools import agent_tools
+from rag_eval.serve.served import IndexSet
+from rag_eval.serve.server import answerable, one_line, run_tool
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from rag_eval.errors import ReadError
-from rag_eval.served import IndexSet
-from rag_eval.writer import build
+from rag_eval.index.writer import build
+from rag_eval.serve.served import IndexSet
 
 DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from test_judge_inputs import Running as ServerInThread
 
-from rag_eval.eval.trec import read_trec_qrels
+from rag_eval.eval.datasets.trec import read_trec_qrels
 
 
 class Running(ServerInThread):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rag_eval.eval import settle
+from rag_eval.eval.judging import settle
 
 
 def test_the_fit_is_the_posterior_mode_on_every_pool_shape() -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval import locks
-from rag_eval.building_file import new_building_file, publish, remove_stale_builds
 from rag_eval.errors import IndexFileError
-from rag_eval.eval.metrics import PLACEHOLDER_DOC, RankedDoc, evaluate
-from rag_eval.eval.records import Qrel
+from rag_eval.eval.datasets.records import Qrel
+from rag_eval.eval.metrics.measures import PLACEHOLDER_DOC, RankedDoc, evaluate
+from rag_eval.index import locks
+from rag_eval.index.building_file import new_building_file, publish, remove_stale_builds
 
 
 def test_a_running_builds_hidden_file_is_not_removed_as_stale(tmp_path: Path) -> None:

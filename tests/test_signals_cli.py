@@ -83,7 +83,7 @@ def test_the_exit_statuses_are_the_shells() -> None:
 # A pool of 4 batches whose first finished one meets Ctrl-C; every text a worker tokenizes is counted in a file.
 POOL = r"""
 import os, sys, time
-from rag_eval import tokenize_pool as pool
+from rag_eval.index import tokenize_pool as pool
 from rag_eval.tokenizers import get_tokenizer
 pool.POOL_MIN_CHARS, pool.BATCH = 0, 50
 tokenizer = get_tokenizer("bigram")

@@ -19,15 +19,15 @@ from test_input_audit_3 import invoke, one_error
 from rag_eval.builders import BUILDERS, get_builder
 from rag_eval.cli import cli
 from rag_eval.errors import DatasetError, ServeError, SpecError, UnavailableError
-from rag_eval.eval.fusion import FusionError, parse_fusion
-from rag_eval.eval.squad import convert_squad
-from rag_eval.eval.trec import read_run
-from rag_eval.outputs import OutputError, check_file_target, publish_folder, write_text_atomic
-from rag_eval.processing import QueryProcessing
-from rag_eval.serve import serve
-from rag_eval.served import IndexSet
+from rag_eval.eval.compare.fusion import FusionError, parse_fusion
+from rag_eval.eval.datasets.squad import convert_squad
+from rag_eval.eval.datasets.trec import read_run
+from rag_eval.files.outputs import OutputError, check_file_target, publish_folder, write_text_atomic
+from rag_eval.index.writer import build
+from rag_eval.search.processing import QueryProcessing
+from rag_eval.serve.served import IndexSet
+from rag_eval.serve.server import serve
 from rag_eval.tokenizers import get_tokenizer
-from rag_eval.writer import build
 
 ROOT = Path(__file__).resolve().parents[1]
 EVIDENCE = ROOT / "datasets" / "evidence-mini" / "corpus"
@@ -179,7 +179,7 @@ def test_an_empty_or_multiline_assessor_is_refused_before_any_work(
     def no_plan(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the pool was planned before the assessor was checked")
 
-    monkeypatch.setattr("rag_eval.eval.judge.plan", no_plan)
+    monkeypatch.setattr("rag_eval.eval.judging.judge.plan", no_plan)
     out = tmp_path / "j.qrels"
     code, output = invoke("judge", "handbook", "--queries", HANDBOOK_QUESTIONS, "--assessor", name, "-o", out)
     assert code == 1 and "--assessor" in one_error(output) and not out.exists()

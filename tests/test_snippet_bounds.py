@@ -14,7 +14,7 @@ from benchtext import bench_text
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import rag_eval.snippets as snippets
+import rag_eval.search.snippets as snippets
 from rag_eval.builders.sections import (
     MAX_HEADING_CHARS,
     AnchorSet,
@@ -23,13 +23,13 @@ from rag_eval.builders.sections import (
     slugify,
     split_markdown,
 )
-from rag_eval.read import list_entries
-from rag_eval.search import search
-from rag_eval.snippets import SCAN_CHARS, token_snippet, window_snippet
-from rag_eval.store import Index
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.read import list_entries
+from rag_eval.search.searching import search
+from rag_eval.search.snippets import SCAN_CHARS, token_snippet, window_snippet
 from rag_eval.tokenizers import Token
 from rag_eval.tokenizers.normalise import normalise_with_offsets
-from rag_eval.writer import build
 
 # --- references: the code before the bounds -------------------------------------------------------
 
@@ -389,8 +389,8 @@ def test_trigram_snippets_mark_query_words_longer_than_a_trigram(
     """Trigram's snippets come from its Python mirror's tokens, and were matched against the query's words as
     highlighted, never equal to a trigram: a word of four or more characters was never marked. The words'
     trigrams are matched now."""
-    from rag_eval.eval.shipped import corpus_dir
-    from rag_eval.writer import build
+    from rag_eval.eval.datasets.shipped import corpus_dir
+    from rag_eval.index.writer import build
 
     build(corpus_dir("evidence-mini"), tmp_path / "t.sqlite", builder="lines", tokenizer="trigram")
     with Index.open(tmp_path / "t.sqlite") as index:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rag_eval.errors import RagEvalError
-from rag_eval.eval.pareto import dominates, front
-from rag_eval.eval.records import Dataset, Passage, Query
-from rag_eval.eval.split import dev_share, split_ids, subset
+from rag_eval.eval.datasets.records import Dataset, Passage, Query
+from rag_eval.eval.datasets.split import dev_share, split_ids, subset
+from rag_eval.eval.reporting.pareto import dominates, front
 
 
 def test_the_split_depends_on_the_query_id_alone() -> None:

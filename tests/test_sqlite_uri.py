@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.indexmeta import recorded_meta
-from rag_eval.paths import sqlite_uri
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.files.paths import sqlite_uri
+from rag_eval.index.meta import recorded_meta
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
 
 DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 

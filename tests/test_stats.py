@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_eval.eval.stats import holm, randomization_test, win_tie_loss
+from rag_eval.eval.metrics.significance import holm, randomization_test, win_tie_loss
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

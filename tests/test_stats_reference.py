@@ -16,11 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag_eval.errors import RagEvalError
-from rag_eval.eval import stats
-from rag_eval.eval.agreement import ALPHA, POWER, detectable_difference, power_table, smallest_p
-from rag_eval.eval.agreement import test_reach as reach_in_words  # not collected as a test under this name
-from rag_eval.eval.compare_stats import BOOTSTRAP, bootstrap_ci
-from rag_eval.eval.stats import (
+from rag_eval.eval.compare.agreement import ALPHA, POWER, detectable_difference, power_table, smallest_p
+from rag_eval.eval.compare.agreement import test_reach as reach_in_words  # not collected as a test under this name
+from rag_eval.eval.compare.statistics import BOOTSTRAP, bootstrap_ci
+from rag_eval.eval.metrics import significance as stats
+from rag_eval.eval.metrics.significance import (
     PERMUTATIONS,
     StatsError,
     holm,

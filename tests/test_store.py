@@ -10,9 +10,9 @@ import pytest
 from conftest import ALL_SPECS, tokenizer_for
 
 from rag_eval.errors import CorpusError, IndexFileError, MissingSourceError
-from rag_eval.search import search
-from rag_eval.store import Index, RagEvalWarning, build_lock
-from rag_eval.writer import build
+from rag_eval.index.store import Index, RagEvalWarning, build_lock
+from rag_eval.index.writer import build
+from rag_eval.search.searching import search
 
 
 def stored_terms(path: Path, rowid: int) -> tuple[list[str], list[str]]:
@@ -104,7 +104,7 @@ def test_error_during_the_write_rolls_back(docs: Path, tmp_path: Path, monkeypat
     path = tmp_path / "index.sqlite"
     build(docs, path, builder="sections", tokenizer="bigram")
     before = _snapshot(path)
-    import rag_eval.writer as store
+    import rag_eval.index.writer as store
 
     def explode(*args, **kwargs):
         raise RuntimeError("disk on fire")
@@ -266,7 +266,7 @@ def test_compat_connection_with_another_tokenizer(tmp_path: Path) -> None:
 def test_process_pool_gives_the_same_index(
     spec: str, docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rag_eval.tokenize_pool as pool
+    import rag_eval.index.tokenize_pool as pool
 
     serial = build(docs, tmp_path / "serial.sqlite", builder="sections", tokenizer=spec)
     monkeypatch.setattr(pool, "POOL_MIN_CHARS", 0)
@@ -283,7 +283,7 @@ def test_process_pool_gives_the_same_index(
 def test_spawned_workers_load_the_model_themselves(docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
-    import rag_eval.tokenize_pool as pool
+    import rag_eval.index.tokenize_pool as pool
 
     monkeypatch.setattr(pool, "POOL_MIN_CHARS", 0)
     monkeypatch.setenv("RAG_EVAL_WORKERS", "2")

@@ -12,11 +12,11 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import DatasetError
-from rag_eval.eval.beir import load_beir
-from rag_eval.eval.sources import source_units
-from rag_eval.eval.synth import KIND_PREFIX, KINDS, generate, synthesize
-from rag_eval.eval.wordfind import discover, latin_words
-from rag_eval.outputs import OutputError
+from rag_eval.eval.datasets.beir import load_beir
+from rag_eval.eval.datasets.sources import source_units
+from rag_eval.eval.synth.generate import KIND_PREFIX, KINDS, generate, synthesize
+from rag_eval.eval.synth.wordfind import discover, latin_words
+from rag_eval.files.outputs import OutputError
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -103,7 +103,7 @@ def test_terms_use_no_strategy_under_test(tmp_path: Path) -> None:
     # Regression guard: a generator that segments with one strategy favours it in every comparison.
     script = (
         "import sys\n"
-        "from rag_eval.eval.synth import synthesize\n"
+        "from rag_eval.eval.synth.generate import synthesize\n"
         f"synthesize('handbook', 60, {str(tmp_path / 'out')!r}, seed=2)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jieba', 'spacy_pkuseg', 'pkuseg')"
         " or m.startswith('rag_eval.tokenizers')))\n"

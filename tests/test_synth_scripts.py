@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.sources import source_units
-from rag_eval.eval.synth import KINDS, generate, han_terms, synthesize
-from rag_eval.eval.wordfind import han_share, script_of, without_links
+from rag_eval.eval.datasets.sources import source_units
+from rag_eval.eval.synth.generate import KINDS, generate, han_terms, synthesize
+from rag_eval.eval.synth.wordfind import han_share, script_of, without_links
 
 # The test's own reading of scripts, independent of the code under test.
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")

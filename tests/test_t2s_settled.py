@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from rag_eval.errors import IndexFileError
-from rag_eval.store import Index
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
 from rag_eval.tokenizers import get_tokenizer, normalise
 from rag_eval.tokenizers.normalise import _settled, t2s_table
-from rag_eval.writer import build
 
 
 def test_converting_a_converted_character_changes_nothing() -> None:

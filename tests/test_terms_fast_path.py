@@ -14,10 +14,10 @@ from conftest import tokenizer_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_eval.offsets import decode, encode, encode_spans
-from rag_eval.store import Index
+from rag_eval.index.offsets import decode, encode, encode_spans
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
 from rag_eval.tokenizers import PythonTokenizer, Token, tokenizer_class
-from rag_eval.writer import build
 
 SPECS = ["bigram", "unigram", "jieba", "pkuseg:model=mini", "bigram:t2s=true", "rjieba"]
 # Han, kana, Latin with case and full width, digits, punctuation, whitespace, and characters whose normal form

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval import tokenize_pool
-from rag_eval.eval.shipped import export_shipped
-from rag_eval.tokenize_pool import TokenMemo, remembering_tokens
+from rag_eval.eval.datasets.shipped import export_shipped
+from rag_eval.index import tokenize_pool
+from rag_eval.index.tokenize_pool import TokenMemo, remembering_tokens
+from rag_eval.index.writer import build
 from rag_eval.tokenizers import get_tokenizer
-from rag_eval.writer import build
 
 
 def contents(path: Path) -> list[tuple]:

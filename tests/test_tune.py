@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.shipped import export_shipped
-from rag_eval.eval.split import split_ids, subset
-from rag_eval.eval.tune import candidates, load_space, search_space, tune
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.eval.datasets.shipped import export_shipped
+from rag_eval.eval.datasets.split import split_ids, subset
+from rag_eval.eval.tuning.tune import candidates, load_space, search_space, tune
 
 SMALL = """
 tokenizers = ["bigram", "unigram", "jieba:mode=precise"]
@@ -157,7 +157,7 @@ def test_the_last_round_keeps_the_first_rounds_results_and_equals_a_run_on_all_d
 ) -> None:
     """Finalists run only on the dev queries round 1 did not see; merged, their quality is exactly what a
     run on every dev query gives (a judged query with no result counts 0 in both)."""
-    from rag_eval.eval.tune_search import _evaluate
+    from rag_eval.eval.tuning.search import _evaluate
 
     data = load_dataset("handbook")
     dev_ids, _test = split_ids(list(data.queries), 0.5)

@@ -12,13 +12,13 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.fusion import Fusion, FusionError, fuse, fuse_files
-from rag_eval.eval.runner import System
-from rag_eval.eval.shipped import export_shipped
-from rag_eval.eval.split import DEV_FRACTION, split_ids, subset
-from rag_eval.eval.tune import Candidate, Trial, candidates, load_space, search_space, tune
-from rag_eval.eval.tune_report import _paragraph
+from rag_eval.eval.compare.fusion import Fusion, FusionError, fuse, fuse_files
+from rag_eval.eval.compare.runner import System
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.eval.datasets.shipped import export_shipped
+from rag_eval.eval.datasets.split import DEV_FRACTION, split_ids, subset
+from rag_eval.eval.tuning.report import _paragraph
+from rag_eval.eval.tuning.tune import Candidate, Trial, candidates, load_space, search_space, tune
 
 
 def _space(tmp_path: Path, text: str) -> Path:

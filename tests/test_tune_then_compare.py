@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.shipped import export_shipped
-from rag_eval.eval.split import split_ids
-from rag_eval.eval.split_record import ids_digest
-from rag_eval.eval.tune import TuneResult, tune
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.eval.datasets.shipped import export_shipped
+from rag_eval.eval.datasets.split import split_ids
+from rag_eval.eval.datasets.split_record import ids_digest
+from rag_eval.eval.tuning.tune import TuneResult, tune
 
 SPACES = {
     "evidence-mini": 'tokenizers = ["bigram", "unigram", "jieba:mode=precise"]\nhybrid_sizes = [2]\n'

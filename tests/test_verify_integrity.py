@@ -23,9 +23,9 @@ from conftest import make_docs
 from test_read_closed import CORPORA
 
 from rag_eval.cli import cli
-from rag_eval.integrity import check_index
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.integrity import check_index
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
 
 #: FTS5's own tokenizer, a Python strategy (tokens stored in the chunks table) and a hybrid (postings per field).
 TOKENIZERS = ["unicode61", "bigram", "unigram+bigram"]

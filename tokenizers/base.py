@@ -13,9 +13,9 @@ from typing import Any, ClassVar, NamedTuple
 import regex
 
 from ..errors import RagEvalError, SpecError, UnavailableError
+from ..files.textio import file_kind, read_bytes
 from ..registry import PluginError, plugin_failure
 from ..spec import Configurable, Option, OptionSet, parse_bool
-from ..textio import file_kind, read_bytes
 from .normalise import Normalised, check_text, normalise, normalise_with_offsets
 
 #: Option keys of the shared normalisation; native strategies reject them by name.

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ..errors import SpecError
-from ..textio import shown
+from ..files.textio import shown
 from .base import Field, QueryTerms, Token, Tokenizer
 
 #: ``+`` separates fields only before something that reads as a field spec (a lowercase name then ``:``,

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .errors import RagEvalError
-from .locks import SIDE_FILES, exclusive, remove_database
-from .paths import sqlite_uri
+from .files.paths import sqlite_uri
+from .index.locks import SIDE_FILES, exclusive, remove_database
 
 CACHE_ENV = "RAG_EVAL_CACHE"
 

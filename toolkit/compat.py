@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import store, writer
 from .errors import CorpusError, IndexFileError, QueryError, ReadError, SpecError
-from .evidence import evidence
-from .query import compile_query
-from .read import list_entries, read, verify_source
-from .search import search
-from .textio import path_argument, shown, text_argument
+from .files.textio import path_argument, shown, text_argument
+from .index import store, writer
+from .search.evidence import evidence
+from .search.query import compile_query
+from .search.read import list_entries, read, verify_source
+from .search.searching import search
 from .tokenizers import get_tokenizer
 
 __all__ = ["DocIndex", "SearchHit", "connect", "expression", "retrieve", "search_tool", "sync", "verify_source"]
@@ -144,7 +144,7 @@ def retrieve(db: sqlite3.Connection, query: str, *, as_of: str, limit: int = 10)
 def search_tool(db: sqlite3.Connection, query: str, *, as_of: str) -> dict[str, Any]:
     """Seed 000's tool result: evidence only, ``action_authority: false``, no answer field.
 
-    The same result ``rag-eval search --json`` and the MCP server return (:func:`rag_eval.evidence.evidence`),
+    The same result ``rag-eval search --json`` and the MCP server return (:func:`rag_eval.search.evidence.evidence`),
     searched as seed 000's ``retrieve`` searches: every term, ten hits; each hit has seed 000's row fields.
     """
     return evidence(_index(db), query, as_of=_as_of_argument(as_of), mode="and", limit=10)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from .cache import cache_dir
 from .errors import ModelError, UnavailableError
-from .outputs import only_names, publish_folder
-from .textio import counted, file_kind, read_json, text_argument
+from .files.outputs import only_names, publish_folder
+from .files.textio import counted, file_kind, read_json, text_argument
 
 #: Environment variable naming the pkuseg model (a model name or a directory).
 PKUSEG_MODEL_ENV = "RAG_EVAL_PKUSEG_MODEL"

@@ -12,7 +12,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
 
 from .errors import RagEvalError, RegistryError
-from .textio import shown
+from .files.textio import shown
 
 T = TypeVar("T")
 _Source = EntryPoint | type

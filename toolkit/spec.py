@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from .errors import SpecError
-from .textio import shown
+from .files.textio import shown
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
 _KEY = re.compile(r"[a-z][a-z0-9_]*\Z")

@@ -10,8 +10,8 @@ import sqlite3
 import sys
 import time
 
-from rag_eval import impact
-from rag_eval.writer import build
+from rag_eval.engines import impact
+from rag_eval.index.writer import build
 
 t = time.perf_counter()
 report = build(sys.argv[1], sys.argv[2], builder=sys.argv[3], tokenizer=sys.argv[4])

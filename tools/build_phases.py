@@ -25,8 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rag_eval import impact_write, writer
-from rag_eval.store import connect
+from rag_eval.engines.impact import write as impact_write
+from rag_eval.index import writer
+from rag_eval.index.store import connect
 
 STEPS = {
     "INSERT INTO chunks": "chunk_rows",

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rag_eval import writer
+from rag_eval.index import writer
 
 
 def main() -> None:

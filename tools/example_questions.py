@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag_eval.eval.shipped import load_shipped
-from rag_eval.eval.sources import question_id
-from rag_eval.eval.trec import trec_qrels_text
+from rag_eval.eval.datasets.shipped import load_shipped
+from rag_eval.eval.datasets.sources import question_id
+from rag_eval.eval.datasets.trec import trec_qrels_text
 
 KIND = "question"
 

@@ -12,7 +12,7 @@ import statistics
 
 import regex
 
-from rag_eval.eval.shipped import datasets_root, passages
+from rag_eval.eval.datasets.shipped import datasets_root, passages
 
 _RUN = regex.compile(r"[\p{Han}\p{L}\p{N}]+")
 

@@ -13,8 +13,8 @@ import json
 import time
 from pathlib import Path
 
-from rag_eval.eval.beir import load_beir
-from rag_eval.eval.shipped import load_shipped, shipped_ids
+from rag_eval.eval.datasets.beir import load_beir
+from rag_eval.eval.datasets.shipped import load_shipped, shipped_ids
 from rag_eval.tokenizers import Token, Tokenizer, get_tokenizer
 
 

@@ -4,7 +4,7 @@
     .venv/bin/python tools/judging_bounds.py QRELS RUN... > OUT.json
 
 Uses the sampling study's samples (seed 0, 200 samples of 50 judged queries, the same draws as
-``rag_eval.eval.oracle``) and the runs' top 10. A query is *contended* when a relevant pooled passage has
+``rag_eval.eval.judging.oracle``) and the runs' top 10. A query is *contended* when a relevant pooled passage has
 different nDCG discounts in different systems (otherwise its grades cannot change any difference between
 systems). Within a query, passages are judged best-first by their mean discount over the systems, the
 order `rag-eval judge` uses inside a query; a query costs the judgments up to its last relevant pooled
@@ -27,9 +27,9 @@ import statistics
 import sys
 from collections.abc import Mapping, Sequence
 
-from rag_eval.eval.metrics import judged_queries
-from rag_eval.eval.oracle import CHECKPOINTS, per_query_ndcg, read_runs, winners
-from rag_eval.eval.trec import read_any_qrels
+from rag_eval.eval.datasets.trec import read_any_qrels
+from rag_eval.eval.judging.oracle import CHECKPOINTS, per_query_ndcg, read_runs, winners
+from rag_eval.eval.metrics.measures import judged_queries
 
 CUT = 10
 SAMPLES = 200

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from rag_eval.builders import get_builder
 from rag_eval.builders.sections import split_markdown
-from rag_eval.eval.shipped import datasets_root
+from rag_eval.eval.datasets.shipped import datasets_root
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
 from rag_eval.models import MODEL_FILES, default_model_dir
-from rag_eval.search import search
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.search.searching import search
 
 DEPTH = 10
 

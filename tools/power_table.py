@@ -1,7 +1,7 @@
 """The smallest standardized mean difference c(n) = delta / sd that the project's paired randomization test
-(``rag_eval.eval.stats.randomization_test``: two-sided sign flips, exact up to 13 queries, 10,000 seeded sign
-vectors above) detects at alpha 0.05 with power 0.8, for n = 6 .. 100 per-query differences drawn from
-N(delta, sd**2); ``rag_eval.eval.agreement.detectable_difference`` states c(n) * sd.
+(``rag_eval.eval.metrics.significance.randomization_test``: two-sided sign flips, exact up to 13 queries, 10,000
+seeded sign vectors above) detects at alpha 0.05 with power 0.8, for n = 6 .. 100 per-query differences drawn from
+N(delta, sd**2); ``rag_eval.eval.compare.agreement.detectable_difference`` states c(n) * sd.
 
     nice .venv/bin/python tools/power_table.py > eval/data/power_table.json
 
@@ -28,8 +28,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from rag_eval.eval.agreement import ALPHA, POWER, smallest_p
-from rag_eval.eval.stats import _TIE, PERMUTATIONS, SEED
+from rag_eval.eval.compare.agreement import ALPHA, POWER, smallest_p
+from rag_eval.eval.metrics.significance import _TIE, PERMUTATIONS, SEED
 
 SIMULATIONS = 20_000
 SIMULATION_SEED = 6
@@ -131,7 +131,8 @@ def table(
             print(f"n={n} c={effects[str(n)]}", file=sys.stderr, flush=True)
     return {
         "tool": "tools/power_table.py",
-        "test": "rag_eval.eval.stats.randomization_test: two-sided sign flips, exact when 2**n <= permutations",
+        "test": "rag_eval.eval.metrics.significance.randomization_test: two-sided sign flips, "
+        "exact when 2**n <= permutations",
         "differences": "normal: per-query differences drawn from N(c * sd, sd**2)",
         "alpha": ALPHA,
         "power": POWER,

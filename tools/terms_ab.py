@@ -16,9 +16,9 @@ import tempfile
 from pathlib import Path
 
 os.environ["RAG_EVAL_WORKERS"] = "1"
-from rag_eval import tokenize_pool  # noqa: E402
-from rag_eval.offsets import encode  # noqa: E402
-from rag_eval.writer import build  # noqa: E402
+from rag_eval.index import tokenize_pool  # noqa: E402
+from rag_eval.index.offsets import encode  # noqa: E402
+from rag_eval.index.writer import build  # noqa: E402
 
 new = tokenize_pool._tokenize_one
 

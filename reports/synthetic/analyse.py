@@ -21,8 +21,8 @@ from typing import Any
 
 from scipy.stats import kendalltau
 
-from rag_eval.eval.synth import HAN_MAJORITY
-from rag_eval.eval.wordfind import SCRIPTS, han_share, script_of
+from rag_eval.eval.synth.generate import HAN_MAJORITY
+from rag_eval.eval.synth.wordfind import SCRIPTS, han_share, script_of
 
 METRIC = "nDCG@10"
 SETS = ("handbook", "drcd_dev", "cmrc2018_dev_trial", "cmrc2018_dev_trial_sent")

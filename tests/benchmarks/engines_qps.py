@@ -19,10 +19,10 @@ import time
 from typing import Any
 
 from rag_eval.builders import get_builder
-from rag_eval.eval.engines import get_engine
-from rag_eval.eval.formats import load_dataset
-from rag_eval.eval.runner import DEPTH, cached_build, corpus_source, latency_summary
-from rag_eval.store import Index
+from rag_eval.engines.base import get_engine
+from rag_eval.eval.compare.runner import DEPTH, cached_build, corpus_source, latency_summary
+from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.index.store import Index
 from rag_eval.tokenizers import get_tokenizer
 
 WARMUP = 50

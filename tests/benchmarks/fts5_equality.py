@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import sys
 
-from rag_eval.search import search
-from rag_eval.store import Index
+from rag_eval.index.store import Index
+from rag_eval.search.searching import search
 
 SKIP = 30
 STRIDE = 14

@@ -5,7 +5,7 @@ replicated 1x, 3x and 10x (issue #14, scale). A script, not a test; reports/late
     nice .venv/bin/python tests/benchmarks/impact_scale.py measure CORPUS_DIR OUT_DIR [SPEC ...] > scale.json
     .venv/bin/python tests/benchmarks/impact_scale.py chart scale.json reports/latency-scale.svg
     .venv/bin/python tests/benchmarks/impact_scale.py tables scale.json > tables.md
-    git show c68d204:toolkit/impact.py > /tmp/impact_c68d204.py
+    git show c68d204:toolkit/engines/impact/__init__.py > /tmp/impact_c68d204.py
     nice .venv/bin/python tests/benchmarks/impact_scale.py before /tmp/impact_c68d204.py CORPUS_DIR OUT_DIR [SPEC ...]
 
 ``before`` times an older ``rag_eval/impact.py`` (loaded as a module of the package) against the current one,
@@ -46,12 +46,13 @@ from typing import Any
 import numpy as np
 from impact_latency import percentiles  # this script's folder is on sys.path
 
-from rag_eval import impact, impact_rank
-from rag_eval.query import compile_query
-from rag_eval.search import CHUNK_FIELDS, KEY_FIELDS, search
-from rag_eval.search_sql import ranking_sql
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.engines import impact
+from rag_eval.engines.impact import rank as impact_rank
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.query import compile_query
+from rag_eval.search.searching import CHUNK_FIELDS, KEY_FIELDS, search
+from rag_eval.search.sql import ranking_sql
 
 #: Replication factors; ``SCALE_SIZES=1`` (comma-separated) limits a run to some of them.
 SIZES = tuple(int(n) for n in os.environ.get("SCALE_SIZES", "1,3,10").split(","))

@@ -10,7 +10,7 @@ For each strategy the handbook's Markdown folder is built into a sections index 
 calls ``search`` once per handbook query (324 natural questions), one call at a time, after a warm-up.
 A call's latency is the client's round trip: JSON-RPC over the pipes, argument checks, the search, the
 evidence result and its serialisation. The same queries are then timed in-process with
-:func:`rag_eval.evidence.evidence` on the same index, so the difference is what the protocol costs.
+:func:`rag_eval.search.evidence.evidence` on the same index, so the difference is what the protocol costs.
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from rag_eval import __version__
-from rag_eval.eval.shipped import datasets_root
-from rag_eval.evidence import evidence
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.eval.datasets.shipped import datasets_root
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.evidence import evidence
 
 WARMUP = 20
 AS_OF = "2026-10-07"

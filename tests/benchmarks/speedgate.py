@@ -27,13 +27,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rag_eval.builders import get_builder
-from rag_eval.eval.shipped import corpus_dir, load_shipped
-from rag_eval.query import compile_query
-from rag_eval.search import GENERATION_SQL, search, top_statement
-from rag_eval.store import Index
-from rag_eval.tokenize_pool import WORKERS_ENV
+from rag_eval.eval.datasets.shipped import corpus_dir, load_shipped
+from rag_eval.index.store import Index
+from rag_eval.index.tokenize_pool import WORKERS_ENV
+from rag_eval.index.writer import build
+from rag_eval.search.query import compile_query
+from rag_eval.search.searching import GENERATION_SQL, search, top_statement
 from rag_eval.tokenizers import get_tokenizer
-from rag_eval.writer import build
 
 ROUNDS = 5
 BUILD_ROUNDS = 7

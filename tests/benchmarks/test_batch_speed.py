@@ -3,7 +3,7 @@
 Three paths over the handbook's 324 queries on one bigram index (the fastest search, so any per-query
 overhead of the batch shows most):
 
-- batch: ``rag_eval.batch.batch_search``, end to end (topics read, index opened, every query, run written);
+- batch: ``rag_eval.search.batch.batch_search``, end to end (topics read, index opened, every query, run written);
 - run loop: the index opened, then per query ``search(keys_only=True)`` (a run needs only keys) and the
   same run lines (``strict_run`` and ``trec_run_text``, what ``compare``'s runner does per query), written
   with the same atomic write: the same run file made by a caller of single searches;
@@ -25,14 +25,14 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.batch import batch_search, read_topics_file
-from rag_eval.eval.records import Query
-from rag_eval.eval.runner import DEPTH, strict_run, trec_run_text
-from rag_eval.eval.shipped import corpus_dir, datasets_root
-from rag_eval.outputs import write_text_atomic
-from rag_eval.search import search
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.eval.compare.runner import DEPTH, strict_run, trec_run_text
+from rag_eval.eval.datasets.records import Query
+from rag_eval.eval.datasets.shipped import corpus_dir, datasets_root
+from rag_eval.files.outputs import write_text_atomic
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.batch import batch_search, read_topics_file
+from rag_eval.search.searching import search
 
 ROUNDS = 11
 QUERIES = datasets_root() / "handbook" / "queries.jsonl"
@@ -127,7 +127,7 @@ def test_the_batch_gate_fails_on_an_injected_slowdown(
     benchmark, bigram_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Regression guard: 2 ms of CPU per query in the batch path alone must push both ratios over their bounds."""
-    import rag_eval.batch as batch_module
+    import rag_eval.search.batch as batch_module
 
     original = batch_module.strict_run
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from speedgate import handbook_queries
 
-from rag_eval.search import search
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.searching import search
 
 SPECS = ["unigram", "bigram", "jieba", "unigram^2+bigram"]
 ROUNDS = 5
@@ -30,7 +30,7 @@ PRUNED_RATIO_BOUND = 1.5
 
 def impact_ratio(index_path: Path, queries: list[str], *, prune: bool | None = None) -> float:
     """Median over queries of (best impact search phase) / (best FTS5 search phase), alternating rounds."""
-    import rag_eval.impact_rank as impact_rank
+    import rag_eval.engines.impact.rank as impact_rank
 
     impact_rank.PRUNE, default = prune, impact_rank.PRUNE
     try:
@@ -53,7 +53,7 @@ def _ratio(index_path: Path, queries: list[str]) -> float:
 
 @pytest.fixture(scope="module")
 def indexes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from rag_eval.eval.shipped import corpus_dir
+    from rag_eval.eval.datasets.shipped import corpus_dir
 
     folder = tmp_path_factory.mktemp("impact")
     paths = {}
@@ -77,7 +77,7 @@ def test_the_impact_gate_fails_on_an_injected_slowdown(
     """Regression guard: a 2 ms delay in the impact ranking must push the ratio over the bound."""
     import time
 
-    import rag_eval.impact as impact
+    import rag_eval.engines.impact as impact
 
     original = impact.ranked
 
@@ -106,7 +106,7 @@ def test_the_pruned_gate_fails_on_an_injected_slowdown(
     """Regression guard: a 2 ms delay in MaxScore must push the pruned ratio over its bound."""
     import time
 
-    import rag_eval.impact_rank as impact_rank
+    import rag_eval.engines.impact.rank as impact_rank
 
     original = impact_rank._Scorer.maxscore
 

@@ -17,9 +17,9 @@ import pytest
 from benchtext import bench_text
 from conftest import ALL_SPECS
 
-from rag_eval.search import search, top_statement
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.searching import search, top_statement
 
 MODES = ("and", "or", "phrase")
 
@@ -82,7 +82,7 @@ BUILDERS = ["passages", "lines", "sections"]
 def test_build_throughput(benchmark, spec: str, builder: str, corpus: Path, lines_corpus: Path, tmp_path: Path) -> None:
     """passages and lines: the benchmark text (786 paragraphs, 810 lines); sections: the shipped handbook
     (391 chunks)."""
-    from rag_eval.eval.shipped import corpus_dir
+    from rag_eval.eval.datasets.shipped import corpus_dir
 
     benchmark.group = f"build:{spec.split(':')[0]}"
     source = {"passages": corpus, "lines": lines_corpus, "sections": corpus_dir("handbook")}[builder]

@@ -22,10 +22,10 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from rag_eval.eval.shipped import datasets_root
-from rag_eval.evidence import evidence
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.eval.datasets.shipped import datasets_root
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.evidence import evidence
 
 AS_OF = "2026-10-07"
 TOKENIZER = "jieba"  # seed 001's strategy for a Markdown handbook

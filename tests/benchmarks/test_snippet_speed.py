@@ -15,11 +15,11 @@ import pytest
 from benchtext import bench_text
 from conftest import tokenizer_for
 
-from rag_eval.query import compile_query
-from rag_eval.search import search
-from rag_eval.snippets import token_snippet, window_snippet
-from rag_eval.store import Index
-from rag_eval.writer import build
+from rag_eval.index.store import Index
+from rag_eval.index.writer import build
+from rag_eval.search.query import compile_query
+from rag_eval.search.searching import search
+from rag_eval.search.snippets import token_snippet, window_snippet
 
 TEN_MB = 10_000_000
 TARGET_MS = 50

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import CorpusError, MissingSourceError, RagEvalError
-from ..paths import path_under, printable_path
+from ..files.paths import path_under, printable_path
+from ..files.textio import control_character, decode_utf8, display_name, file_kind, read_bytes
 from ..records import Chunk
 from ..registry import PluginError, plugin_failure
 from ..spec import Configurable, real, whole
-from ..textio import control_character, decode_utf8, display_name, file_kind, read_bytes
 
 #: Why a source text may not hold a NUL character: FTS5 ends a text there in places (its trigram tokenizer
 #: indexes nothing after it; snippet() and highlight() drop what follows it up to the next token), so the

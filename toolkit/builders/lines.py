@@ -8,9 +8,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import CorpusError, MissingSourceError
+from ..files.textio import display_name, read_json, refuse_unknown_keys, split_lines
 from ..records import Chunk
 from ..spec import Option, OptionSet
-from ..textio import display_name, read_json, refuse_unknown_keys, split_lines
 from .base import WHOLE_FILE_BYTES, Builder, FileRef, QueryDefaults, SourceFile, locate
 
 __all__ = ["DEFAULT_MAX_BYTES", "LinesBuilder", "MANIFEST_KEYS", "MAX_MANIFEST_BYTES", "iso_date", "split_lines"]

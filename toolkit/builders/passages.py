@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CorpusError
-from ..records import Chunk
-from ..spec import Option, OptionSet, whole
-from ..textio import (
+from ..files.textio import (
     control_character,
     decode_utf8,
     display_name,
@@ -24,6 +22,8 @@ from ..textio import (
     parse_jsonl,
     read_bytes,
 )
+from ..records import Chunk
+from ..spec import Option, OptionSet, whole
 from .base import NUL_REASON, TITLE_WEIGHT, Builder, FileRef, QueryDefaults, SourceFile, locate
 
 _BOM = b"\xef\xbb\xbf"
@@ -61,7 +61,7 @@ class StreamedFile(SourceFile):
 
 def _lines(location: Path, label: str, max_bytes: int, digest: Any) -> Iterator[tuple[int, str]]:
     """Lines split on ``\\n`` with one trailing ``\\r`` removed and one leading BOM dropped, as
-    :func:`rag_eval.textio.split_lines` after ``decode_utf8``; invalid UTF-8 gives its message."""
+    :func:`rag_eval.files.textio.split_lines` after ``decode_utf8``; invalid UTF-8 gives its message."""
     name = display_name(label)
     offset = 0
     number = 0

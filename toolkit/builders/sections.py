@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorpusError
-from ..keys import section_key, unit_of
+from ..index.keys import section_key, unit_of
 from ..records import Chunk
 from ..spec import Option, OptionSet, whole
 from .base import TITLE_WEIGHT, WHOLE_FILE_BYTES, Builder, FileRef, QueryDefaults, SourceFile, locate

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..eval.gate import DEFAULT_TOLERANCE
-from ..eval.latency import DEFAULT_REPEAT, MAX_REPEAT
-from ..query import MODES
-from ..textio import counted
+from ..eval.compare.gate import DEFAULT_TOLERANCE
+from ..eval.compare.latency import DEFAULT_REPEAT, MAX_REPEAT
+from ..files.textio import counted
+from ..search.query import MODES
 from . import cli
 from .params import TEXT
 from .progress import Bars
@@ -217,8 +217,8 @@ def compare_cmd(
       rag-eval compare ../my-notes --queries questions.txt -o out/notes
       rag-eval compare ../my-notes --queries questions.txt --qrels judged.qrels -o out/notes
     """
-    from ..eval.compare import OutsideRun, run_compare
-    from ..eval.report import summary
+    from ..eval.compare.compare import OutsideRun, run_compare
+    from ..eval.reporting.report import summary
 
     if fail_on_regression and baseline_file is None:
         raise click.UsageError("--fail-on-regression needs --against FILE")
@@ -293,8 +293,8 @@ def print_comparison(report: dict[str, Any], console: Console) -> None:
     Columns that do not fit are moved to a further table with the system names repeated, rather than
     cut (rich would end a squeezed ``0.3930↓`` as ``0.39…``); the systems left out follow the table.
     """
-    from ..eval.metrics import is_quality
-    from ..eval.report import arrow, labels
+    from ..eval.metrics.measures import is_quality
+    from ..eval.reporting.report import arrow, labels
 
     metrics = report["metrics"]
     rows = report["systems"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..textio import counted
+from ..files.textio import counted
 from . import cli
 from .params import TEXT
 
@@ -26,7 +26,7 @@ def datasets_list_cmd(as_json: bool) -> None:
     Examples:
       rag-eval datasets list
     """
-    from ..eval.shipped import entry, load_shipped, shipped_ids
+    from ..eval.datasets.shipped import entry, load_shipped, shipped_ids
 
     rows = []
     for dataset_id in shipped_ids():
@@ -53,7 +53,7 @@ def datasets_show_cmd(reference: str, as_json: bool) -> None:
       rag-eval datasets show handbook
       rag-eval datasets show path/to/beir-folder --json
     """
-    from ..eval.formats import describe_dataset
+    from ..eval.datasets.formats import describe_dataset
 
     stats, sheet = describe_dataset(reference)
     if as_json:
@@ -80,7 +80,7 @@ def datasets_export_cmd(dataset_id: str, target: Path) -> None:
       rag-eval datasets export handbook out/handbook-set
       rag-eval index build out/handbook-set/corpus -t jieba -o handbook.sqlite
     """
-    from ..eval.shipped import entry, export_shipped
+    from ..eval.datasets.shipped import entry, export_shipped
 
     export_shipped(dataset_id, target)
     info = entry(dataset_id)
@@ -110,7 +110,7 @@ def datasets_convert_cmd(source_format: str, inputs: tuple[Path, ...], output: P
       rag-eval datasets convert squad cmrc2018_dev.json -o out/cmrc-beir
       rag-eval datasets convert squad part1.json part2.json -o out/merged
     """
-    from ..eval.squad import export_squad
+    from ..eval.datasets.squad import export_squad
 
     summary = export_squad(list(inputs), output)
     if as_json:

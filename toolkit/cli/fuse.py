@@ -70,7 +70,7 @@ def fuse_cmd(
       rag-eval fuse out/handbook/runs/bigram_sections_or.run out/handbook/runs/jieba_sections_or.run -o out/fused.run
       rag-eval fuse a.run b.run --method combsum --normalise zmuv --weight 2 --weight 1 -o out/fused.run
     """
-    from ..eval.fusion import fuse_files
+    from ..eval.compare.fusion import fuse_files
 
     written, fused = fuse_files(
         run_files, output, method=method, k=k, normalise=normalise, weights=weights or None, depth=depth

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from ..impact import BUILD_ENGINES, ENGINES
-from ..query import MODES
+from ..engines.impact import BUILD_ENGINES, ENGINES
+from ..search.query import MODES
 from . import cli
 from .params import TEXT, UTF8_PATH
 from .progress import Bars
@@ -99,9 +99,9 @@ def index_build_cmd(
       rag-eval index build docs/ -b sections -t unigram^2+bigram^2+jieba^2 --processing stopwords=zh -o docs.sqlite
       rag-eval index build docs/ -b sections --from out/tune/recommendation.toml -o docs.sqlite
     """
-    from ..outputs import checked_target, refuse_inside_source
-    from ..textio import counted
-    from ..writer import build
+    from ..files.outputs import checked_target, refuse_inside_source
+    from ..files.textio import counted
+    from ..index.writer import build
 
     # Refused before anything is read: the working folder, one of its parents, a path ending in '..' (whose
     # folders the build would create before finding it names an existing folder) or in '/', NUL, a parent that
@@ -115,8 +115,8 @@ def index_build_cmd(
     if builder_spec is not None and not builder_spec.strip():
         raise click.UsageError("-b is empty: name a builder spec, e.g. -b sections (or leave -b out)")
     if system_file is not None:
-        from ..eval.compare import one_system
-        from ..eval.engines import get_engine
+        from ..engines.base import get_engine
+        from ..eval.compare.compare import one_system
 
         chosen = one_system(system_file)
         tokenizer_spec = tokenizer_spec or chosen.tokenizer
@@ -172,7 +172,7 @@ def index_info_cmd(index_path: str, as_json: bool) -> None:
       rag-eval index info handbook.sqlite
       rag-eval index info handbook.sqlite --json
     """
-    from ..store import Index, index_size
+    from ..index.store import Index, index_size
 
     with Index.open(index_path) as index:
         info = {**index.meta, "index_bytes": index_size(index_path)}
@@ -197,8 +197,8 @@ def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None
       rag-eval index list handbook.sqlite
       rag-eval index list handbook.sqlite --category data
     """
-    from ..read import list_entries
-    from ..store import Index
+    from ..index.store import Index
+    from ..search.read import list_entries
 
     with Index.open(index_path) as index:
         entries = list_entries(index, category=category)
@@ -247,9 +247,9 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
       rag-eval index verify evidence.sqlite --root corpus --problems
       rag-eval index verify evidence.sqlite --chunks --json
     """
-    from ..integrity import verify
-    from ..read import STATES
-    from ..store import Index
+    from ..index.integrity import verify
+    from ..index.store import Index
+    from ..search.read import STATES
 
     with Index.open(index_path) as index:
         found = verify(index, root, per_chunk=per_chunk)
@@ -360,7 +360,7 @@ def search_cmd(
       rag-eval search docs.sqlite --queries questions.txt --run out/docs.run
       rag-eval search passages.sqlite --queries beir/queries.jsonl --run out/bm25.run --limit 1000 --run-tag bigram
     """
-    from ..processing import QueryProcessing
+    from ..search.processing import QueryProcessing
 
     processed = QueryProcessing.parse(processing) if processing else None
     if topics is not None or run_file is not None or run_tag is not None:
@@ -368,7 +368,7 @@ def search_cmd(
             raise click.UsageError("batch search needs both --queries FILE and --run OUT")
         if query is not None or as_json or explain:
             raise click.UsageError("--queries answers a file of queries into a run: no QUERY, --json or --explain")
-        from ..batch import batch_search
+        from ..search.batch import batch_search
 
         with Bars() as progress:
             report = batch_search(
@@ -393,10 +393,10 @@ def search_cmd(
         raise click.UsageError("Missing argument 'QUERY'.")
     if not query.strip():  # as the MCP server's search says it; an empty query is a mistake, not "no hits"
         raise click.UsageError("the query is empty: give the words to search for")
-    from ..evidence import evidence
-    from ..read import unknown_category_hint
-    from ..search import search
-    from ..store import Index
+    from ..index.store import Index
+    from ..search.evidence import evidence
+    from ..search.read import unknown_category_hint
+    from ..search.searching import search
 
     with Index.open(index_path) as index:
         if as_json:
@@ -469,8 +469,8 @@ def read_cmd(index_path: str, target: str, root: Path | None, as_json: bool) -> 
       rag-eval read handbook.sqlite data/export-data.md --json
       rag-eval read evidence.sqlite refund-policy.txt:2
     """
-    from ..read import read_entry
-    from ..store import Index
+    from ..index.store import Index
+    from ..search.read import read_entry
 
     with Index.open(index_path) as index:
         entry = read_entry(index, target, root=root)

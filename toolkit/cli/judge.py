@@ -132,7 +132,7 @@ def judge_cmd(
     refuse_given(ctx, ("samples", "sample_queries", "seed", "as_json"), "only with --oracle")
     if output is None:
         raise click.UsageError("missing option '-o' / '--output' (the judgments file)")
-    from ..eval.judge import judge
+    from ..eval.judging.judge import judge
 
     bars = Bars()
     progress = lambda system, phase, done, total: bars(f"{system[:40]} {phase}", done, total)  # noqa: E731
@@ -177,7 +177,7 @@ def _oracle(
     import dataclasses
     import json
 
-    from ..eval.judge import oracle
+    from ..eval.judging.judge import oracle
 
     with Bars() as bars:
         result = oracle(
@@ -199,7 +199,7 @@ def _oracle(
     if as_json:
         click.echo(json.dumps(dataclasses.asdict(result), ensure_ascii=False, indent=2))
         return
-    from ..eval.judgments import counted
+    from ..eval.judging.judgments import counted
 
     winners = " and ".join(result.winners)
     click.echo(

@@ -82,8 +82,8 @@ def models_install_cmd(model: str, sdist: Path | None, force: bool) -> None:
       rag-eval models install pkuseg --sdist downloads/pkuseg-0.0.25.tar.gz
     """
     from ..errors import ModelError
+    from ..files.textio import open_regular
     from ..models import install_pkuseg_model
-    from ..textio import open_regular
 
     if sdist is not None and sdist.exists():
         # Checked here, never opened for a blocking read: a FIFO would hang the sha256 and a device never end.

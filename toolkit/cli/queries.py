@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..eval.synth import KINDS
+from ..eval.synth.generate import KINDS
 from . import cli
 from .params import TEXT
 
@@ -67,8 +67,8 @@ Examples:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random choice.")
 @click.option("-b", "--builder", metavar="SPEC", type=TEXT, help="Builder spec (default: inferred from SOURCE).")
 def synth_cmd(source: str, count: int, output: Path, kinds: str | None, seed: int, builder: str | None) -> None:
-    from ..eval.synth import parse_kinds, synthesize, unit_majorities
-    from ..eval.wordfind import script_shares
+    from ..eval.synth.generate import parse_kinds, synthesize, unit_majorities
+    from ..eval.synth.wordfind import script_shares
 
     summary = synthesize(
         source, count, output, kinds=parse_kinds(kinds), seed=seed, builder=builder, kinds_named=kinds is not None

@@ -69,6 +69,6 @@ def serve_cmd(
       {"mcpServers": {"handbook": {"command": "/path/to/.venv/bin/rag-eval",
                                    "args": ["serve", "/path/to/handbook.sqlite"]}}}
     """
-    from ..serve import serve
+    from ..serve.server import serve
 
     serve(list(index_paths), transport=transport, host=host, port=port, as_of=as_of, root=list(roots) or None)

@@ -72,7 +72,7 @@ def tokenize_cmd(specs: tuple[str, ...], as_json: bool, text: str) -> None:
       rag-eval tokenize -t jieba:mode=precise -t pkuseg:model=mini 导出文件保留三十天
       cat notes.txt | rag-eval tokenize -t bigram --json -
     """
-    from ..textio import counted
+    from ..files.textio import counted
     from ..tokenizers import tokenize_many
 
     if text == "-":

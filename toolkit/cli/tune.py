@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..eval.split import DEFAULT_BUDGET, DEFAULT_METRIC, DEV_FRACTION
+from ..eval.datasets.split import DEFAULT_BUDGET, DEFAULT_METRIC, DEV_FRACTION
 from . import cli
 from .params import TEXT
 from .progress import Bars
@@ -99,7 +99,7 @@ def tune_cmd(
       rag-eval tune my-beir-set/ --max-p95-ms 20 -o out/tune-mine       # a BEIR folder with qrels
       rag-eval tune my-beir-set/ --eval-on other-beir-set/ -o out/transfer
     """
-    from ..eval.tune import tune
+    from ..eval.tuning.tune import tune
 
     with Bars() as progress:
         result = tune(

@@ -1,0 +1,1 @@
+"""Retrieval metrics with trec_eval's definitions, and paired significance tests."""

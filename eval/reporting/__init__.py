@@ -1,0 +1,1 @@
+"""Reports of a comparison: report.json, report.md and report.html, their charts and the legibility check."""

@@ -1,0 +1,1 @@
+"""Synthetic known-item queries generated from a corpus, and the words they are drawn from."""

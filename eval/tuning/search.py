@@ -1,0 +1,256 @@
+"""The dev search of ``rag-eval tune``: the candidates run on the dev queries by successive halving, the dev
+Pareto front and the recommendation picked from it (steps 3 and 4 of :mod:`.tune`)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ...engines.base import DEFAULT_ENGINE, written_engine
+from ...errors import RagEvalError
+from ...search.processing import QueryProcessing
+from ...tokenizers import written_spec
+from ..compare.compare import compare
+from ..compare.fusion import Fusion
+from ..compare.runner import System, latency_summary
+from ..datasets.records import Dataset
+from ..datasets.split import DEFAULT_BUDGET, DEFAULT_METRIC, SALT, split_ids, subset
+from ..reporting.pareto import front
+from .space import Candidate
+
+#: Share of the dev queries the first round of successive halving runs on.
+FIRST_ROUND_SHARE = 0.25
+SEED = 20261130
+#: What a part of the queries needs to rank anything, in messages: without a relevant document every metric is 0.
+WITH_RELEVANT = "judged query with a relevant document"
+#: Dev qualities this close are a tie: a merged mean sums the queries in another order and differs in the last bits.
+QUALITY_TIE = 1e-9
+#: Among tied candidates, a p95 counts as slower than another only when it is more than this many times it and
+#: more than LATENCY_MARGIN_MS above it; anything closer is timing noise (identical runs differ by 40% or more
+#: on small dev sets).
+LATENCY_RATIO = 1.5
+LATENCY_MARGIN_MS = 1.0
+#: How a dev-quality tie is broken, as the report and the recommendation state it.
+TIE_RULE = (
+    f"the smallest index, then the first name, leaving out any whose p95 is over {LATENCY_RATIO:g} times and over "
+    f"{LATENCY_MARGIN_MS:g} ms above the fastest's"
+)
+
+#: ``progress(phase, done, total)``.
+TuneProgress = Callable[[str, float, int], None]
+
+
+@dataclass
+class Trial:
+    """What one candidate scored on the dev queries of one round."""
+
+    candidate: Candidate
+    round: int
+    queries: int
+    quality: float
+    p95_ms: float | None
+    index_mb: float | None
+    feasible: bool = True
+
+
+def _draw(pool: list[Candidate], count: int) -> list[Candidate]:
+    """The single tokenizers, then others drawn with a fixed seed, ``count`` in all (fewer if the pool is)."""
+    singles = [c for c in pool if c.single]
+    others = [c for c in pool if not c.single]
+    random.Random(SEED).shuffle(others)
+    return (singles + others)[: max(count, len(singles))]
+
+
+def _evaluate(
+    dataset: Dataset, chosen: list[Candidate], metric: str, progress: TuneProgress | None, round_number: int
+) -> dict[str, dict[str, Any]]:
+    """Run the candidates (fusions with their members) on ``dataset``; each one's report row by candidate name."""
+    systems: dict[str, System] = {}
+    fusions: list[Fusion] = []
+    for candidate in chosen:
+        for system in (candidate.system, *candidate.members):
+            if system is not None:
+                systems.setdefault(system.name, system)
+        if candidate.fusion is not None:
+            # members by full name: a member's tokenizer may also be compared with query processing
+            full = tuple(_row_name(dataset, member) for member in candidate.members)
+            fusions.append(replace(candidate.fusion, members=full))
+    total = len(systems) + len(fusions)
+    callback = None
+    if progress is not None:
+        seen: list[str] = []
+
+        def callback(system: str, phase: str, done: int, of: int) -> None:
+            if system not in seen:
+                seen.append(system)
+            progress(f"round {round_number}: {system[:50]} {phase}", len(seen) - 1 + done / max(of, 1), total)
+
+    report, _runs = compare(
+        dataset, list(systems.values()), metrics=[metric], fusions=fusions or None, progress=callback
+    )
+    rows = {row["name"]: row for row in report["systems"]}
+    fused = {
+        (row["fusion"]["method"], tuple(row["fusion"]["members"])): row["name"]
+        for row in report["systems"]
+        if row.get("fusion")
+    }
+    found = {}
+    for candidate in chosen:
+        if candidate.fusion is not None:
+            key = (candidate.fusion.method, tuple(_row_name(dataset, m) for m in candidate.members))
+            name = fused.get(key, candidate.fusion.spec())
+        else:
+            name = _row_name(dataset, candidate.system)
+        row = rows.get(name)
+        if row is None:  # pragma: no cover - compare names every system and fusion it was given
+            raise RagEvalError(f"tune: no result for {candidate.name!r} (looked for {name!r})")
+        found[candidate.name] = {**row, "_per_query": report["per_query"].get(name, {})}
+    return found
+
+
+def _relevant(dataset: Dataset) -> bool:
+    """Whether some query has a relevant document: without one every metric is 0 and compare refuses."""
+    return any(grade > 0 for q in dataset.queries for grade in dataset.qrels.get(q, {}).values())
+
+
+def _merged(first: dict[str, Any], second: dict[str, Any], judged: list[str], metric: str) -> dict[str, Any]:
+    """One candidate's row on two disjoint parts of the queries as if run on both at once: ``metric`` the
+    mean over ``judged`` of the per-query values (a judged query with no result counts 0, as in
+    metrics.evaluate), the search latency summarised from both parts' samples, the same index."""
+    per_query = {**first["_per_query"], **second["_per_query"]}
+    quality = sum(per_query.get(q, {}).get(metric, 0.0) for q in judged) / len(judged)
+    samples = [
+        value / 1000 for row in (first, second) for value in ((row.get("latency_samples_ms") or {}).get("search") or [])
+    ]
+    latency = {"search": latency_summary(samples)} if samples and second.get("latency_ms") else None
+    return {**second, "metrics": {metric: quality}, "latency_ms": latency, "_per_query": per_query}
+
+
+def _row_name(dataset: Dataset, system: System | None) -> str:
+    """The name compare gives ``system`` on ``dataset`` (its builder and mode defaults filled in)."""
+    assert system is not None
+    builder = system.builder or dataset.meta.get("builder") or "passages"
+    mode = system.mode or dataset.meta.get("mode") or "or"
+    query = QueryProcessing.parse(system.query).written if system.query else ""
+    engine = written_engine(system.engine or DEFAULT_ENGINE)
+    return System(written_spec(system.tokenizer), builder, mode, query, engine).name
+
+
+def _trial(candidate: Candidate, row: dict[str, Any], metric: str, round_number: int, queries: int) -> Trial:
+    search = (row.get("latency_ms") or {}).get("search") or {}
+    size = (row.get("build") or {}).get("index_bytes")
+    return Trial(
+        candidate,
+        round_number,
+        queries,
+        float(row["metrics"][metric]),
+        search.get("p95"),
+        None if size is None else round(size / 1e6, 3),
+    )
+
+
+@dataclass
+class Search:
+    """What the dev queries decided: every trial, and the Pareto front, best first."""
+
+    trials: list[Trial]
+    front: list[Trial]
+    #: Wall time of each round, index builds included.
+    seconds: dict[str, float] = field(default_factory=dict)
+    #: The other feasible candidates whose dev quality ties the recommendation's (``front[0]``).
+    tied: list[Trial] = field(default_factory=list)
+
+
+def clearly_slower(p95_ms: float, than_ms: float) -> bool:
+    """Whether a p95 latency is above another by more than timing noise (see ``LATENCY_RATIO``)."""
+    return p95_ms > than_ms * LATENCY_RATIO and p95_ms - than_ms > LATENCY_MARGIN_MS
+
+
+def pick(feasible: list[Trial]) -> tuple[Trial, list[Trial]]:
+    """The recommendation and the candidates tied with it: the best dev quality; among ties, the smallest index
+    of those not clearly slower than the fastest tied one, then the first name (no timing noise decides)."""
+    best = max(t.quality for t in feasible)
+    tied = [t for t in feasible if t.quality >= best - QUALITY_TIE]
+    fastest = min(t.p95_ms or 0.0 for t in tied)
+    eligible = [t for t in tied if not clearly_slower(t.p95_ms or 0.0, fastest)]
+    chosen = min(eligible, key=lambda t: (t.index_mb or 0.0, t.candidate.name))
+    return chosen, [t for t in tied if t is not chosen]
+
+
+def search_space(
+    dev: Dataset,
+    pool: list[Candidate],
+    *,
+    budget: int = DEFAULT_BUDGET,
+    metric: str = DEFAULT_METRIC,
+    max_p95_ms: float | None = None,
+    max_index_mb: float | None = None,
+    progress: TuneProgress | None = None,
+) -> Search:
+    """Run the space on the dev queries only (it is given nothing else) and find the front, best first."""
+    from ..metrics.measures import quality_metric
+
+    metric = quality_metric(metric, "tune")  # the spelling compare keys its rows by; higher must be better
+    if not _relevant(dev):
+        raise RagEvalError(f"{dev.id}: no {WITH_RELEVANT} falls in the dev part", hint="raise --split")
+    trials: list[Trial] = []
+    seconds: dict[str, float] = {}
+    finalists = _draw(pool, budget)
+    earlier: dict[str, dict[str, Any]] = {}
+    remaining = dev
+    first_ids, rest_ids = split_ids(list(dev.queries), FIRST_ROUND_SHARE, salt=SALT + "/round1")
+    first = subset(dev, first_ids, "round1")
+    # Successive halving: a wider field on a quarter of dev, the best on all of it. A quarter without a judged
+    # query could rank nothing: then the budget's draw runs on all of dev in one round.
+    if len(pool) > budget and _relevant(first):
+        wide = _draw(pool, 3 * budget)
+        clock = time.perf_counter()
+        rows = _evaluate(first, wide, metric, progress, 1)
+        seconds["round 1"] = round(time.perf_counter() - clock, 1)
+        scored = [_trial(c, rows[c.name], metric, 1, len(first.queries)) for c in wide]
+        trials += scored
+        keep = {c.name for c in wide if c.single}
+        for trial in sorted(scored, key=lambda t: -t.quality):
+            if len(keep) >= budget:
+                break
+            keep.add(trial.candidate.name)
+        finalists = [c for c in wide if c.name in keep]
+        rest = subset(dev, rest_ids, "round2")
+        if _relevant(rest):  # the finalists' first-quarter results are kept: they run on the other queries only
+            earlier, remaining = rows, rest
+    clock = time.perf_counter()
+    rows = _evaluate(remaining, finalists, metric, progress, 2)
+    seconds["round 2"] = round(time.perf_counter() - clock, 1)
+    if earlier:
+        rows = {c.name: _merged(earlier[c.name], rows[c.name], dev.judged(), metric) for c in finalists}
+    final = [_trial(c, rows[c.name], metric, 2, len(dev.queries)) for c in finalists]
+    trials += final
+    for trial in final:
+        trial.feasible = (max_p95_ms is None or (trial.p95_ms is not None and trial.p95_ms <= max_p95_ms)) and (
+            max_index_mb is None or (trial.index_mb is not None and trial.index_mb <= max_index_mb)
+        )
+    feasible = [t for t in final if t.feasible and t.p95_ms is not None and t.index_mb is not None]
+    if not feasible:
+        raise RagEvalError(
+            "no candidate meets the constraints on the dev queries", hint="relax --max-p95-ms or --max-index-mb"
+        )
+    points = [(t.quality, t.p95_ms or 0.0, t.index_mb or 0.0) for t in feasible]
+    chosen, tied = pick(feasible)
+    tied_names = {t.candidate.name for t in tied}
+    # A tied candidate no smaller and not clearly faster is no better than the pick: it leaves the front, which
+    # the pick then heads (only such a candidate can dominate the pick, by noise).
+    on_front = [
+        t
+        for t in (feasible[i] for i in front(points, (True, False, False)))
+        if t is not chosen
+        and not (
+            t.candidate.name in tied_names
+            and (t.index_mb or 0.0) >= (chosen.index_mb or 0.0)
+            and not clearly_slower(chosen.p95_ms or 0.0, t.p95_ms or 0.0)
+        )
+    ]
+    on_front.sort(key=lambda t: (-t.quality, t.p95_ms or 0.0, t.index_mb or 0.0, t.candidate.name))
+    return Search(trials, [chosen, *on_front], seconds, tied)

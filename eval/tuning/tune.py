@@ -1,0 +1,241 @@
+"""``rag-eval tune``: search a space of systems on dev queries, evaluate the dev Pareto front once on held-back
+test queries, and recommend one system with the evidence.
+
+1. The judged dataset's queries split into dev and test by a hash of each query id (:mod:`.split`).
+2. The space (a shipped default, or a TOML file) lists candidates: single tokenizers, hybrids of two and
+   three, uniform field weights, query processing, fusions of two singles.
+3. Successive halving within the budget: when the space is larger than the budget, up to three times the
+   budget (the single tokenizers always, the rest drawn with a fixed seed) run on a quarter of the dev
+   queries, and the best ``budget`` of them (the singles always) run on all of them. Only dev judgements
+   are read until step 5.
+4. The dev Pareto front over (quality up, p95 latency down, index size down) among the candidates that
+   meet the constraints; the recommendation is the best by dev quality. Among candidates whose dev quality
+   ties (within ``QUALITY_TIE``), p95 latency counts only when it is clearly slower than the fastest tied
+   candidate's (``LATENCY_RATIO`` times and ``LATENCY_MARGIN_MS`` more: sub-millisecond p95s of a few dev
+   queries vary from run to run); of the rest, the smallest index wins, then the first name. So the same
+   inputs give the same recommendation.
+5. The front and every single tokenizer run once on the test queries (or on another dataset, ``eval_on``);
+   each front member is tested against the best single tokenizer on test (paired randomization test; the
+   recommendation's, fixed on dev, is one planned test decided on its own p, the p compare gives; the front's
+   are also Holm-corrected together). recommendation.toml records the split (:mod:`.split_record`), so that
+   compare evaluates these held-back queries again.
+6. With fewer than ``FEW_QUERIES`` judged queries on either side (the number below which ``compare`` warns),
+   the report and the printed recommendation carry a warning with the difference such a test can detect.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import RagEvalError
+from ...files.outputs import only_names, publish_folder, refuse_inside_source
+from ...index.tokenize_pool import remembering_tokens
+from ..compare.provenance import environment
+from ..datasets.formats import load_dataset
+from ..datasets.records import Dataset
+from ..datasets.shipped import read_from
+from ..datasets.split import DEFAULT_BUDGET, DEFAULT_METRIC, DEV_FRACTION, SALT, split_ids, subset
+from ..datasets.split_record import PART, tuned_split
+from .report import TIED_NAMED as TIED_NAMED
+from .report import (
+    _paragraph,
+    dev_chart,
+    few_queries_warning,
+    held_out_evidence,
+    recommendation_toml,
+    render_tune,
+    trial_json,
+)
+from .search import FIRST_ROUND_SHARE as FIRST_ROUND_SHARE
+from .search import LATENCY_MARGIN_MS as LATENCY_MARGIN_MS
+from .search import LATENCY_RATIO as LATENCY_RATIO
+from .search import QUALITY_TIE as QUALITY_TIE
+from .search import SEED as SEED
+from .search import (
+    TIE_RULE,
+    WITH_RELEVANT,
+    Trial,
+    TuneProgress,
+    _evaluate,
+    _relevant,
+    search_space,
+)
+from .search import Search as Search
+from .search import clearly_slower as clearly_slower
+from .search import pick as pick
+from .space import MAX_CANDIDATES as MAX_CANDIDATES
+from .space import MAX_SPACE_BYTES as MAX_SPACE_BYTES
+from .space import Candidate, candidates, load_space
+
+SCHEMA = "rag-eval/tune/1"
+
+
+@dataclass
+class TuneResult:
+    """Everything ``tune`` measured and decided; ``report`` is what tune.json holds."""
+
+    report: dict[str, Any]
+    output: Path
+    recommendation: Candidate
+    paragraph: str
+    trials: list[Trial] = field(default_factory=list)
+
+
+def tune(
+    dataset_ref: str,
+    *,
+    output: str | Path,
+    space_file: Path | None = None,
+    budget: int = DEFAULT_BUDGET,
+    max_p95_ms: float | None = None,
+    max_index_mb: float | None = None,
+    dev_fraction: float = DEV_FRACTION,
+    eval_on: str | None = None,
+    metric: str = DEFAULT_METRIC,
+    progress: TuneProgress | None = None,
+) -> TuneResult:
+    """Tune on dev queries, evaluate once on held-back ones, recommend (see the module's docstring)."""
+    from ..metrics.measures import quality_metric
+
+    # Compare keys every row by the canonical spelling (ndcg@10 is nDCG@10, P(rel=1)@5 is P@5): so must tune.
+    # Tune ranks by it, higher better: a count (NumRet) would recommend the system that retrieves the most.
+    metric = quality_metric(metric, "tune")
+    if budget < 1:
+        raise RagEvalError(f"--budget must be at least 1, not {budget}")
+    for value, name in ((max_p95_ms, "--max-p95-ms"), (max_index_mb, "--max-index-mb")):
+        if value is not None and not (value > 0 and math.isfinite(value)):  # tune.json is strict JSON
+            raise RagEvalError(f"{name} must be a finite number above 0, not {value}")
+    # report.md inside a dataset folder would be read as part of a Markdown corpus there the next time.
+    read = [read_from(source) for source in (dataset_ref, eval_on) if source is not None]
+    refuse_inside_source(output, read, what="tune folder")
+    space = load_space(space_file)
+    pool = candidates(space)
+    if not any(candidate.single for candidate in pool):
+        # Step 5 tests the recommendation against the best plain single tokenizer: without one it has no baseline.
+        where = str(space_file) if space_file is not None else "the default space"
+        raise RagEvalError(
+            f"{where}: no single tokenizer without query processing under the default engine, which the "
+            "recommendation is tested against",
+            hint='list a tokenizer that is not a hybrid, with "" in processing (and the default engine in engines)',
+        )
+    started, started_in = time.perf_counter(), environment()
+    with publish_folder(output, owned=tune_owned, what="tune folder") as staging, remembering_tokens():
+        data = load_dataset(dataset_ref)
+        dev_ids, test_ids = split_ids(list(data.queries), dev_fraction)
+        dev = subset(data, dev_ids, "dev")
+        if not _relevant(dev):
+            raise RagEvalError(f"{dev.id}: no {WITH_RELEVANT} falls in the dev part", hint="raise --split")
+        if eval_on is None and not _relevant(subset(data, test_ids, "test")):
+            # Checked before the search, not after it: whether there is a held-back part at all, nothing it holds.
+            raise RagEvalError(f"{data.id}[test]: no {WITH_RELEVANT} falls in the test part", hint="lower --split")
+        other = load_dataset(eval_on) if eval_on else None
+        asked_again: list[str] = []
+        unseen: Dataset | None = None
+        if other is not None:
+            # Before the search, only which of its questions the dev part asks too, and whether any judged one is
+            # left: those are left out, so that the figures come from questions the choice never saw.
+            asked_again = reused_dev_queries(dev, other)
+            left_out = set(asked_again)
+            unseen = subset(other, [q for q in other.queries if q not in left_out], "unseen") if left_out else other
+            if not _relevant(unseen):
+                raise RagEvalError(
+                    f"{eval_on}: every {WITH_RELEVANT} of {other.id} asks a dev query tune chooses on again "
+                    f"({len(asked_again)} of them, e.g. {asked_again[0]!r}), so none of it is unseen"
+                    if asked_again
+                    else f"{eval_on}: {other.id} has no {WITH_RELEVANT}",
+                    hint="leave out --eval-on to test on the held-back part, or give a set with other questions",
+                )
+        found = search_space(
+            dev, pool, budget=budget, metric=metric, max_p95_ms=max_p95_ms, max_index_mb=max_index_mb, progress=progress
+        )
+        trials, on_front = found.trials, found.front
+        best = on_front[0]
+        # Held back until now: the test part (or another dataset) and its judgements.
+        held = subset(data, test_ids, PART) if unseen is None else unseen  # named as compare names it
+        singles = [t for t in trials if t.candidate.single and t.round == 2]
+        evaluated = list({t.candidate.name: t.candidate for t in on_front + singles}.values())
+        clock = time.perf_counter()
+        test_rows = _evaluate(held, evaluated, metric, progress, 3)
+        phases = {**found.seconds, "test": round(time.perf_counter() - clock, 1)}
+        test_report = held_out_evidence(held, test_rows, on_front, singles, metric)
+        queries = "held-back queries" if eval_on is None else f"queries of {held.id}"
+        dev_counts = (len(dev.queries), len(dev.judged()))
+        paragraph = _paragraph(best, test_report, metric, on_front, queries, found.tied, dev_counts)
+        warning = few_queries_warning(len(dev.judged()), test_report, metric, queries)
+        if other is not None and asked_again:
+            note = (
+                f"{len(asked_again)} of the {len(other.queries)} queries of {other.id} ask a dev query tune chose on "
+                f"again (the same text, e.g. {asked_again[0]}): they were left out, and the figures come from its "
+                f"other {len(held.queries)}"
+            )
+            warning = f"{note}; {warning}" if warning else note
+        report = {
+            "schema": SCHEMA,
+            "environment": started_in,
+            "dataset": {"id": data.id, "checksum": data.checksum()},
+            "evaluated_on": held.id,
+            "left_out_dev_queries": len(asked_again),
+            "split": {
+                "salt": SALT,
+                "dev_fraction": dev_fraction,
+                "dev_queries": len(dev_ids),
+                "test_queries": len(test_ids),
+                "rule": "sha256(salt, NUL, query id) < dev fraction: dev",
+            },
+            "metric": metric,
+            "space": space,
+            "space_size": len(pool),
+            "budget": budget,
+            "constraints": {"max_p95_ms": max_p95_ms, "max_index_mb": max_index_mb},
+            "trials": [trial_json(t) for t in trials],
+            "front": [t.candidate.name for t in on_front],
+            "recommendation": best.candidate.name,
+            "tied_on_dev": [t.candidate.name for t in found.tied],
+            "tie_rule": TIE_RULE,
+            "test": test_report,
+            "paragraph": paragraph,
+            "warning": warning,
+            "seconds": round(time.perf_counter() - started, 1),
+            "phase_seconds": phases,
+        }
+        chart = dev_chart(trials, metric)
+        if chart is not None:
+            (staging / "pareto.svg").write_text(chart.svg, encoding="utf-8")
+            report["chart"] = {"file": "pareto.svg", "note": chart.note}
+        (staging / "tune.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        chosen_on = tuned_split(data, dev_ids, test_ids, dev_fraction, SALT)  # compare evaluates the rest by default
+        (staging / "recommendation.toml").write_text(
+            recommendation_toml(best.candidate, paragraph, chosen_on), encoding="utf-8"
+        )
+        (staging / "report.md").write_text(render_tune(report), encoding="utf-8")
+    return TuneResult(report, Path(output), best.candidate, paragraph, trials)
+
+
+def reused_dev_queries(dev: Dataset, held: Dataset) -> list[str]:
+    """The queries of ``held`` that ask a judged dev query again: the same text (runs of whitespace aside),
+    whatever their ids (a copy of the tuned set, or one that numbers its questions anew)."""
+    asked = {" ".join(dev.queries[q].text.split()) for q in dev.judged()}
+    return [q for q, query in held.queries.items() if " ".join(query.text.split()) in asked]
+
+
+def tune_owned(path: Path) -> str | None:
+    """None when ``path`` is a folder ``tune`` wrote (its tune.json has the tune schema), else why not."""
+    written = {"tune.json", "recommendation.toml", "report.md", "pareto.svg"}
+    found = only_names(path, lambda name: str(name) in written, what="tune output folder")
+    if found is not None:
+        return found
+    try:
+        data = json.loads((path / "tune.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "it has no tune.json that rag-eval wrote" if any(path.iterdir()) else None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        return "its tune.json does not have rag-eval's tune schema"
+    return None
+
+
+__all__ = ["Candidate", "DEFAULT_BUDGET", "TuneResult", "candidates", "load_space", "tune"]

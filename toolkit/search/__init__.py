@@ -1,0 +1,1 @@
+"""Searching an index: the query compiler and processing, ranking, snippets, reads, the evidence result, batches."""

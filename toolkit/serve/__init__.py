@@ -1,0 +1,1 @@
+"""``rag-eval serve``: indexes handed to agents as Model Context Protocol tools."""
