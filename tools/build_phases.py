@@ -9,8 +9,8 @@ publication under its name (``publish``). ``build_over_tokenize`` is the whole b
 load over the tokenize phase. ENGINE is the build's ``--engine`` (default ``auto``: with impact postings).
 By default the index is a new path, built as ``rag-eval index build`` builds one (in a hidden file,
 bulk-loaded); ``--into-given`` passes the build a connection instead (WAL, as a sync of an existing index
-writes: how sections 8 and 9 of reports/builds.md were measured). The index goes to a temporary folder that
-is removed. Timing wraps the library's functions and the connection's statements; nothing else changes.
+writes). The index goes to a temporary folder that is removed. Timing wraps the library's functions and the
+connection's statements; nothing else changes.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Builds with a Python strategy's terms taken straight from its spans (a9c38fc) against the Token path
-before it, in one process, alternating which goes first, each setting's best of 3 (reports/builds.md §9):
+before it, in one process, alternating which goes first, each setting's best of 3 (measured for a9c38fc;
+the figures are in the git history of reports/builds.md):
 
     .venv/bin/python tools/terms_ab.py CORPUS_DIR BUILDER STRATEGY ...
 

@@ -3,7 +3,7 @@ replicated 1x, 3x and 10x (issue #14, scale). A script, not a test; reports/late
 
     nice .venv/bin/python tests/benchmarks/impact_scale.py build CORPUS_DIR OUT_DIR [SPEC ...]
     nice .venv/bin/python tests/benchmarks/impact_scale.py measure CORPUS_DIR OUT_DIR [SPEC ...] > scale.json
-    .venv/bin/python tests/benchmarks/impact_scale.py chart scale.json reports/latency-scale.svg
+    .venv/bin/python tests/benchmarks/impact_scale.py chart scale.json reports/latency/scale.svg
     .venv/bin/python tests/benchmarks/impact_scale.py tables scale.json > tables.md
     git show c68d204:toolkit/engines/impact/__init__.py > /tmp/impact_c68d204.py
     nice .venv/bin/python tests/benchmarks/impact_scale.py before /tmp/impact_c68d204.py CORPUS_DIR OUT_DIR [SPEC ...]

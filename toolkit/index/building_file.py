@@ -90,7 +90,7 @@ def bulk_load(db: sqlite3.Connection) -> None:
     removed, so the WAL (every page written twice, each commit and checkpoint synced) buys nothing there; the
     rollback journal stays in memory for a failed statement. The file is synced once, before it gets its name
     (:func:`flush_to_disk`). On ``cmrc2018_dev_trial`` with jieba this took a third off the write phase
-    (reports/builds.md, section 10).
+    (reports/builds.md, "A new index bulk-loaded").
     """
     db.execute("PRAGMA journal_mode = MEMORY")
     db.execute("PRAGMA synchronous = OFF")
