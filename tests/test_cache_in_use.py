@@ -20,7 +20,7 @@ from rag_eval.eval.compare import runner
 from rag_eval.eval.compare.compare import compare
 from rag_eval.eval.compare.runner import System
 from rag_eval.eval.datasets.formats import load_dataset
-from rag_eval.eval.judging.judge import build_pool, plan
+from rag_eval.eval.judging.pool import build_pool, plan
 from rag_eval.index import locks
 
 

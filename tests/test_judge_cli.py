@@ -11,8 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.judging.judge import plan
-from rag_eval.eval.judging.judgments import Judgments, JudgmentsConflict, log_path
+from rag_eval.eval.judging.judgments import Judgments, log_path
+from rag_eval.eval.judging.log_records import JudgmentsConflict
+from rag_eval.eval.judging.pool import plan
 from rag_eval.eval.judging.session import query_marks
 from rag_eval.tokenizers import get_tokenizer
 
@@ -238,7 +239,7 @@ def test_the_pool_does_not_depend_on_the_order_of_questions_or_how_a_spec_is_wri
 
 
 def test_a_session_grades_steps_back_regrades_undoes_and_skips(tmp_path: Path) -> None:
-    from rag_eval.eval.judging.judge import build_pool
+    from rag_eval.eval.judging.pool import build_pool
     from rag_eval.eval.judging.selection import Selector
     from rag_eval.eval.judging.session import Session
 

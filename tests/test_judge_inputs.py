@@ -20,8 +20,10 @@ from click.testing import CliRunner
 from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError
 from rag_eval.eval.datasets.trec import read_trec_qrels
-from rag_eval.eval.judging.judge import build_pool, check_idle_timeout, plan
-from rag_eval.eval.judging.judgments import Judgments, JudgmentsError, JudgmentsWriteError, PoolIdentity, log_path
+from rag_eval.eval.judging.judge import check_idle_timeout
+from rag_eval.eval.judging.judgments import Judgments, JudgmentsError, PoolIdentity, log_path
+from rag_eval.eval.judging.log_records import JudgmentsWriteError
+from rag_eval.eval.judging.pool import build_pool, plan
 from rag_eval.eval.judging.selection import SelectionError, Selector
 from rag_eval.eval.judging.server import REQUEST_TIMEOUT, JudgeServer
 from rag_eval.eval.judging.session import Session

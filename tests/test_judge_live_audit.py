@@ -22,10 +22,11 @@ from test_judge_inputs import CHEAP, POOL, QUESTIONS, Running, make_change, one_
 
 from rag_eval.cli import cli
 from rag_eval.eval.datasets.trec import read_trec_qrels
+from rag_eval.eval.judging import durable_writes
 from rag_eval.eval.judging import judgments as judgments_module
-from rag_eval.eval.judging import judgments_writes
-from rag_eval.eval.judging.judge import plan
-from rag_eval.eval.judging.judgments import Judgments, JudgmentsWriteError, PoolIdentity, log_path
+from rag_eval.eval.judging.judgments import Judgments, PoolIdentity, log_path
+from rag_eval.eval.judging.log_records import JudgmentsWriteError
+from rag_eval.eval.judging.pool import plan
 
 #: What the test servers close a silent connection after, in seconds.
 REQUEST_TIMEOUT = 0.5
@@ -194,9 +195,9 @@ def test_a_second_judge_on_the_same_file_is_refused_before_anything_is_built(
 def test_the_log_never_grows_past_what_a_restart_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Bug: grades were acknowledged past the log's read limit, and the same command then refused the log
     ("over the limit"), so acknowledged grades could not be resumed."""
-    # The limit is looked up where the log is read back (judgments) and where it is appended to (judgments_writes).
+    # The limit is looked up where the log is read back (judgments) and where it is appended to (durable_writes).
     monkeypatch.setattr(judgments_module, "MAX_LOG_BYTES", 2_000)
-    monkeypatch.setattr(judgments_writes, "MAX_LOG_BYTES", 2_000)
+    monkeypatch.setattr(durable_writes, "MAX_LOG_BYTES", 2_000)
     path = tmp_path / "h.qrels"
     acknowledged: dict[str, dict[str, int]] = {}
     with Judgments.open(path, POOL, assessor="") as judgments:

@@ -41,73 +41,91 @@ def convert_squad(paths: list[str | Path], *, dataset_id: str = "squad") -> tupl
         first, again = (display_name(name) for name in twice)
         said = f"{first} is given twice" if first == again else f"{first} and {again} are one file, given twice"
         raise DatasetError(said, hint="give each file once")
-    summary = ConversionSummary()
-    corpus: dict[str, Passage] = {}
-    passage_ids: dict[str, str] = {}
-    queries: dict[str, Query] = {}
-    query_ids: dict[str, str] = {}
-    qrels: dict[str, dict[str, int]] = {}
-    original_ids: dict[str, list[str]] = {}
-    for raw_path in paths:
-        path = Path(raw_path)
-        name = display_name(str(path))
-        summary.files += 1
-        data = read_json(path, DatasetError)
-        articles = data.get("data") if isinstance(data, dict) else None
-        if not isinstance(articles, list):
-            raise DatasetError(f"{name}: expected a SQuAD object with a 'data' list")
-        for a_number, article in enumerate(articles, start=1):
-            where = f"{name}: data[{a_number - 1}]"
-            paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
-            if not isinstance(paragraphs, list):
-                raise DatasetError(f"{where}: expected 'paragraphs' list")
-            summary.articles += 1
-            title = article.get("title") or ""
-            if not isinstance(title, str):
-                raise DatasetError(f"{where}: 'title' must be text")
-            for p_number, paragraph in enumerate(paragraphs):
-                context = paragraph.get("context") if isinstance(paragraph, dict) else None
-                qas = paragraph.get("qas", []) if isinstance(paragraph, dict) else None
-                if not isinstance(context, str) or not isinstance(qas, list):
-                    raise DatasetError(f"{where}.paragraphs[{p_number}]: expected 'context' text and 'qas' list")
-                summary.paragraphs += 1
-                key = context.strip()
-                if not key or "\x00" in key:
-                    problem = "empty" if not key else "holding a NUL character"
-                    raise DatasetError(f"{where}.paragraphs[{p_number}]: 'context' is {problem}")
-                passage_id, new = _intern(passage_ids, key, "p")
-                if new:
-                    corpus[passage_id] = Passage(passage_id, title, key)
-                else:
-                    summary.duplicate_paragraphs += 1
-                for q_number, qa in enumerate(qas):
-                    question = qa.get("question") if isinstance(qa, dict) else None
-                    qa_where = f"{where}.paragraphs[{p_number}].qas[{q_number}]"
-                    if not isinstance(question, str) or not question.strip():
-                        raise DatasetError(f"{qa_where}: missing 'question'")
-                    summary.questions += 1
-                    text = query_text(question.strip(), qa_where)
-                    query_id, new = _intern(query_ids, text, "q")
-                    if new:
-                        queries[query_id] = Query(query_id, text)
-                    else:
-                        summary.duplicate_questions += 1
-                    qrels.setdefault(query_id, {})[passage_id] = 1
-                    original_ids.setdefault(query_id, []).append(str(qa.get("id", "")))
-    if not queries:  # written out, it would be a set that every command refuses, or scores as nothing
+    merged = _Merged()
+    for path in paths:
+        merged.add_file(Path(path))
+    summary = merged.summary
+    if not merged.queries:  # written out, it would be a set that every command refuses, or scores as nothing
         names = ", ".join(display_name(str(p)) for p in paths)
         raise DatasetError(
             f"{names}: nothing to convert: {counted(summary.paragraphs, 'paragraph')} and no question",
             hint="a SQuAD-style file lists each paragraph's questions under 'qas'",
         )
-    summary.passages, summary.queries = len(corpus), len(queries)
-    summary.qrels = sum(len(d) for d in qrels.values())
+    summary.passages, summary.queries = len(merged.corpus), len(merged.queries)
+    summary.qrels = sum(len(d) for d in merged.qrels.values())
     meta: dict[str, Any] = {
         "format": "squad",
         "sources": [str(p) for p in paths],
-        "original_question_ids": original_ids,
+        "original_question_ids": merged.original_ids,
     }
-    return Dataset(dataset_id, corpus, queries, qrels, meta), summary
+    return Dataset(dataset_id, merged.corpus, merged.queries, merged.qrels, meta), summary
+
+
+class _Merged:
+    """The passages, questions and qrels of SQuAD-style files read so far, duplicates merged; each
+    ``add_`` method checks its part of the layout (data > paragraphs > qas) and says where it is wrong."""
+
+    def __init__(self) -> None:
+        self.summary = ConversionSummary()
+        self.corpus: dict[str, Passage] = {}
+        self.queries: dict[str, Query] = {}
+        self.qrels: dict[str, dict[str, int]] = {}
+        self.original_ids: dict[str, list[str]] = {}
+        self._passage_ids: dict[str, str] = {}
+        self._query_ids: dict[str, str] = {}
+
+    def add_file(self, path: Path) -> None:
+        name = display_name(str(path))
+        self.summary.files += 1
+        data = read_json(path, DatasetError)
+        articles = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(articles, list):
+            raise DatasetError(f"{name}: expected a SQuAD object with a 'data' list")
+        for a_number, article in enumerate(articles):
+            self._add_article(article, f"{name}: data[{a_number}]")
+
+    def _add_article(self, article: Any, where: str) -> None:
+        paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+        if not isinstance(paragraphs, list):
+            raise DatasetError(f"{where}: expected 'paragraphs' list")
+        self.summary.articles += 1
+        title = article.get("title") or ""
+        if not isinstance(title, str):
+            raise DatasetError(f"{where}: 'title' must be text")
+        for p_number, paragraph in enumerate(paragraphs):
+            self._add_paragraph(paragraph, f"{where}.paragraphs[{p_number}]", title)
+
+    def _add_paragraph(self, paragraph: Any, where: str, title: str) -> None:
+        context = paragraph.get("context") if isinstance(paragraph, dict) else None
+        qas = paragraph.get("qas", []) if isinstance(paragraph, dict) else None
+        if not isinstance(context, str) or not isinstance(qas, list):
+            raise DatasetError(f"{where}: expected 'context' text and 'qas' list")
+        self.summary.paragraphs += 1
+        key = context.strip()
+        if not key or "\x00" in key:
+            problem = "empty" if not key else "holding a NUL character"
+            raise DatasetError(f"{where}: 'context' is {problem}")
+        passage_id, new = _intern(self._passage_ids, key, "p")
+        if new:
+            self.corpus[passage_id] = Passage(passage_id, title, key)
+        else:
+            self.summary.duplicate_paragraphs += 1
+        for q_number, qa in enumerate(qas):
+            self._add_question(qa, f"{where}.qas[{q_number}]", passage_id)
+
+    def _add_question(self, qa: Any, where: str, passage_id: str) -> None:
+        question = qa.get("question") if isinstance(qa, dict) else None
+        if not isinstance(question, str) or not question.strip():
+            raise DatasetError(f"{where}: missing 'question'")
+        self.summary.questions += 1
+        text = query_text(question.strip(), where)
+        query_id, new = _intern(self._query_ids, text, "q")
+        if new:
+            self.queries[query_id] = Query(query_id, text)
+        else:
+            self.summary.duplicate_questions += 1
+        self.qrels.setdefault(query_id, {})[passage_id] = 1
+        self.original_ids.setdefault(query_id, []).append(str(qa.get("id", "")))
 
 
 def _intern(ids: dict[str, str], key: str, prefix: str) -> tuple[str, bool]:

@@ -1,163 +1,39 @@
-"""``rag-eval judge``: pool every system's top results for a knowledge base's questions and grade them in a
-local page, in the order that best decides which system wins (issue #13).
+"""``rag-eval judge``: grade the systems' pooled results for a knowledge base's questions in a local page, in the
+order that best decides which system wins (issue #13), or replay that order with an oracle's grades (``--oracle``).
 
-This module builds the pool (one cached index per system, as ``compare`` does), serves a judging session
-(:mod:`.judge_session`) on the page (:mod:`.judge_server`), or replays the order with an oracle's grades
-(:mod:`.oracle`). The order and the decision come from :mod:`.selection`; the file from :mod:`.judgments`.
+:func:`judge` builds the pool (:mod:`.pool`) and serves a judging session (:mod:`.session`) on the page
+(:mod:`.server`); :func:`oracle` replays the order with grades read from qrels (:mod:`.oracle`). The order and the
+decision come from :mod:`.selection`; the judgments file from :mod:`.judgments`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 import math
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...builders import get_builder
 from ...errors import RagEvalError
 from ...files.outputs import check_file_target, recorded_name, refuse_inside_source, write_text_atomic
-from ...files.textio import control_character, shown
-from ...index.locks import in_use_scope
-from ...records import Progress
-from ...tokenizers import Tokenizer, get_tokenizer, written_spec
-from ..compare.compare import Skipped, SystemProgress, default_systems
-from ..compare.runner import System, run_system
+from ...files.textio import control_character, counted, shown
+from ..compare.compare import SystemProgress
 from ..datasets.records import Dataset
 from ..datasets.shipped import read_from
-from ..datasets.sources import source_dataset
-from ..metrics.measures import ranked_ids, relevant_queries
-from .judgments import Judgments, PoolIdentity, check_id, counted, named_target
-from .judgments_log import log_path
+from ..metrics.measures import relevant_queries
+from .judgments import Judgments, named_target
+from .log_records import log_path
+from .pool import DEFAULT_DEPTH, Pool, build_pool, check_pool, plan
 from .session import Session
+
+if TYPE_CHECKING:
+    from .oracle import Step
 
 #: What ``--oracle -o FILE`` writes, in messages.
 REPLAY_WHAT = "replay"
-#: Results of each system pooled per question, unless ``--depth`` says otherwise.
-DEFAULT_DEPTH = 10
-#: The deepest pool: far more than a person grades (a depth of 10 pools some 20 passages per question).
-MAX_DEPTH = 1000
-
-
-@dataclass(frozen=True)
-class Pool:
-    """The systems' ranked results for every question, and what identifies them."""
-
-    dataset: Dataset
-    systems: dict[str, System]
-    tokenizers: dict[str, Tokenizer]
-    runs: dict[str, dict[str, list[str]]]
-    identity: PoolIdentity
-    depth: int
-    skipped: tuple[Skipped, ...] = ()
-
-
-def corpus_digest(dataset: Dataset) -> str:
-    """sha256 over the source's units (ids, titles, texts): the passages a grade is about."""
-    digest = hashlib.sha256()
-    for passage in sorted(dataset.corpus.values()):
-        digest.update(json.dumps(passage, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
-    return digest.hexdigest()
-
-
-def questions_digest(dataset: Dataset) -> str:
-    """sha256 over the questions' ids and texts (NFC): what the assessor reads beside each passage."""
-    texts = {query_id: unicodedata.normalize("NFC", query.text) for query_id, query in dataset.queries.items()}
-    return hashlib.sha256(json.dumps(texts, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
-
-
-def plan(
-    source: str,
-    questions: str | Path,
-    *,
-    tokenizers: Sequence[str] = (),
-    builder: str | None = None,
-    depth: int = DEFAULT_DEPTH,
-    qrels: str | Path | None = None,
-) -> tuple[Dataset, dict[str, System], tuple[Skipped, ...], PoolIdentity]:
-    """Read the source, the questions (and judgments of them) and name the systems; nothing is built yet."""
-    if type(depth) is not int or not 1 <= depth <= MAX_DEPTH:
-        raise RagEvalError(f"--depth must be a whole number from 1 to {MAX_DEPTH}, not {depth}")
-    dataset = source_dataset(source, questions, builder=builder, qrels=qrels)
-    for query_id in dataset.queries:
-        check_id(query_id, "question id")
-    builder_spec = get_builder(builder or dataset.meta["builder"]).system
-    mode = dataset.meta.get("mode") or "or"
-    skipped: tuple[Skipped, ...] = ()
-    if tokenizers:
-        chosen = [System(spec, builder_spec, mode) for spec in tokenizers]
-    else:
-        chosen, left_out = default_systems(dataset, builder_spec, mode)
-        skipped = tuple(left_out)
-        if not chosen:
-            raise RagEvalError("no tokenizer is available", hint="see rag-eval tokenizers")
-    systems: dict[str, System] = {}
-    canonical: dict[str, str] = {}
-    for system in chosen:
-        tokenizer = get_tokenizer(system.tokenizer)
-        tokenizer.check_available()
-        if tokenizer.system in canonical:
-            raise RagEvalError(f"-t {system.tokenizer}: the same system as -t {canonical[tokenizer.system]}")
-        name = written_spec(system.tokenizer)
-        canonical[tokenizer.system] = name
-        systems[name] = System(tokenizer.system, builder_spec, mode)
-    identity = PoolIdentity(
-        corpus=corpus_digest(dataset),
-        questions=tuple(sorted(dataset.queries)),  # ids from the text: the file order does not matter
-        systems=tuple(sorted(system.name for system in systems.values())),
-        depth=depth,
-        question_texts=questions_digest(dataset),
-    )
-    return dataset, systems, skipped, identity
-
-
-def build_pool(
-    dataset: Dataset,
-    systems: dict[str, System],
-    identity: PoolIdentity,
-    *,
-    skipped: tuple[Skipped, ...] = (),
-    progress: SystemProgress | None = None,
-) -> Pool:
-    """Build (or reuse) every system's index and run each question ``depth`` deep."""
-    runs: dict[str, dict[str, list[str]]] = {}
-    with in_use_scope():  # the pool keeps the runs; no index is read once they are made
-        for name, system in systems.items():
-            callback: Progress | None = None
-            if progress is not None:
-                callback = functools.partial(_system_progress, progress, name)
-            result = run_system(dataset, system, depth=identity.depth, progress=callback)
-            found = ranked_ids(result.run)
-            runs[name] = {q: [check_id(doc, "passage id") for doc in found.get(q, [])] for q in dataset.queries}
-    tokenizers = {name: get_tokenizer(system.tokenizer) for name, system in systems.items()}
-    return Pool(dataset, systems, tokenizers, runs, identity, identity.depth, skipped)
-
-
-def pooled_count(pool: Pool) -> int:
-    """How many (question, passage) pairs the pool holds: what a complete judging grades."""
-    return sum(len({d for run in pool.runs.values() for d in run[q][: pool.depth]}) for q in pool.dataset.queries)
-
-
-def check_pool(pool: Pool) -> int:
-    """The pool's size, refused when it is empty: no system found a passage for any question."""
-    pooled = pooled_count(pool)
-    if not pooled:
-        count = len(pool.dataset.queries)
-        questions = "the question" if count == 1 else f"any of the {count} questions"
-        raise RagEvalError(
-            f"nothing to judge: no system found a passage for {questions}",
-            hint="check that the questions are about SOURCE, or try other tokenizers (-t)",
-        )
-    return pooled
-
-
-def _system_progress(report: SystemProgress, name: str, phase: str, done: float, total: float) -> None:
-    report(name, phase, int(done), int(total))
 
 
 # -- the command ----------------------------------------------------------------------------------------------
@@ -311,10 +187,7 @@ def oracle(
     from . import oracle as replaying
 
     chosen = check_method(method)
-    if samples < 0 or sample_queries < 1:
-        raise RagEvalError("--samples must be at least 0 and --sample-queries at least 1")
-    if type(seed) is not int or seed < 0:
-        raise RagEvalError(f"--seed must be a whole number of at least 0, not {seed}")
+    _check_study_options(samples, sample_queries, seed)
     if output is not None:
         named_target(output, what=REPLAY_WHAT, example="replay.json")
         check_file_target(output, owned=None, what=REPLAY_WHAT)
@@ -322,48 +195,10 @@ def oracle(
     dataset, systems, skipped, identity = plan(
         source, questions, tokenizers=tokenizers, builder=builder, depth=depth, qrels=qrels
     )
-    judged = relevant_queries(dataset.qrels)
-    if not judged:
-        raise RagEvalError(f"{qrels}: no question has a relevant passage; there is no winner to find")
-    if samples and len(judged) < sample_queries:
-        raise RagEvalError(
-            f"{counted(len(judged), 'question has', 'questions have')} a relevant passage, fewer than the "
-            f"{sample_queries} a sample needs",
-            hint=f"use --sample-queries {len(judged) * 3 // 4 or 1} (or --samples 0 for no study)",
-        )
+    judged = _judged_questions(dataset, qrels, samples, sample_queries)
     pool = build_pool(dataset, systems, identity, skipped=skipped, progress=progress)
     pooled = check_pool(pool)
     replay = replaying.replay(pool.runs, dataset.qrels, method=chosen, budget=pooled, seed=seed)
-    steps = [
-        {
-            "judged": step.judged,
-            "pick": step.pick,
-            "right": step.pick in replay.winners,
-            "confidence": round(step.confidence, 4),
-            "settled": step.settled,
-            "certain": step.certain,
-        }
-        for step in replay.steps
-    ]
-    study = None
-    if samples:
-        budget = max(replaying.CHECKPOINTS)
-        raw = replaying.sampling_study(
-            pool.runs,
-            dataset.qrels,
-            samples=samples,
-            sample_queries=sample_queries,
-            methods=[chosen],
-            budget=budget,
-            until_settled=0,
-            seed=seed,
-            progress=None if progress is None else functools.partial(progress, "oracle study"),
-        )
-        summary = replaying.summarise(raw)[chosen]
-        study = {key: summary[key] for key in ("samples", "correct", "settled_by", "first_settled_right")} | {
-            "sample_queries": sample_queries,
-            "seed": seed,
-        }
     result = OracleResult(
         systems=list(pool.systems),
         questions=len(dataset.queries),
@@ -371,8 +206,8 @@ def oracle(
         pooled=pooled,
         method=chosen,
         winners=sorted(replay.winners),
-        steps=steps,
-        study=study,
+        steps=[_step_row(step, replay.winners) for step in replay.steps],
+        study=_study(pool, chosen, samples, sample_queries, seed, progress) if samples else None,
         parameters={
             "source": recorded_name(source),
             "questions": recorded_name(questions),
@@ -385,3 +220,62 @@ def oracle(
         text = json.dumps(dataclasses.asdict(result), ensure_ascii=False, indent=1) + "\n"
         write_text_atomic(output, text, owned=None, what=REPLAY_WHAT)
     return result
+
+
+def _check_study_options(samples: int, sample_queries: int, seed: int) -> None:
+    """The sampling study's options, refused before anything is read or built."""
+    if samples < 0 or sample_queries < 1:
+        raise RagEvalError("--samples must be at least 0 and --sample-queries at least 1")
+    if type(seed) is not int or seed < 0:
+        raise RagEvalError(f"--seed must be a whole number of at least 0, not {seed}")
+
+
+def _judged_questions(dataset: Dataset, qrels: str | Path, samples: int, sample_queries: int) -> list[str]:
+    """The questions with a relevant passage (there is a winner to find only then), enough of them for a sample."""
+    judged = relevant_queries(dataset.qrels)
+    if not judged:
+        raise RagEvalError(f"{qrels}: no question has a relevant passage; there is no winner to find")
+    if samples and len(judged) < sample_queries:
+        raise RagEvalError(
+            f"{counted(len(judged), 'question has', 'questions have')} a relevant passage, fewer than the "
+            f"{sample_queries} a sample needs",
+            hint=f"use --sample-queries {len(judged) * 3 // 4 or 1} (or --samples 0 for no study)",
+        )
+    return judged
+
+
+def _step_row(step: Step, winners: frozenset[str]) -> dict[str, Any]:
+    """One judgment of the replay as :attr:`OracleResult.steps` lists it."""
+    return {
+        "judged": step.judged,
+        "pick": step.pick,
+        "right": step.pick in winners,
+        "confidence": round(step.confidence, 4),
+        "settled": step.settled,
+        "certain": step.certain,
+    }
+
+
+def _study(
+    pool: Pool, method: str, samples: int, sample_queries: int, seed: int, progress: SystemProgress | None
+) -> dict[str, Any]:
+    """The sampling study of ``method`` on the pool: how often its pick is the winner after the checkpoints'
+    judgment counts, and how soon the decision settles."""
+    from . import oracle as replaying
+
+    raw = replaying.sampling_study(
+        pool.runs,
+        pool.dataset.qrels,
+        samples=samples,
+        sample_queries=sample_queries,
+        methods=[method],
+        budget=max(replaying.CHECKPOINTS),
+        until_settled=0,
+        seed=seed,
+        progress=None if progress is None else functools.partial(progress, "oracle study"),
+    )
+    summary = replaying.summarise(raw)[method]
+    return {key: summary[key] for key in ("samples", "correct", "settled_by", "first_settled_right")} | {
+        "sample_queries": sample_queries,
+        "seed": seed,
+    }

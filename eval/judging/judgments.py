@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from ...files.outputs import OutputError, checked_target, write_text_atomic
-from ...files.textio import counted as counted
 from ...files.textio import decode_utf8, display_name, parse_json, read_bytes, split_lines
 from ...index.meta import RagEvalWarning
 from ..datasets.trec import read_trec_qrels, trec_qrels_text
-from .judgments_log import (
+from .durable_writes import JudgmentsWrites, stat_of
+from .log_records import (
     FORMAT,
     GRADES,
     MAX_LOG_BYTES,
@@ -38,9 +38,6 @@ from .judgments_log import (
     grades_of,
     log_path,
 )
-from .judgments_log import JudgmentsConflict as JudgmentsConflict
-from .judgments_log import JudgmentsWriteError as JudgmentsWriteError
-from .judgments_writes import JudgmentsWrites, stat_of
 
 
 def named_target(path: str | Path, *, what: str, example: str) -> Path:

@@ -10,6 +10,7 @@ as correct. A pooled passage absent from the qrels gets grade 0.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import random
@@ -22,11 +23,10 @@ from typing import Any
 
 from ...errors import RagEvalError
 from ...files.outputs import write_text_atomic
-from ...files.textio import shown
+from ...files.textio import counted, shown
 from ...records import Progress
 from ..metrics.measures import ranked_ids, relevant_queries
-from .judgments import counted
-from .selection import DEFAULT_SAMPLES, METHODS, Runs, SelectionError, Selector
+from .selection import DECIDING, DEFAULT_SAMPLES, METHODS, Runs, SelectionError, Selector
 
 CUT = 10
 #: Judgment counts the study reports the correct-pick rate at.
@@ -155,16 +155,7 @@ def sampling_study(
     ``progress("samples", done, total)`` is called before the first sample and after each one (every method
     replayed), since a study of the default 200 samples runs for minutes; it only observes, so the study is the
     same with or without it."""
-    if type(samples) is not int or samples < 1 or type(sample_queries) is not int or sample_queries < 1:
-        raise RagEvalError("samples and sample queries must be whole numbers of at least 1")
-    for method in methods:
-        if method not in METHODS:
-            raise SelectionError(f"unknown judging order {shown(method)}; choose from: {', '.join(METHODS)}")
-    judged = relevant_queries(qrels)
-    if len(judged) < sample_queries:
-        raise RagEvalError(
-            f"{counted(len(judged), 'judged query', 'judged queries')}, fewer than the {sample_queries} a sample needs"
-        )
+    judged = _study_queries(qrels, samples, sample_queries, methods)
     rng = random.Random(seed)
     draws = [sorted(rng.sample(judged, sample_queries)) for _ in range(samples)]
     chosen = range(first, samples if count is None else min(samples, first + count))
@@ -183,19 +174,9 @@ def sampling_study(
                 target=target,
                 seed=seed + number,
                 samples=mc_samples,
-                decide=method != "naive",  # the baseline picks by the judged passages only
+                decide=method in DECIDING,  # the baseline picks by the judged passages only
             )
-            records[method].append(
-                {
-                    "sample": number,
-                    "winners": sorted(result.winners),
-                    "pool_winners": sorted(result.pool_winners),
-                    "steps": [
-                        [s.judged, s.pick, s.judged_pick, round(s.confidence, 4), s.settled, s.certain]
-                        for s in result.steps
-                    ],
-                }
-            )
+            records[method].append(_sample_record(number, result))
         if progress is not None:
             progress(STUDY_PHASE, done, len(chosen))
     return {
@@ -208,6 +189,36 @@ def sampling_study(
         "mc_samples": mc_samples,
         "judged_queries": len(judged),
         "records": records,
+    }
+
+
+def _study_queries(
+    qrels: Mapping[str, Mapping[str, int]], samples: int, sample_queries: int, methods: Sequence[str]
+) -> list[str]:
+    """The judged queries a study draws its samples from, its options refused before any replay."""
+    if type(samples) is not int or samples < 1 or type(sample_queries) is not int or sample_queries < 1:
+        raise RagEvalError("samples and sample queries must be whole numbers of at least 1")
+    for method in methods:
+        if method not in METHODS:
+            raise SelectionError(f"unknown judging order {shown(method)}; choose from: {', '.join(METHODS)}")
+    judged = relevant_queries(qrels)
+    if len(judged) < sample_queries:
+        raise RagEvalError(
+            f"{counted(len(judged), 'judged query', 'judged queries')}, fewer than the {sample_queries} a sample needs"
+        )
+    return judged
+
+
+def _sample_record(number: int, result: Replay) -> dict[str, Any]:
+    """One sample's replay as the study records it: its winners and, per judgment, the step as a compact row
+    (judged, pick, judged pick, confidence, settled, certain) that :func:`summarise` reads."""
+    return {
+        "sample": number,
+        "winners": sorted(result.winners),
+        "pool_winners": sorted(result.pool_winners),
+        "steps": [
+            [s.judged, s.pick, s.judged_pick, round(s.confidence, 4), s.settled, s.certain] for s in result.steps
+        ],
     }
 
 
@@ -308,10 +319,24 @@ def _a_study(path: Path) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m rag_eval.eval.judging.oracle --qrels Q --out F RUN...``: the sampling study as JSON."""
-    import argparse
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not args.charts and (not args.qrels or not args.out):
+        parser.error("--qrels and --out are needed to run a study")
+    # Bad input (a study file that is not UTF-8 or not JSON, a run, qrels, an output refused) ends in one line.
+    try:
+        if args.charts:
+            print(_draw_studies(args.runs, args.charts), end="")
+        else:
+            _write_study(args, argv if argv is not None else sys.argv[1:])
+    except RagEvalError as exc:
+        parser.exit(1, f"error: {exc}\n" + (f"hint: {exc.hint}\n" if exc.hint else ""))
+    except OSError as exc:  # a file system problem not anticipated (a charts folder that does not exist)
+        where = f": {exc.filename}" if exc.filename else ""
+        parser.exit(1, f"error: {exc.strerror or exc}{where}\n")
 
-    from ..datasets.trec import read_any_qrels
 
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("runs", nargs="+", help="run files; with --charts, study JSON files")
     parser.add_argument("--charts", help="draw the studies given as arguments into this folder, print tables")
@@ -327,59 +352,57 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--first", type=int, default=0)
     parser.add_argument("--count", type=int, default=None)
     parser.add_argument("--methods", default=",".join(METHODS))
-    args = parser.parse_args(argv)
-    if not args.charts and (not args.qrels or not args.out):
-        parser.error("--qrels and --out are needed to run a study")
-    # Bad input (a study file that is not UTF-8 or not JSON, a run, qrels, an output refused) ends in one line.
-    try:
-        if args.charts:
-            from ...files.textio import read_json
-            from .oracle_report import render_tables, write_charts
+    return parser
 
-            studies = {}
-            for name in args.runs:
-                # The project's JSON reader: not UTF-8, bad JSON, a key given twice, limits: one error naming the file.
-                study = read_json(name, RagEvalError)
-                try:
-                    render_tables({Path(name).stem: study})  # what the tables and charts read is there
-                except (AttributeError, KeyError, TypeError, ValueError) as exc:
-                    raise RagEvalError(
-                        f"{name}: not a judging study ({type(exc).__name__}: {exc})",
-                        hint="give the JSON files this module writes with --out",
-                    ) from None
-                studies[Path(name).stem] = study
-            try:
-                write_charts(studies, args.charts)
-            except (AttributeError, KeyError, TypeError, ValueError) as exc:
-                raise RagEvalError(f"the studies cannot be drawn ({type(exc).__name__}: {exc})") from None
-            print(render_tables(studies), end="")
-            return
-        study = sampling_study(
-            read_runs(args.runs),
-            read_any_qrels(args.qrels),
-            samples=args.samples,
-            sample_queries=args.sample_queries,
-            methods=args.methods.split(","),
-            budget=args.budget,
-            until_settled=args.until_settled,
-            seed=args.seed,
-            mc_samples=args.mc_samples,
-            first=args.first,
-            count=args.count,
-        )
-        records = study.pop("records")
-        study["summary"] = summarise({**study, "records": records})
-        study["command"] = "python -m rag_eval.eval.judging.oracle " + " ".join(
-            argv if argv is not None else sys.argv[1:]
-        )
-        write_text_atomic(args.out, json.dumps(study, indent=1) + "\n", owned=_a_study, what="study")
-        if args.records:
-            write_text_atomic(args.records, json.dumps(records, separators=(",", ":")), owned=_a_study, what="records")
-    except RagEvalError as exc:
-        parser.exit(1, f"error: {exc}\n" + (f"hint: {exc.hint}\n" if exc.hint else ""))
-    except OSError as exc:  # a file system problem not anticipated (a charts folder that does not exist)
-        where = f": {exc.filename}" if exc.filename else ""
-        parser.exit(1, f"error: {exc.strerror or exc}{where}\n")
+
+def _write_study(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """Run the study the arguments describe; write its settings and summary to ``--out`` (and every replay to
+    ``--records``)."""
+    from ..datasets.trec import read_any_qrels
+
+    study = sampling_study(
+        read_runs(args.runs),
+        read_any_qrels(args.qrels),
+        samples=args.samples,
+        sample_queries=args.sample_queries,
+        methods=args.methods.split(","),
+        budget=args.budget,
+        until_settled=args.until_settled,
+        seed=args.seed,
+        mc_samples=args.mc_samples,
+        first=args.first,
+        count=args.count,
+    )
+    records = study.pop("records")
+    study["summary"] = summarise({**study, "records": records})
+    study["command"] = "python -m rag_eval.eval.judging.oracle " + " ".join(argv)
+    write_text_atomic(args.out, json.dumps(study, indent=1) + "\n", owned=_a_study, what="study")
+    if args.records:
+        write_text_atomic(args.records, json.dumps(records, separators=(",", ":")), owned=_a_study, what="records")
+
+
+def _draw_studies(names: Sequence[str], folder: str) -> str:
+    """Draw the studies in the files ``names`` into ``folder``; their tables as Markdown."""
+    from ...files.textio import read_json
+    from .oracle_report import render_tables, write_charts
+
+    studies = {}
+    for name in names:
+        # The project's JSON reader: not UTF-8, bad JSON, a key given twice, limits: one error naming the file.
+        study = read_json(name, RagEvalError)
+        try:
+            render_tables({Path(name).stem: study})  # what the tables and charts read is there
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise RagEvalError(
+                f"{name}: not a judging study ({type(exc).__name__}: {exc})",
+                hint="give the JSON files this module writes with --out",
+            ) from None
+        studies[Path(name).stem] = study
+    try:
+        write_charts(studies, folder)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise RagEvalError(f"the studies cannot be drawn ({type(exc).__name__}: {exc})") from None
+    return render_tables(studies)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,9 @@ Runs = Mapping[str, Mapping[str, Sequence[str]]]
 #: grade is expected to tell most about which system wins (see eval/judging/settle.py).
 METHODS: tuple[str, ...] = ("naive", "decisive")
 DEFAULT_METHOD = "decisive"
+#: The orders whose pick is the model's decision; the others (the naive baseline) pick the best system on the
+#: judged passages alone, unjudged ones counted as not relevant.
+DECIDING: frozenset[str] = frozenset({"decisive"})
 #: Monte Carlo completions of the pool behind every decision (reports/judging.md measured with this many).
 DEFAULT_SAMPLES = 200
 #: The grade an unjudged passage may at most receive when ``certain`` is worked out (unless a larger one
@@ -163,39 +166,13 @@ class Selector:
         seed: int = 0,
         samples: int = DEFAULT_SAMPLES,
     ) -> None:
-        if method not in METHODS:
-            raise SelectionError(f"unknown judging order {shown(method)}; choose from: {', '.join(METHODS)}")
-        if type(depth) is not int or depth < 1:
-            raise SelectionError(f"depth must be a whole number of at least 1, not {depth!r}")
-        if not isinstance(target, (int, float)) or not 0 < target <= 1:
-            raise SelectionError(f"target confidence must be above 0 and at most 1, not {target!r}")
-        if type(samples) is not int or not 10 <= samples <= 100_000:
-            raise SelectionError(f"samples must be a whole number from 10 to 100000, not {samples!r}")
-        if type(seed) is not int or seed < 0:
-            raise SelectionError(f"seed must be a whole number of at least 0, not {seed!r}")
+        _check_options(method, depth, target, samples, seed)
         self.method = method
         self.depth = depth
         self.target = float(target)
         self.seed = seed
         self._systems, self._queries, ranked = _check_runs(runs, depth)
-        self._pool: dict[str, list[str]] = {}
-        pairs: list[tuple[str, str]] = []
-        ranks: list[list[int]] = []  # per pair, its rank in each system (0 = not in its top depth)
-        for query in self._queries:
-            lists = [ranked[s].get(query, []) for s in self._systems]
-            order: dict[str, list[int]] = {}
-            # the lists are cut at depth already: a depth far beyond them costs nothing
-            for rank in range(max((len(docs) for docs in lists), default=0)):
-                for s, docs in enumerate(lists):
-                    if rank < len(docs):
-                        order.setdefault(docs[rank], [0] * len(self._systems))[s] = rank + 1
-            # best-first: by mean nDCG discount over the systems, then best rank, then first seen
-            docs_first = sorted(order, key=lambda d: (-_mean_discount(order[d]), _best(order[d])))
-            self._pool[query] = docs_first
-            for doc in docs_first:
-                doc_ranks = order[doc]
-                pairs.append((query, doc))
-                ranks.append(doc_ranks)
+        self._pool, pairs, ranks = _pooled_pairs(self._systems, self._queries, ranked)
         self._pairs = pairs
         self._index = {pair: i for i, pair in enumerate(pairs)}
         query_number = {q: n for n, q in enumerate(self._queries)}
@@ -451,6 +428,45 @@ def _check_runs(runs: Runs, depth: int) -> tuple[list[str], list[str], dict[str,
     if not queries:
         raise SelectionError("no runs to pool: no system returned any query")
     return sorted(ranked), sorted(queries), ranked
+
+
+def _check_options(method: str, depth: int, target: float, samples: int, seed: int) -> None:
+    """The selector's options, refused with the range each must be in."""
+    if method not in METHODS:
+        raise SelectionError(f"unknown judging order {shown(method)}; choose from: {', '.join(METHODS)}")
+    if type(depth) is not int or depth < 1:
+        raise SelectionError(f"depth must be a whole number of at least 1, not {depth!r}")
+    if not isinstance(target, (int, float)) or not 0 < target <= 1:
+        raise SelectionError(f"target confidence must be above 0 and at most 1, not {target!r}")
+    if type(samples) is not int or not 10 <= samples <= 100_000:
+        raise SelectionError(f"samples must be a whole number from 10 to 100000, not {samples!r}")
+    if type(seed) is not int or seed < 0:
+        raise SelectionError(f"seed must be a whole number of at least 0, not {seed!r}")
+
+
+def _pooled_pairs(
+    systems: list[str], queries: list[str], ranked: dict[str, dict[str, list[str]]]
+) -> tuple[dict[str, list[str]], list[tuple[str, str]], list[list[int]]]:
+    """Each query's pooled documents best-first; every pooled (query, document) pair in that order; and per
+    pair, its rank in each system (0 = not in its top depth)."""
+    pool: dict[str, list[str]] = {}
+    pairs: list[tuple[str, str]] = []
+    ranks: list[list[int]] = []
+    for query in queries:
+        lists = [ranked[s].get(query, []) for s in systems]
+        order: dict[str, list[int]] = {}
+        # the lists are cut at depth already: a depth far beyond them costs nothing
+        for rank in range(max((len(docs) for docs in lists), default=0)):
+            for s, docs in enumerate(lists):
+                if rank < len(docs):
+                    order.setdefault(docs[rank], [0] * len(systems))[s] = rank + 1
+        # best-first: by mean nDCG discount over the systems, then best rank, then first seen
+        docs_first = sorted(order, key=lambda d: (-_mean_discount(order[d]), _best(order[d])))
+        pool[query] = docs_first
+        for doc in docs_first:
+            pairs.append((query, doc))
+            ranks.append(order[doc])
+    return pool, pairs, ranks
 
 
 #: Cumulative discount of ranks 1..k for k = 0..MAX_CUT (the ideal DCG of k passages of gain 1).

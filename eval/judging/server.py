@@ -29,7 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ...errors import RagEvalError, Terminated
 from ...files.textio import parse_json
-from .judgments import JudgmentsConflict, JudgmentsWriteError
+from .log_records import JudgmentsConflict, JudgmentsWriteError
 
 if TYPE_CHECKING:
     from .session import Session

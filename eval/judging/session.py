@@ -12,13 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from ...builders import get_builder
 from ...errors import RagEvalError
+from ...files.textio import counted
 from ...tokenizers import Tokenizer
-from .judgments import Judgments, JudgmentsConflict, counted
+from .judgments import Judgments
+from .log_records import JudgmentsConflict
 from .passage_html import render_markdown
 from .selection import TOO_EARLY, score_text
 
 if TYPE_CHECKING:
-    from .judge import Pool
+    from .pool import Pool
     from .selection import Decision, Selector
 
 #: Gaps between two grades longer than this are breaks, not the assessor's pace.

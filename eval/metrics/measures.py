@@ -411,18 +411,8 @@ def evaluate(
     by_measure: dict[Any, list[str]] = {}
     for name, measure in measures.items():
         by_measure.setdefault(measure, []).append(name)
-    plain = [m for m in by_measure if not (m.NAME == "RR" and "cutoff" in m.params)]
-    batches: list[tuple[list[Any], dict[str, dict[str, float]], dict[Any, Any]]] = []
-    groups: dict[tuple[Any, ...], list[Any]] = {}
-    for measure in plain:
-        groups.setdefault(_pytrec_eval_settings(measure), []).append(measure)
-    batches.extend((group, scored, {m: m for m in group}) for group in groups.values())
-    for cutoff in sorted({m["cutoff"] for m in by_measure if m not in plain}):
-        cut = [m for m in by_measure if m not in plain and m["cutoff"] == cutoff]
-        uncut = {_without_cutoff(m): m for m in cut}
-        batches.append((list(uncut), _top(scored, cutoff), uncut))
     provider = ir_measures.pytrec_eval
-    for measures_batch, docs, origin in batches:
+    for measures_batch, docs, origin in _batches(list(by_measure), scored):
         for value in provider.evaluator(measures_batch, qrel_dict).iter_calc(docs):
             if value.query_id in per_query:
                 found = float(value.value)
@@ -437,6 +427,25 @@ def evaluate(
                 per_query[query][name] = 0.0
     means = {name: sum(per_query[q][name] for q in judged) / len(judged) for name in names}
     return means, per_query
+
+
+def _batches(
+    measures: list[Any], scored: dict[str, dict[str, float]]
+) -> list[tuple[list[Any], dict[str, dict[str, float]], dict[Any, Any]]]:
+    """The pytrec_eval runs that compute ``measures``: (the measures of one run, the ranking it scores, each
+    measure computed -> the measure asked for). Measures run together when they share their settings; trec_eval's
+    recip_rank has no cutoff, so RR@k runs as RR over each query's top k (trec_eval -M k)."""
+    plain = [m for m in measures if not (m.NAME == "RR" and "cutoff" in m.params)]
+    batches: list[tuple[list[Any], dict[str, dict[str, float]], dict[Any, Any]]] = []
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for measure in plain:
+        groups.setdefault(_pytrec_eval_settings(measure), []).append(measure)
+    batches.extend((group, scored, {m: m for m in group}) for group in groups.values())
+    for cutoff in sorted({m["cutoff"] for m in measures if m not in plain}):
+        cut = [m for m in measures if m not in plain and m["cutoff"] == cutoff]
+        uncut = {_without_cutoff(m): m for m in cut}
+        batches.append((list(uncut), _top(scored, cutoff), uncut))
+    return batches
 
 
 #: The document of trec_eval -c's ranking for a query the run lacks (trec_eval.c's bogus_ranking).

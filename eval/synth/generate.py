@@ -515,26 +515,8 @@ def synthesize(
     )
     with new_folder(target, what=SYNTH_WHAT) as staging:
         write_beir(dataset, staging)
-        record = {
-            "generator": GENERATOR,
-            "rag_eval": __version__,
-            "note": SYNTHETIC_NOTE,
-            "source": source,
-            "builder": chosen.system,
-            "units": len(corpus),
-            "units_sha256": hashlib.sha256((staging / "corpus.jsonl").read_bytes()).hexdigest(),
-            "seed": seed,
-            "n": n,
-            "kinds": counts,
-            "kind_prefix": KIND_PREFIX,
-            "word_discovery": {
-                "lengths": [MIN_LEN, MAX_LEN],
-                "min_count": MIN_COUNT,
-                "min_entropy": MIN_ENTROPY,
-                "min_cohesion": MIN_COHESION,
-            },
-            **facts,
-        }
+        units_sha256 = hashlib.sha256((staging / "corpus.jsonl").read_bytes()).hexdigest()
+        record = _generation_record(source, chosen.system, len(corpus), units_sha256, seed, n, counts, facts)
         (staging / "synthetic.json").write_text(
             json.dumps(record, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8"
         )
@@ -548,3 +530,37 @@ def synthesize(
         facts["scripts"],
         facts["unit_scripts"],
     )
+
+
+def _generation_record(
+    source: str,
+    builder: str,
+    units: int,
+    units_sha256: str,
+    seed: int,
+    n: int,
+    kinds: dict[str, int],
+    facts: dict[str, Any],
+) -> dict[str, Any]:
+    """What synthetic.json records: the generator and its settings, the source's units and their checksum, the
+    queries made of each kind, and the generation facts, so that the set can be traced and made again."""
+    return {
+        "generator": GENERATOR,
+        "rag_eval": __version__,
+        "note": SYNTHETIC_NOTE,
+        "source": source,
+        "builder": builder,
+        "units": units,
+        "units_sha256": units_sha256,
+        "seed": seed,
+        "n": n,
+        "kinds": kinds,
+        "kind_prefix": KIND_PREFIX,
+        "word_discovery": {
+            "lengths": [MIN_LEN, MAX_LEN],
+            "min_count": MIN_COUNT,
+            "min_entropy": MIN_ENTROPY,
+            "min_cohesion": MIN_COHESION,
+        },
+        **facts,
+    }

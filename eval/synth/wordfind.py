@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import regex
@@ -94,7 +94,7 @@ def script_counts(texts: Iterable[str]) -> dict[str, int]:
     return {script: found[script] for script in (*SCRIPTS, "none") if script in SCRIPTS or found[script]}
 
 
-def script_shares(counts: dict[str, int]) -> str:
+def script_shares(counts: Mapping[str, int]) -> str:
     """``Han-only 315 (82%), mixed 69 (18%), Latin-only 0 (0%)`` from :func:`script_counts`."""
     total = sum(counts.values())
     return ", ".join(

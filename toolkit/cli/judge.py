@@ -3,33 +3,27 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from . import cli
-from .params import TEXT, refuse_given
+from .params import TEXT, builder_option, questions_option, refuse_given, tokenizers_option
 from .progress import Bars
+
+if TYPE_CHECKING:
+    from ..eval.judging.judge import OracleResult
+
+#: Options of the judging page that a replay (--oracle) has no use for, and the replay's own.
+PAGE_ONLY = ("port", "idle_timeout", "assessor")
+REPLAY_ONLY = ("samples", "sample_queries", "seed", "as_json")
 
 
 @cli.command("judge")
 @click.argument("source", metavar="SOURCE", type=TEXT)
-@click.option(
-    "--queries",
-    "questions",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="The questions: a UTF-8 text file with one per line, or queries.jsonl (_id, text).",
-)
-@click.option(
-    "-t",
-    "--tokenizer",
-    "tokenizers",
-    multiple=True,
-    metavar="SPEC",
-    type=TEXT,
-    help="A system's tokenizer (repeat). Default: every available tokenizer.",
-)
-@click.option("-b", "--builder", metavar="SPEC", type=TEXT, help="Builder spec. Default: inferred from SOURCE.")
+@questions_option("The questions: a UTF-8 text file with one per line, or queries.jsonl (_id, text).", required=True)
+@tokenizers_option("A system's tokenizer (repeat). Default: every available tokenizer.")
+@builder_option()
 @click.option(
     "--depth", type=int, default=10, show_default=True, help="Results pooled per system and question (at most 1000)."
 )
@@ -113,8 +107,8 @@ def judge_cmd(
     ctx = click.get_current_context()
     if oracle_qrels is not None:
         # A replay serves no page and records no grade: these would be silently ignored.
-        refuse_given(ctx, ("port", "idle_timeout", "assessor"), "only to a judging page, not to --oracle")
-        _oracle(
+        refuse_given(ctx, PAGE_ONLY, "only to a judging page, not to --oracle")
+        _replay(
             source,
             questions,
             oracle_qrels,
@@ -125,13 +119,29 @@ def judge_cmd(
             samples,
             sample_queries,
             seed,
-            as_json,
-            output,
+            output=output,
+            as_json=as_json,
         )
         return
-    refuse_given(ctx, ("samples", "sample_queries", "seed", "as_json"), "only with --oracle")
+    refuse_given(ctx, REPLAY_ONLY, "only with --oracle")
     if output is None:
         raise click.UsageError("missing option '-o' / '--output' (the judgments file)")
+    _serve_page(source, questions, output, tokenizers, builder, depth, method, assessor, port, idle_timeout)
+
+
+def _serve_page(
+    source: str,
+    questions: Path,
+    output: str,
+    tokenizers: tuple[str, ...],
+    builder: str | None,
+    depth: int,
+    method: str | None,
+    assessor: str | None,
+    port: int,
+    idle_timeout: float,
+) -> None:
+    """Judge on the page until it stops; the progress bars give way to the page's address once it is served."""
     from ..eval.judging.judge import judge
 
     bars = Bars()
@@ -160,7 +170,7 @@ def judge_cmd(
     click.echo(f"stopped ({result.stopped}); {result.judged} of {result.pooled} judged in {result.path}", err=True)
 
 
-def _oracle(
+def _replay(
     source: str,
     questions: Path,
     qrels: Path,
@@ -171,12 +181,11 @@ def _oracle(
     samples: int,
     sample_queries: int,
     seed: int,
-    as_json: bool,
+    *,
     output: str | None,
+    as_json: bool,
 ) -> None:
-    import dataclasses
-    import json
-
+    """Replay the judging order with the grades of ``qrels`` (--oracle), with progress bars, and print it."""
     from ..eval.judging.judge import oracle
 
     with Bars() as bars:
@@ -194,13 +203,22 @@ def _oracle(
             progress=lambda system, phase, done, total: bars(f"{system[:40]} {phase}", done, total),
             output=output,
         )
+    _print_replay(result, output, as_json)
+
+
+def _print_replay(result: OracleResult, output: str | None, as_json: bool) -> None:
+    """The replay as JSON, or as a line per judgment (the pick, whether it is the winner, how sure) and the
+    study's correct-pick rates."""
+    import dataclasses
+    import json
+
+    from ..files.textio import counted
+
     if output is not None:
         click.echo(f"wrote {output}", err=True)
     if as_json:
         click.echo(json.dumps(dataclasses.asdict(result), ensure_ascii=False, indent=2))
         return
-    from ..eval.judging.judgments import counted
-
     winners = " and ".join(result.winners)
     click.echo(
         f"Oracle replay ({result.method} order): {counted(result.questions, 'question')} ({result.judged_questions} "

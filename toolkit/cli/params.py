@@ -1,9 +1,9 @@
-"""Argument types shared by every command (text that must be valid UTF-8, like the query argument), and the refusal
-of options that do not apply."""
+"""Argument types shared by every command (text that must be valid UTF-8, like the query argument), the refusal
+of options that do not apply, and the option decorators several commands share."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +82,29 @@ def refuse_given(ctx: click.Context, names: Sequence[str], why: str) -> None:
     if given:
         named = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
         raise click.UsageError(f"{named} {'applies' if len(given) == 1 else 'apply'} {why}", ctx=ctx)
+
+
+# -- options several commands share (each command words its own help) ------------------------------------------
+
+#: What an option decorator takes and returns: the command function, its parameters one more.
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def questions_option(help: str, *, required: bool = False) -> Decorator:
+    """``--queries FILE`` as ``questions``: the questions asked of a knowledge base (judge, compare)."""
+    return click.option("--queries", "questions", required=required, type=click.Path(path_type=Path), help=help)
+
+
+def qrels_option(help: str, *, name: str = "judgments") -> Decorator:
+    """``--qrels FILE`` as ``name``: judgments of the questions, TREC or BEIR qrels."""
+    return click.option("--qrels", name, type=click.Path(path_type=Path), help=help)
+
+
+def tokenizers_option(help: str, *, name: str = "tokenizers") -> Decorator:
+    """``-t/--tokenizer SPEC``, repeatable, as ``name``: the systems a command runs, one per tokenizer spec."""
+    return click.option("-t", "--tokenizer", name, multiple=True, metavar="SPEC", type=TEXT, help=help)
+
+
+def builder_option(help: str = "Builder spec (default: inferred from SOURCE).", *, name: str = "builder") -> Decorator:
+    """``-b/--builder SPEC`` as ``name``: how SOURCE is cut into passages."""
+    return click.option("-b", "--builder", name, metavar="SPEC", type=TEXT, help=help)

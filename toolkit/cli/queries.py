@@ -8,7 +8,7 @@ import click
 
 from ..eval.synth.generate import KINDS
 from . import cli
-from .params import TEXT
+from .params import TEXT, builder_option
 
 _KIND_HELP = "\n".join(f"  {kind.name:<12} {kind.summary}" for kind in KINDS.values())
 
@@ -65,7 +65,7 @@ Examples:
     f"{', '.join(KINDS)}.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random choice.")
-@click.option("-b", "--builder", metavar="SPEC", type=TEXT, help="Builder spec (default: inferred from SOURCE).")
+@builder_option()
 def synth_cmd(source: str, count: int, output: Path, kinds: str | None, seed: int, builder: str | None) -> None:
     from ..eval.synth.generate import parse_kinds, synthesize, unit_majorities
     from ..eval.synth.wordfind import script_shares

@@ -9,7 +9,7 @@ import click
 
 from ..eval.segeval import DEFAULT_RULE, UNCOVERED_RULES, WORDS, SegEvalReport
 from . import cli
-from .params import TEXT
+from .params import TEXT, tokenizers_option
 from .progress import Bars
 
 DEFAULT_DATA = Path("..") / "shared" / "datasets" / "segmentation"
@@ -27,15 +27,10 @@ def _default_data() -> Path:
 
 
 @cli.command("segeval")
-@click.option(
-    "-t",
-    "--tokenizer",
-    "specs",
-    multiple=True,
-    metavar="SPEC",
-    type=TEXT,
-    help="A strategy to score (repeat). Default: every registered one, with its segmentation options "
+@tokenizers_option(
+    "A strategy to score (repeat). Default: every registered one, with its segmentation options "
     "(jieba:mode=precise); strategies whose tokens are not a segmentation are listed, not scored.",
+    name="specs",
 )
 @click.option(
     "--data",

@@ -13,7 +13,7 @@ from ...errors import RagEvalError
 from ...files.outputs import write_text_atomic
 from ...files.textio import display_name
 from ..datasets.trec import read_trec_qrels, trec_qrels_text
-from .judgments_log import (
+from .log_records import (
     GRADES,
     MAX_LOG_BYTES,
     Grade,
