@@ -13,8 +13,7 @@ import json
 import time
 from pathlib import Path
 
-from rag_eval.eval.datasets.beir import load_beir
-from rag_eval.eval.datasets.shipped import load_shipped, shipped_ids
+from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.tokenizers import Token, Tokenizer, get_tokenizer
 
 
@@ -26,7 +25,7 @@ def _tokens(tokenizer: Tokenizer, texts: list[str]) -> tuple[list[list[Token]], 
 
 def compare(dataset: str, first: Tokenizer, second: Tokenizer) -> dict:
     """Identity counts and speeds of ``first`` and ``second`` on one dataset."""
-    data = load_shipped(dataset) if dataset in shipped_ids() else load_beir(Path(dataset))
+    data = load_dataset(dataset)
     passages = list(data.corpus.values())
     queries = list(data.queries.values())
     texts = [p.title for p in passages] + [p.text for p in passages] + [q.text for q in queries]

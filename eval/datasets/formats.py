@@ -1,4 +1,8 @@
-"""Dataset formats: a registry (entry-point group ``rag_eval.datasets``) that turns a reference into a Dataset."""
+"""Dataset formats: a registry (entry-point group ``rag_eval.datasets``) that turns a reference into a Dataset.
+
+A format declares what it can do: ``detect`` whether a reference is its own, ``load`` it, and (optionally) a
+``datasheet`` to show beside the statistics. No other code asks a format's name: commands go through
+:func:`load_dataset` and :func:`describe_dataset`, which ask each registered format in turn."""
 
 from __future__ import annotations
 
@@ -24,6 +28,10 @@ class DatasetFormat:
     def load(self, reference: str) -> Dataset:
         raise NotImplementedError
 
+    def datasheet(self, reference: str) -> str | None:
+        """The dataset's datasheet (Markdown) that ``datasets show`` prints, or None when the format keeps none."""
+        return None
+
 
 class ShippedFormat(DatasetFormat):
     """An id from datasets/manifest.json, e.g. ``handbook``."""
@@ -36,6 +44,9 @@ class ShippedFormat(DatasetFormat):
 
     def load(self, reference: str) -> Dataset:
         return load_shipped(reference)
+
+    def datasheet(self, reference: str) -> str | None:
+        return datasheet(reference)
 
 
 class BeirFormat(DatasetFormat):
@@ -52,18 +63,24 @@ class BeirFormat(DatasetFormat):
 
 
 #: Every dataset format, built-in or plug-in, keyed by name.
-DATASET_FORMATS: Registry[DatasetFormat] = Registry("rag_eval.datasets", "dataset format")
+DATASET_FORMATS: Registry[DatasetFormat] = Registry("rag_eval.datasets", "dataset format", DatasetFormat)
 
 
 def load_dataset(reference: str) -> Dataset:
     """A shipped id or any folder a registered format recognises."""
+    return dataset_format(reference).load(reference)
+
+
+def dataset_format(reference: str) -> DatasetFormat:
+    """The first registered format (by name) that recognises ``reference``; a plug-in that fails to load is
+    passed over."""
     for name in DATASET_FORMATS:
         try:
             fmt = DATASET_FORMATS[name]()
         except RagEvalError:
             continue
         if fmt.detect(reference):
-            return fmt.load(reference)
+            return fmt
     # A knowledge base without questions (a Markdown folder, a lines corpus) exists but is no dataset yet.
     hint = (
         "a knowledge base needs questions: compare SOURCE --queries FILE takes a file of them (one per line); "
@@ -81,10 +98,10 @@ def load_dataset(reference: str) -> Dataset:
 
 def describe_dataset(reference: str) -> tuple[dict[str, Any], str | None]:
     """``rag-eval datasets show``: the statistics (with the checksum) of the dataset ``reference`` loads, and its
-    datasheet when that dataset is a shipped one. A folder named like a shipped id (``handbook``, made by
+    datasheet when its format keeps one (a shipped set's). A folder named like a shipped id (``handbook``, made by
     ``queries synth ... -o handbook``) is that folder, described without the shipped set's datasheet."""
-    dataset = load_dataset(reference)
+    fmt = dataset_format(reference)
+    dataset = fmt.load(reference)
     stats = dataset.stats()
     stats["checksum"] = dataset.checksum()
-    sheet = datasheet(reference) if dataset.meta.get("format") == "shipped" and reference in shipped_ids() else None
-    return stats, sheet
+    return stats, fmt.datasheet(reference)

@@ -113,6 +113,18 @@ def load_shipped(dataset_id: str) -> Dataset:
     return Dataset(dataset_id, corpus, queries, qrels, meta)
 
 
+def shipped_listing() -> list[dict[str, Any]]:
+    """``rag-eval datasets list``: each shipped set's statistics, with its builder and description."""
+    return [
+        {
+            **load_shipped(dataset_id).stats(),
+            "builder": entry(dataset_id)["builder"],
+            "description": entry(dataset_id)["description"],
+        }
+        for dataset_id in shipped_ids()
+    ]
+
+
 def datasheet(dataset_id: str) -> str:
     """The set's README.md."""
     entry(dataset_id)

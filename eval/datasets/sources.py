@@ -10,8 +10,8 @@ from typing import Any
 
 from ...builders import Builder, get_builder, infer_builder
 from ...errors import DatasetError
-from ...spec import SystemSpec
 from ...files.textio import display_name, fits_trec_column, iter_lines, open_regular
+from ...spec import SystemSpec
 from .beir import MAX_QUESTION_CHARS as MAX_QUESTION_CHARS  # the longest question, where it has always been
 from .beir import question_text, read_queries
 from .records import Dataset, Passage, Query

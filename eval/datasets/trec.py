@@ -9,8 +9,8 @@ from pathlib import Path
 
 from ...errors import DatasetError
 from ...files.textio import display_name, iter_lines, read_text, shown, split_lines
-from .beir import question_text, read_qrels, relevance_grade, run_query_id
 from ..metrics.measures import RankedDoc
+from .beir import question_text, read_qrels, relevance_grade, run_query_id
 from .records import Qrel, Query
 
 _TOP = re.compile(r"<top>(.*?)</top>", re.S | re.I)

@@ -26,12 +26,9 @@ def datasets_list_cmd(as_json: bool) -> None:
     Examples:
       rag-eval datasets list
     """
-    from ..eval.datasets.shipped import entry, load_shipped, shipped_ids
+    from ..eval.datasets.shipped import shipped_listing
 
-    rows = []
-    for dataset_id in shipped_ids():
-        stats = load_shipped(dataset_id).stats()
-        rows.append({**stats, "builder": entry(dataset_id)["builder"], "description": entry(dataset_id)["description"]})
+    rows = shipped_listing()
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
