@@ -12,11 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.compare.runner import System, run_system, strict_run, trec_run_text
+from rag_eval.eval.compare.runner import System, run_system
 from rag_eval.eval.datasets.shipped import corpus_dir, datasets_root, load_shipped
 from rag_eval.eval.datasets.sources import question_id
 from rag_eval.eval.datasets.trec import evaluate_files, read_run
 from rag_eval.eval.metrics.measures import evaluate
+from rag_eval.files.runs import strict_run, trec_run_text
 from rag_eval.index.store import Index
 from rag_eval.index.writer import build
 from rag_eval.search.batch import MAX_LIMIT, batch_search, read_topics_file

@@ -19,7 +19,6 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.builders import get_builder
-from rag_eval.cache import clear_indexes
 from rag_eval.cli import cli
 from rag_eval.errors import IndexFileError
 from rag_eval.eval.compare import runner
@@ -28,6 +27,7 @@ from rag_eval.eval.compare.runner import System, cached_build, corpus_source, in
 from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.index import locks
 from rag_eval.index.building_file import remove_stale_builds
+from rag_eval.index.cached import clear_indexes
 from rag_eval.tokenizers import get_tokenizer
 
 _CACHED_BUILD = textwrap.dedent(

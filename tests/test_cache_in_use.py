@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from rag_eval.cache import clear_indexes
 from rag_eval.errors import IndexFileError
 from rag_eval.eval.compare import runner
 from rag_eval.eval.compare.compare import compare
@@ -22,6 +21,7 @@ from rag_eval.eval.compare.runner import System
 from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.eval.judging.pool import build_pool, plan
 from rag_eval.index import locks
+from rag_eval.index.cached import clear_indexes
 
 
 def _cached_indexes(cache: Path) -> list[Path]:

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from conftest import make_docs
 
 from rag_eval.cli import cli
-from rag_eval.eval.datasets import trec
+from rag_eval.files import questions
 from rag_eval.index.writer import build
 from rag_eval.search.batch import read_topics_file
 
@@ -92,9 +92,9 @@ def test_a_large_topics_file_is_read_in_one_pass(tmp_path: Path, monkeypatch: py
     text = "".join(f"<top>\n<num> {i}\n<title> 导出 {i}\n</top>\n" for i in range(topics))
     path = tmp_path / "topics.txt"
     path.write_text(text, encoding="utf-8")
-    monkeypatch.setattr(trec, "read_text", lambda *args, **kwargs: _CountingText(text))
+    monkeypatch.setattr(questions, "read_text", lambda *args, **kwargs: _CountingText(text))
     _CountingText.scanned = 0
-    assert len(trec.read_topics(path)) == topics
+    assert len(questions.read_topics(path)) == topics
     assert _CountingText.scanned <= 2 * len(text)
 
 

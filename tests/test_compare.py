@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from rag_eval.builders.keys import unit_of
 from rag_eval.cli import cli
 from rag_eval.eval.compare.compare import compare
-from rag_eval.eval.compare.runner import System, strict_run
+from rag_eval.eval.compare.runner import System
 from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.eval.datasets.trec import read_run
 from rag_eval.eval.reporting.report import write_outputs
-from rag_eval.index.keys import unit_of
+from rag_eval.files.runs import strict_run
 
 SYSTEMS = [System("bigram", "", ""), System("unicode61", "", ""), System("trigram", "", "")]
 
@@ -238,19 +239,19 @@ def test_timed_questions_run_with_the_harness_records_frozen(monkeypatch: pytest
     the run, also when it fails."""
     import gc
 
-    from rag_eval.engines import base as engines
     from rag_eval.eval.compare import runner
+    from rag_eval.search.searcher import SearchSearcher
 
     monkeypatch.setattr(runner, "FREEZE_EVERY", 3)
     dataset = load_dataset("evidence-mini")
     frozen: list[int] = []
-    real = engines._Fts5Searcher.__call__
+    real = SearchSearcher.__call__
 
-    def timed(self: engines._Fts5Searcher, text: str):  # type: ignore[no-untyped-def]
+    def timed(self: SearchSearcher, text: str):  # type: ignore[no-untyped-def]
         frozen.append(gc.get_freeze_count())
         return real(self, text)
 
-    monkeypatch.setattr(engines._Fts5Searcher, "__call__", timed)
+    monkeypatch.setattr(SearchSearcher, "__call__", timed)
     run = runner.run_system(dataset, System("bigram", "", "", engine="fts5"))
     timed_counts = frozen[runner.WARMUP :]
     assert len(timed_counts) == len(dataset.queries) == len(run.search_seconds) > 6
@@ -259,14 +260,14 @@ def test_timed_questions_run_with_the_harness_records_frozen(monkeypatch: pytest
     assert refrozen >= len(timed_counts) // 3 - 1  # the records written since were frozen too
     assert gc.get_freeze_count() == 0
 
-    def failing(self: engines._Fts5Searcher, text: str):  # type: ignore[no-untyped-def]
+    def failing(self: SearchSearcher, text: str):  # type: ignore[no-untyped-def]
         if len(frozen) > runner.WARMUP + 4:
             raise RuntimeError("a question failed")
         frozen.append(gc.get_freeze_count())
         return real(self, text)
 
     frozen.clear()
-    monkeypatch.setattr(engines._Fts5Searcher, "__call__", failing)
+    monkeypatch.setattr(SearchSearcher, "__call__", failing)
     with pytest.raises(RuntimeError, match="a question failed"):
         runner.run_system(dataset, System("bigram", "", "", engine="fts5"))
     assert gc.get_freeze_count() == 0

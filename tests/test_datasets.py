@@ -15,8 +15,9 @@ from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.eval.datasets.records import Dataset, Passage, Query
 from rag_eval.eval.datasets.shipped import export_shipped, load_shipped, shipped_ids
 from rag_eval.eval.datasets.squad import convert_squad
-from rag_eval.eval.datasets.trec import read_topics, read_trec_qrels, write_trec_qrels
+from rag_eval.eval.datasets.trec import read_trec_qrels, write_trec_qrels
 from rag_eval.files.outputs import OutputError
+from rag_eval.files.questions import read_topics
 
 
 def small() -> Dataset:

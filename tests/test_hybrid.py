@@ -16,8 +16,8 @@ from rag_eval.compat import DocIndex
 from rag_eval.errors import SpecError
 from rag_eval.index.columns import field_columns
 from rag_eval.index.store import Index
+from rag_eval.index.verify import verify_index
 from rag_eval.index.writer import build
-from rag_eval.search.read import verify_index
 from rag_eval.search.searching import search
 from rag_eval.tokenizers import HybridTokenizer, get_tokenizer, written_spec
 

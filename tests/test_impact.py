@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag_eval.engines import impact
+from rag_eval.engines.fts5 import ranking_sql
 from rag_eval.engines.impact import rank as impact_rank
 from rag_eval.engines.impact import read as impact_read
 from rag_eval.engines.impact import write as impact_write
@@ -23,7 +24,7 @@ from rag_eval.index.store import Index, foreign_reason
 from rag_eval.index.writer import build
 from rag_eval.search.query import compile_query
 from rag_eval.search.searching import search
-from rag_eval.search.sql import filter_params, ranking_sql
+from rag_eval.search.sql import filter_params
 
 STRATEGIES = ["bigram", "unicode61", "trigram", "unigram", "jieba", "pkuseg:model=mini"]
 
@@ -382,7 +383,7 @@ def test_failed_build_leaves_the_previous_impacts(tmp_path: Path, docs: Path, mo
         real(db, *args)
         raise RuntimeError("killed while writing impacts")
 
-    monkeypatch.setattr("rag_eval.index.writer.write_impacts", half_then_fail)
+    monkeypatch.setattr("rag_eval.engines.impact.write_impacts", half_then_fail)
     with pytest.raises(RuntimeError, match="killed"):
         build(docs, path, builder="sections", tokenizer="bigram", engine="impact")
     assert impacts_of(path) == before

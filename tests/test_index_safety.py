@@ -22,8 +22,8 @@ from largecorpus import generate
 from rag_eval.cli import cli
 from rag_eval.errors import IndexFileError
 from rag_eval.index.store import Index
+from rag_eval.index.verify import verify_index
 from rag_eval.index.writer import build
-from rag_eval.search.read import verify_index
 from rag_eval.search.searching import search
 from rag_eval.tokenizers import get_tokenizer
 

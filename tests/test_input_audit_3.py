@@ -32,8 +32,9 @@ from rag_eval.files.outputs import (  # noqa: E402
     write_text_atomic,
 )
 from rag_eval.index.store import Index  # noqa: E402
+from rag_eval.index.verify import VERIFY_MAX_BYTES, verify_chunk, verify_index, verify_source  # noqa: E402
 from rag_eval.index.writer import build  # noqa: E402
-from rag_eval.search.read import VERIFY_MAX_BYTES, read_chunk, verify_chunk, verify_index, verify_source  # noqa: E402
+from rag_eval.search.read import read_chunk  # noqa: E402
 from rag_eval.search.searching import search  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.cache import clear_indexes
 from rag_eval.eval.compare.compare import compare
 from rag_eval.eval.compare.runner import System
 from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.index.cached import clear_indexes
 
 
 def test_cache_clear_keeps_an_index_a_running_compare_reads(own_cache: Path) -> None:

@@ -22,10 +22,12 @@ from rag_eval.errors import RagEvalError
 from rag_eval.eval.compare import compare as compare_module
 from rag_eval.eval.compare import latency, runner
 from rag_eval.eval.compare.compare import compare, run_compare
-from rag_eval.eval.compare.runner import System, latency_summary, run_system
+from rag_eval.eval.compare.runner import System, run_system
 from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.eval.reporting.charts import quality_latency
 from rag_eval.eval.reporting.report import render_html, render_markdown, summary
+from rag_eval.measure import latency_summary
+from rag_eval.search.searcher import SearchSearcher
 from rag_eval.search.searching import SearchResult
 
 
@@ -115,15 +117,15 @@ def _scripted_times(monkeypatch: pytest.MonkeyPatch, seconds_of: Callable[[int],
     """Make FTS5's searcher report ``seconds_of(call number)`` as its search time (a tenth of it as its tokenize
     time); the texts asked are recorded in order."""
     calls: list[str] = []
-    real = engines._Fts5Searcher.__call__
+    real = SearchSearcher.__call__
 
-    def scripted(self: engines._Fts5Searcher, text: str) -> SearchResult:
+    def scripted(self: SearchSearcher, text: str) -> SearchResult:
         result = real(self, text)
         seconds = seconds_of(len(calls))
         calls.append(text)
         return dataclasses.replace(result, tokenize_seconds=seconds / 10, search_seconds=seconds)
 
-    monkeypatch.setattr(engines._Fts5Searcher, "__call__", scripted)
+    monkeypatch.setattr(SearchSearcher, "__call__", scripted)
     return calls
 
 
@@ -158,13 +160,13 @@ def test_the_repeats_interleave_the_systems(monkeypatch: pytest.MonkeyPatch, evi
     from rag_eval.eval.compare.timing import run_systems
 
     asked: list[tuple[str, str]] = []
-    real = engines._Fts5Searcher.__call__
+    real = SearchSearcher.__call__
 
-    def recorded(self: engines._Fts5Searcher, text: str) -> SearchResult:
+    def recorded(self: SearchSearcher, text: str) -> SearchResult:
         asked.append((self.index.tokenizer.spec, text))
         return real(self, text)
 
-    monkeypatch.setattr(engines._Fts5Searcher, "__call__", recorded)
+    monkeypatch.setattr(SearchSearcher, "__call__", recorded)
     monkeypatch.setattr(runner, "WARMUP", 2)
     systems = [System(name, "", "or", engine="fts5") for name in ("bigram", "unigram", "trigram")]
     results = run_systems(evidence, systems, repeat=3)
@@ -211,7 +213,6 @@ def test_what_an_engine_counts_per_question_counts_each_question_once(
         pytest.importorskip("bm25s")
     from rag_eval.engines import impact
 
-    engines.engine_names()  # registers bm25s
     monkeypatch.setattr(impact, "fallback_reason", lambda index, query: "counted")
     searchers: list[engines.Searcher] = []
     real = engines.ENGINES[engine].searcher

@@ -10,9 +10,10 @@ from conftest import make_docs
 
 from rag_eval.errors import IndexFileError, QueryError, RagEvalError, ReadError, SpecError
 from rag_eval.index.store import Index
+from rag_eval.index.verify import verify_index
 from rag_eval.index.writer import build
 from rag_eval.search.batch import batch_search
-from rag_eval.search.read import list_entries, read_entry, verify_index
+from rag_eval.search.read import list_entries, read_entry
 from rag_eval.search.searching import search, warm
 
 
@@ -218,8 +219,7 @@ def test_the_agent_tool_names_its_arguments(index_file: Path) -> None:
     deep inside; now the signature names every option (a caller's type checker sees them too)."""
     import inspect
 
-    from rag_eval.search.evidence import evidence
-    from rag_eval.search.searching import search_tool
+    from rag_eval.search.evidence import evidence, search_tool
 
     for function in (evidence, search_tool):
         parameters = inspect.signature(function).parameters

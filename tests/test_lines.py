@@ -15,9 +15,10 @@ from make_corpus import make  # noqa: E402
 from rag_eval.builders.lines import split_lines  # noqa: E402
 from rag_eval.errors import CorpusError, MissingSourceError, QueryError  # noqa: E402
 from rag_eval.index.store import Index  # noqa: E402
+from rag_eval.index.verify import verify_index, verify_source  # noqa: E402
 from rag_eval.index.writer import build  # noqa: E402
-from rag_eval.search.read import verify_index, verify_source  # noqa: E402
-from rag_eval.search.searching import search, search_tool  # noqa: E402
+from rag_eval.search.evidence import search_tool  # noqa: E402
+from rag_eval.search.searching import search  # noqa: E402
 
 
 @pytest.fixture

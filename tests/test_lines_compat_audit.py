@@ -18,8 +18,8 @@ from make_corpus import make  # noqa: E402
 from rag_eval.compat import DocIndex, connect, expression, retrieve, search_tool, sync, verify_source  # noqa: E402
 from rag_eval.errors import CorpusError, IndexFileError, QueryError, ReadError, SpecError  # noqa: E402
 from rag_eval.index.store import Index  # noqa: E402
+from rag_eval.index.verify import verify_index  # noqa: E402
 from rag_eval.index.writer import build  # noqa: E402
-from rag_eval.search.read import verify_index  # noqa: E402
 from rag_eval.search.searching import search  # noqa: E402
 
 TODAY = "2026-10-07"

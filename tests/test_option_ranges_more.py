@@ -9,7 +9,7 @@ import pytest
 
 from rag_eval.errors import CorpusError, SpecError
 from rag_eval.files.textio import read_bytes
-from rag_eval.search.processing import QueryProcessing
+from rag_eval.index.processing import QueryProcessing
 
 
 @pytest.mark.parametrize(

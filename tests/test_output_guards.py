@@ -126,9 +126,9 @@ AWKWARD_NAMES = ["my notes.md", "全角\u3000空格.md", "em\u2003space.md", "nb
 def test_markdown_names_with_whitespace_are_compared_judged_and_read(tmp_path: Path) -> None:
     """Keys write a path's whitespace percent-encoded, so a knowledge base whose file names hold spaces is
     compared, judged and evaluated with TREC files, and ``read`` takes the key or the name as it is."""
+    from rag_eval.builders.keys import key_path
     from rag_eval.eval.datasets.sources import question_id
     from rag_eval.files.textio import fits_trec_column
-    from rag_eval.index.keys import key_path
     from rag_eval.index.writer import build
 
     folder = tmp_path / "kb"

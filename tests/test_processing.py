@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 from rag_eval.cli import cli
 from rag_eval.errors import SpecError
+from rag_eval.index.processing import QueryProcessing, question_words
 from rag_eval.index.store import Index
 from rag_eval.index.writer import build
-from rag_eval.search.processing import QueryProcessing, question_words
 from rag_eval.search.searching import search
 
 

@@ -16,11 +16,12 @@ from conftest import make_docs
 from rag_eval.cli import cli
 from rag_eval.errors import DatasetError, SpecError
 from rag_eval.eval.datasets.records import Query
-from rag_eval.eval.datasets.sources import MAX_QUESTION_CHARS, question_id, read_questions
+from rag_eval.eval.datasets.sources import question_id, read_questions
+from rag_eval.files.questions import MAX_QUESTION_CHARS
 from rag_eval.files.textio import control_character
+from rag_eval.index.processing import QueryProcessing
 from rag_eval.index.writer import build
 from rag_eval.search.batch import read_topics_file
-from rag_eval.search.processing import QueryProcessing
 from rag_eval.spec import SystemSpec
 from rag_eval.tokenizers import get_tokenizer
 

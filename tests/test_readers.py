@@ -28,7 +28,8 @@ from rag_eval.builders import get_builder
 from rag_eval.cli import cli
 from rag_eval.errors import CorpusError, DatasetError, RagEvalError
 from rag_eval.eval.datasets.squad import convert_squad
-from rag_eval.eval.datasets.trec import read_any_qrels, read_run, read_topics, read_trec_qrels
+from rag_eval.eval.datasets.trec import read_any_qrels, read_run, read_trec_qrels
+from rag_eval.files.questions import read_topics
 from rag_eval.index.writer import build
 
 HANG_SECONDS = 10

@@ -30,9 +30,8 @@ from rag_eval.cli import cli
 from rag_eval.errors import IndexFileError, QueryError, ReadError, ServeError
 from rag_eval.index.store import Index
 from rag_eval.index.writer import build
-from rag_eval.search.evidence import evidence
+from rag_eval.search.evidence import evidence, search_tool
 from rag_eval.search.query import MODES
-from rag_eval.search.searching import search_tool
 from rag_eval.serve.agent_tools import agent_tools, check_arguments
 from rag_eval.serve.served import IndexSet
 

@@ -23,8 +23,8 @@ from rag_eval.eval.compare.fusion import FusionError, parse_fusion
 from rag_eval.eval.datasets.squad import convert_squad
 from rag_eval.eval.datasets.trec import read_run
 from rag_eval.files.outputs import OutputError, check_file_target, publish_folder, write_text_atomic
+from rag_eval.index.processing import QueryProcessing
 from rag_eval.index.writer import build
-from rag_eval.search.processing import QueryProcessing
 from rag_eval.serve.served import IndexSet
 from rag_eval.serve.server import serve
 from rag_eval.tokenizers import get_tokenizer

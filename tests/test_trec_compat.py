@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_eval.eval.compare.runner import strict_run
 from rag_eval.eval.datasets.records import Qrel
 from rag_eval.eval.datasets.trec import read_run, read_trec_qrels
 from rag_eval.eval.metrics.measures import evaluate
+from rag_eval.files.runs import strict_run
 
 DATA = Path(__file__).parent / "data" / "trec"
 NAMES = {"ndcg_cut_10": "nDCG@10", "recall_10": "R@10", "recip_rank": "RR", "P_1": "P@1", "map_cut_100": "MAP@100"}

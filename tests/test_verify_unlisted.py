@@ -14,8 +14,8 @@ from conftest import make_docs
 
 from rag_eval.cli import cli
 from rag_eval.index.store import Index
+from rag_eval.index.verify import verify_index
 from rag_eval.index.writer import build
-from rag_eval.search.read import verify_index
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and permission bits")
 

@@ -16,9 +16,10 @@ from typing import Any
 from .errors import CorpusError, IndexFileError, QueryError, ReadError, SpecError
 from .files.textio import path_argument, shown, text_argument
 from .index import store, writer
+from .index.verify import verify_source
 from .search.evidence import evidence
 from .search.query import compile_query
-from .search.read import list_entries, read, verify_source
+from .search.read import list_entries, read
 from .search.searching import search
 from .tokenizers import get_tokenizer
 

@@ -1,8 +1,10 @@
-"""Plain records at the seams: chunks that builders produce and hits that searches return."""
+"""Plain records at the seams: chunks that builders produce, hits that searches return, the questions a batch
+answers and the ranked documents of the run it writes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 #: ``progress(phase, done, total)``: what long work reports as it goes (builds, comparisons, tokenizing).
@@ -83,3 +85,21 @@ class Hit(NamedTuple):
         if self.chunk.line is not None:
             data["lexical_score"] = self.score  # seed 000's name for the bm25 score
         return data
+
+
+class Query(NamedTuple):
+    """A labelled query; ``kind`` tags it (keyword, paraphrase, no-answer, ...) when the dataset does."""
+
+    id: str
+    text: str
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class RankedDoc:
+    """One line of a run: query, document, rank (1-based) and a strictly decreasing score."""
+
+    query_id: str
+    doc_id: str
+    rank: int
+    score: float

@@ -15,7 +15,7 @@ from ...errors import RagEvalError
 from ...files.outputs import recorded_name, refuse_inside_source
 from ...files.textio import control_character
 from ...index.locks import in_use_scope
-from ...search.processing import QueryProcessing
+from ...index.processing import QueryProcessing
 from ...tokenizers import get_tokenizer, written_spec
 from ..datasets.formats import load_dataset
 from ..datasets.records import SYNTHETIC_KIND, Dataset

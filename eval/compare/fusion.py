@@ -35,13 +35,15 @@ from typing import Any
 from ...errors import RagEvalError
 from ...files.outputs import OutputError, checked_target, refuse_inputs, write_text_atomic
 from ...files.paths import given_twice
+from ...files.runs import DEPTH, RELATIVE_STEP, strict_run
 from ...files.textio import shown
+from ...measure import latency_summary
+from ...records import RankedDoc
 from ...spec import SystemSpec
 from ...tokenizers import written_spec
 from ..datasets.records import NO_ANSWER, Dataset
 from ..datasets.trec import read_run
-from ..metrics.measures import RankedDoc
-from .runner import DEPTH, RELATIVE_STEP, SystemRun, latency_summary, strict_run
+from .runner import SystemRun
 
 METHODS = ("rrf", "combsum", "combmnz")
 NORMALISATIONS = ("minmax", "sum", "zmuv")

@@ -9,10 +9,12 @@ from typing import Any
 from ...engines.base import get_engine
 from ...errors import IndexFileError, RagEvalError
 from ...files.paths import sqlite_uri
+from ...measure import latency_summary
+from ...records import RankedDoc
 from ...tokenizers import get_tokenizer
 from ..datasets.records import NO_ANSWER, Dataset, Qrel
-from ..metrics.measures import RankedDoc, evaluate
-from .runner import System, SystemRun, latency_summary
+from ..metrics.measures import evaluate
+from .runner import System, SystemRun
 from .statistics import bootstrap_ci
 
 

@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,18 +19,16 @@ from ...engines import impact
 from ...engines.base import DEFAULT_ENGINE, REFERENCE_ENGINE
 from ...errors import CorpusError, IndexFileError, RagEvalError
 from ...files.outputs import write_text_atomic
+from ...files.runs import DEPTH
 from ...files.textio import open_regular, read_json
 from ...index.locks import hold_in_use, key_lock, remove_database, unused
 from ...index.meta import recorded_meta
 from ...index.store import SCHEMA_VERSION
 from ...index.writer import BuildReport, build, corpus_checksum
-from ...records import Progress
+from ...records import Progress, RankedDoc
 from ...tokenizers import Tokenizer
 from ..datasets.records import Dataset
-from ..metrics.measures import RankedDoc
 
-#: Every query retrieves at least this many results, so R@100 and MAP@100 are defined.
-DEPTH = 100
 WARMUP = 5
 #: Version of the cache key's recipe: a change here must never reuse an index keyed the old way.
 CACHE_FORMAT = 2
@@ -56,7 +53,7 @@ class System:
     tokenizer: str
     builder: str
     mode: str
-    #: Query processing (``stopwords=zh,max_df=0.3``, see rag_eval.search.processing); empty for none.
+    #: Query processing (``stopwords=zh,max_df=0.3``, see rag_eval.index.processing); empty for none.
     query: str = ""
     #: Engine spec (``fts5``, ``impact``, ``bm25s:method=robertson``; see :mod:`.engines`); empty for the default.
     engine: str = DEFAULT_ENGINE
@@ -277,15 +274,6 @@ def cached_build(
     raise IndexFileError(f"{path}: the cached index was removed {BUILD_ATTEMPTS} times as it was built; run again")
 
 
-def resident_bytes() -> int | None:
-    """This process's resident memory now (Linux ``/proc/self/statm``), or None where it cannot be read."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def run_system(
     dataset: Dataset, system: System, *, depth: int = DEPTH, progress: Progress | None = None, repeat: int = 1
 ) -> SystemRun:
@@ -300,67 +288,3 @@ def run_system(
 
     report = (lambda _system, phase, done, total: progress(phase, done, total)) if progress is not None else None
     return run_systems(dataset, [system], depth=depth, progress=report, repeat=repeat)[0]
-
-
-#: Consecutive scores of a run differ by at least this fraction of their size (and at least 1e-6):
-#: trec_eval reads scores as 32-bit floats (24-bit significand, about 7 digits), so a smaller step
-#: between two near-equal bm25 scores (21.200778, 21.200777) would tie there and be re-ordered by
-#: document id, and every metric would score another ranking than rag-eval's.
-RELATIVE_STEP = 2.0**-18
-
-
-def strict_run(query_id: str, hits: list[tuple[str, float]]) -> list[RankedDoc]:
-    """Keep each unit's best rank, then give strictly decreasing scores in rank order.
-
-    bm25 from FTS5 is lower-is-better and ties are common; the score written is ``-bm25`` (6 decimals),
-    lowered where needed so each is distinctly below the previous one even as a 32-bit float (see
-    ``RELATIVE_STEP``), so trec_eval (which breaks ties by document id) and every other tool read exactly
-    rag-eval's ranking.
-    """
-    seen: set[str] = set()
-    out: list[RankedDoc] = []
-    previous = float("inf")
-    for doc_id, bm25 in hits:
-        if doc_id in seen:
-            continue
-        seen.add(doc_id)
-        score = round(-bm25, 6)
-        if out:
-            step = max(1e-6, abs(previous) * RELATIVE_STEP)
-            score = min(score, round(previous - step, 6))
-        out.append(RankedDoc(query_id, doc_id, len(out) + 1, score))
-        previous = score
-    return out
-
-
-def latency_summary(values: list[float]) -> dict[str, float]:
-    """min, median, mean, p95, p99 and max, in milliseconds."""
-    if not values:
-        return {}
-    ordered = sorted(values)
-
-    def pct(fraction: float) -> float:
-        return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
-
-    return {
-        name: round(value * 1000, 4)
-        for name, value in (
-            ("min", ordered[0]),
-            ("median", statistics.median(ordered)),
-            ("mean", statistics.fmean(ordered)),
-            ("p95", pct(0.95)),
-            ("p99", pct(0.99)),
-            ("max", ordered[-1]),
-        )
-    }
-
-
-def write_trec_run(runs: list[RankedDoc], path: str | Path, tag: str) -> None:
-    """A TREC run file: ``qid Q0 docid rank score tag``, scores strictly decreasing per query."""
-    with open(path, "w", encoding="utf-8") as out:
-        out.write(trec_run_text(runs, tag))
-
-
-def trec_run_text(runs: list[RankedDoc], tag: str) -> str:
-    """The lines of a TREC run file, ``qid Q0 docid rank score tag``."""
-    return "".join(f"{doc.query_id} Q0 {doc.doc_id} {doc.rank} {doc.score:.6f} {tag}\n" for doc in runs)

@@ -11,7 +11,7 @@ from ...builders import get_builder
 from ...engines.base import DEFAULT_ENGINE, written_engine
 from ...errors import RagEvalError
 from ...files.textio import read_text
-from ...search.processing import QueryProcessing
+from ...index.processing import QueryProcessing
 from ...search.query import MODES
 from ...tokenizers import TOKENIZERS, get_tokenizer, tokenizer_class
 from ..datasets.records import Dataset

@@ -18,23 +18,16 @@ from typing import Any
 from ...builders import get_builder
 from ...engines.base import DEFAULT_ENGINE, Searcher, get_engine
 from ...errors import RagEvalError
+from ...files.runs import DEPTH, strict_run
+from ...index.processing import QueryProcessing
 from ...index.store import Index
-from ...search.processing import QueryProcessing
+from ...measure import resident_bytes
+from ...records import RankedDoc
 from ...tokenizers import get_tokenizer
 from ..datasets.records import Dataset
-from ..metrics.measures import RankedDoc
 from . import runner
 from .latency import check_repeat
-from .runner import (
-    DEPTH,
-    System,
-    SystemRun,
-    cached_build,
-    check_builder,
-    corpus_source,
-    resident_bytes,
-    strict_run,
-)
+from .runner import System, SystemRun, cached_build, check_builder, corpus_source
 
 #: ``progress(system, phase, done, total)``.
 SystemsProgress = Callable[[System, str, int, int], None]

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from ...records import Query
+
 
 class Passage(NamedTuple):
     """A retrievable unit: id, title and text."""
@@ -14,14 +16,6 @@ class Passage(NamedTuple):
     id: str
     title: str
     text: str
-
-
-class Query(NamedTuple):
-    """A labelled query; ``kind`` tags it (keyword, paraphrase, no-answer, ...) when the dataset does."""
-
-    id: str
-    text: str
-    kind: str = ""
 
 
 class Qrel(NamedTuple):

@@ -3,80 +3,17 @@ questions a user asks of it (a plain text file, queries.jsonl or TREC topics), a
 
 from __future__ import annotations
 
-import hashlib
-import unicodedata
 from pathlib import Path
 from typing import Any
 
 from ...builders import Builder, get_builder, infer_builder
 from ...errors import DatasetError
-from ...files.textio import display_name, fits_trec_column, iter_lines, open_regular
+from ...files.questions import question_id, read_questions
+from ...files.textio import display_name, fits_trec_column
 from ...spec import SystemSpec
-from .beir import MAX_QUESTION_CHARS as MAX_QUESTION_CHARS  # the longest question, where it has always been
-from .beir import question_text, read_queries
 from .records import Dataset, Passage, Query
 from .shipped import corpus_dir, entry, shipped_ids, unit_passages
-from .trec import read_any_qrels, read_topics
-
-#: Largest questions file read, in bytes (a few thousand questions take well under 1 MB).
-MAX_QUESTIONS_BYTES = 10_000_000
-#: How much of a questions file is read to recognise TREC's SGML topics (``<top>`` opens the first one).
-_SNIFF_BYTES = 65_536
-
-
-def question_id(text: str) -> str:
-    """A question's id from its text (NFC, trimmed): editing or reordering the file keeps the other ids."""
-    digest = hashlib.sha256(unicodedata.normalize("NFC", text.strip()).encode()).hexdigest()
-    return f"q-{digest[:12]}"
-
-
-def read_questions(path: str | Path) -> dict[str, Query]:
-    """Questions from any questions file ``compare``, ``judge`` and ``search --queries`` take: queries.jsonl
-    (``_id``, ``text``), TREC topics (``<top>`` blocks, or ``qid<TAB>text`` lines in a ``.tsv``) or a UTF-8 text
-    file with one question per line, whose ids are :func:`question_id` of the text.
-
-    Each format has one reader; this chooses it and reads every question alike (:func:`~.beir.question_text`:
-    not blank, no control character but a tab, at most ``MAX_QUESTION_CHARS`` characters) and every given id as a
-    TREC run's column. In a text file blank lines are skipped; a repeated question or id, an empty file or
-    any of those is an error naming the line.
-    """
-    path = Path(path)
-    name = display_name(str(path))
-    if path.suffix == ".jsonl":
-        queries = read_queries(path, as_questions=True)
-    elif _has_sgml_topics(path) or path.suffix == ".tsv":
-        queries = read_topics(path)
-        if not queries:
-            raise DatasetError(f"{name}: no topics (<top> blocks, or 'query-id<TAB>text' lines)")
-    else:
-        queries = _read_question_lines(path, name)
-    if not queries:
-        raise DatasetError(f"{name}: no questions (one per line, or queries.jsonl records)")
-    return queries
-
-
-def _read_question_lines(path: Path, name: str) -> dict[str, Query]:
-    """One question per line, its id a hash of its text."""
-    queries: dict[str, Query] = {}
-    first_line: dict[str, int] = {}
-    for number, line in iter_lines(path, DatasetError, max_bytes=MAX_QUESTIONS_BYTES):
-        text = line.strip()
-        if not text:
-            continue
-        where = f"{name}:{number}"
-        question_text(text, where)
-        qid = question_id(text)
-        if qid in first_line:
-            raise DatasetError(f"{where}: the same question as line {first_line[qid]}", hint="remove repeats")
-        first_line[qid] = number
-        queries[qid] = Query(qid, text)
-    return queries
-
-
-def _has_sgml_topics(path: Path) -> bool:
-    """True when the file's first 64 KiB open a ``<top>`` block; the size limit of questions files applies."""
-    with open_regular(path, DatasetError, max_bytes=MAX_QUESTIONS_BYTES) as handle:
-        return b"<top>" in handle.read(_SNIFF_BYTES).lower()
+from .trec import read_any_qrels
 
 
 def source_units(source: str, builder: str | None = None) -> tuple[Path, Builder, dict[str, Passage]]:
@@ -129,7 +66,7 @@ def check_trec_ids(dataset: Dataset) -> None:
     """Refuse a dataset whose question or passage ids cannot be written to a TREC run or qrels file (empty, or
     holding whitespace or a control character): its runs would be unreadable by ``evaluate``, trec_eval and
     ``compare --run``. A passage ``_id`` with a space is the usual cause (a Markdown file's key encodes its
-    spaces, see :mod:`rag_eval.index.keys`)."""
+    spaces, see :mod:`rag_eval.builders.keys`)."""
     for what, ids in (("question", dataset.queries), ("passage", dataset.corpus)):
         for value in ids:
             if not fits_trec_column(value):

@@ -10,8 +10,9 @@ from typing import Any
 from ...errors import DatasetError
 from ...files.outputs import new_folder
 from ...files.paths import given_twice
+from ...files.questions import query_text
 from ...files.textio import counted, display_name, read_json
-from .beir import query_text, write_beir
+from .beir import write_beir
 from .records import Dataset, Passage, Query
 
 

@@ -6,10 +6,10 @@ import difflib
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import RagEvalError
+from ...records import RankedDoc
 from ..datasets.records import MAX_RELEVANCE, Qrel
 
 #: Reported by default: the harness's headline metrics.
@@ -31,16 +31,6 @@ class MetricError(RagEvalError, ValueError):
 
 class EvaluationError(RagEvalError, ValueError):
     """Qrels or a run that cannot be scored: invalid grades, scores or ids, or no judged query."""
-
-
-@dataclass(frozen=True)
-class RankedDoc:
-    """One line of a run: query, document, rank (1-based) and a strictly decreasing score."""
-
-    query_id: str
-    doc_id: str
-    rank: int
-    score: float
 
 
 def ranked_ids(run: Iterable[RankedDoc]) -> dict[str, list[str]]:

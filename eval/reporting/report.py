@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from ...files.outputs import OutputError, checked_target, only_names, publish_folder
+from ...files.runs import write_trec_run
 from ...files.textio import read_json
+from ...records import RankedDoc
 from ..compare.gate import MAX_BASELINE_BYTES
-from ..compare.runner import write_trec_run
-from ..metrics.measures import RankedDoc
 from .page import arrow, page_data
 from .page import labels as labels
 

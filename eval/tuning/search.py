@@ -11,11 +11,12 @@ from typing import Any
 
 from ...engines.base import DEFAULT_ENGINE, written_engine
 from ...errors import RagEvalError
-from ...search.processing import QueryProcessing
+from ...index.processing import QueryProcessing
+from ...measure import latency_summary
 from ...tokenizers import written_spec
 from ..compare.compare import compare
 from ..compare.fusion import Fusion
-from ..compare.runner import System, latency_summary
+from ..compare.runner import System
 from ..datasets.records import Dataset
 from ..datasets.split import DEFAULT_BUDGET, DEFAULT_METRIC, SALT, split_ids, subset
 from ..reporting.pareto import front

@@ -15,7 +15,7 @@ from typing import Any
 from ...engines.base import DEFAULT_ENGINE, get_engine, written_engine
 from ...errors import RagEvalError
 from ...files.textio import read_text
-from ...search.processing import QueryProcessing
+from ...index.processing import QueryProcessing
 from ...tokenizers import get_tokenizer
 from ...tokenizers.hybrid import MAX_WEIGHT, valid_weight
 from ..compare.fusion import Fusion

@@ -20,9 +20,11 @@ from typing import Any
 
 from rag_eval.builders import get_builder
 from rag_eval.engines.base import get_engine
-from rag_eval.eval.compare.runner import DEPTH, cached_build, corpus_source, latency_summary
+from rag_eval.eval.compare.runner import cached_build, corpus_source
 from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.files.runs import DEPTH
 from rag_eval.index.store import Index
+from rag_eval.measure import latency_summary
 from rag_eval.tokenizers import get_tokenizer
 
 WARMUP = 50

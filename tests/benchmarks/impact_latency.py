@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 
 from rag_eval.engines import impact
+from rag_eval.engines.fts5 import ranking_sql
 from rag_eval.engines.impact import read as impact_read
+from rag_eval.index.columns import weights_for
 from rag_eval.index.store import Index
 from rag_eval.index.writer import build
-from rag_eval.search.searching import search, weights_for
-from rag_eval.search.sql import ranking_sql
+from rag_eval.search.searching import search
 
 WARMUP = 50
 #: --ranking-only: each query's best of 3 runs (a 2-core machine shared with others preempts a process for

@@ -47,12 +47,13 @@ import numpy as np
 from impact_latency import percentiles  # this script's folder is on sys.path
 
 from rag_eval.engines import impact
+from rag_eval.engines.fts5 import ranking_sql
 from rag_eval.engines.impact import rank as impact_rank
 from rag_eval.index.store import Index
 from rag_eval.index.writer import build
 from rag_eval.search.query import compile_query
-from rag_eval.search.searching import CHUNK_FIELDS, KEY_FIELDS, search
-from rag_eval.search.sql import ranking_sql
+from rag_eval.search.searching import search
+from rag_eval.search.sql import CHUNK_FIELDS, KEY_FIELDS, ids_json
 
 #: Replication factors; ``SCALE_SIZES=1`` (comma-separated) limits a run to some of them.
 SIZES = tuple(int(n) for n in os.environ.get("SCALE_SIZES", "1,3,10").split(","))
@@ -165,7 +166,7 @@ def measure_one(index_file: Path, texts: list[str]) -> dict[str, Any]:
                 started = time.perf_counter()
                 query = compile_query(index.tokenizer, texts[number], "or")
                 found = bm25.retrieve(bm25.token_ids(query.terms))
-                cursor.execute(rows_sql, (impact.ids_json(found),)).fetchall()  # the hits' rows, as search reads them
+                cursor.execute(rows_sql, (ids_json(found),)).fetchall()  # the hits' rows, as search reads them
                 return time.perf_counter() - started
 
             return run

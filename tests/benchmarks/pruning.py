@@ -30,8 +30,9 @@ from rag_eval.builders import get_builder
 from rag_eval.engines import impact
 from rag_eval.engines.impact import rank as impact_rank
 from rag_eval.engines.impact import read as impact_read
-from rag_eval.eval.compare.runner import DEPTH, cached_build, corpus_source
+from rag_eval.eval.compare.runner import cached_build, corpus_source
 from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.files.runs import DEPTH
 from rag_eval.index.store import Index
 from rag_eval.search.query import compile_query
 from rag_eval.tokenizers import get_tokenizer

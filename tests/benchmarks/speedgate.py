@@ -27,12 +27,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rag_eval.builders import get_builder
+from rag_eval.engines.fts5 import top_statement
 from rag_eval.eval.datasets.shipped import corpus_dir, load_shipped
 from rag_eval.index.store import Index
 from rag_eval.index.tokenize_pool import WORKERS_ENV
 from rag_eval.index.writer import build
 from rag_eval.search.query import compile_query
-from rag_eval.search.searching import GENERATION_SQL, search, top_statement
+from rag_eval.search.searching import search
+from rag_eval.search.sql import GENERATION_SQL
 from rag_eval.tokenizers import get_tokenizer
 
 ROUNDS = 5

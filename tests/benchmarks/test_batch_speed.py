@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.eval.compare.runner import DEPTH, strict_run, trec_run_text
 from rag_eval.eval.datasets.records import Query
 from rag_eval.eval.datasets.shipped import corpus_dir, datasets_root
 from rag_eval.files.outputs import write_text_atomic
+from rag_eval.files.runs import DEPTH, strict_run, trec_run_text
 from rag_eval.index.store import Index
 from rag_eval.index.writer import build
 from rag_eval.search.batch import batch_search, read_topics_file

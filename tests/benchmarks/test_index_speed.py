@@ -17,9 +17,10 @@ import pytest
 from benchtext import bench_text
 from conftest import ALL_SPECS
 
+from rag_eval.engines.fts5 import top_statement
 from rag_eval.index.store import Index
 from rag_eval.index.writer import build
-from rag_eval.search.searching import search, top_statement
+from rag_eval.search.searching import search
 
 MODES = ("and", "or", "phrase")
 

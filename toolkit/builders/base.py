@@ -110,11 +110,29 @@ TITLE_WEIGHT = real(
 
 
 @dataclass(frozen=True)
+class SnippetStyle:
+    """How an index's hits get their snippets: the style a builder names in :attr:`QueryDefaults.snippet`."""
+
+    name: str
+    #: Token windows with markers, as FTS5's ``snippet()`` makes them (FTS5's own for a native strategy's short
+    #: hits, else from the hit's tokens); False: density windows around the highlights in the raw text.
+    tokens: bool
+    #: A one-field Python strategy's build stores each chunk's token offsets, so snippets re-tokenize nothing.
+    offsets: bool
+
+
+_WINDOW = SnippetStyle("window", tokens=False, offsets=False)
+#: Every snippet style, by the name :class:`QueryDefaults` records; an index naming another gets windows.
+SNIPPET_STYLES = {style.name: style for style in (SnippetStyle("fts5", tokens=True, offsets=True), _WINDOW)}
+
+
+@dataclass(frozen=True)
 class QueryDefaults:
     """How an index answers interactive queries; recorded in the index by its builder."""
 
     mode: str
-    snippet: str  # "fts5": token window with markers; "window": density window on the raw text
+    #: The snippet style's name (:data:`SNIPPET_STYLES`): ``fts5`` token windows or ``window`` density windows.
+    snippet: str
     open_marker: str
     close_marker: str
     ellipsis: str
@@ -128,6 +146,11 @@ class QueryDefaults:
     default_limit: int = 10
     title_weight: float = 1.0
     body_weight: float = 1.0
+
+    @property
+    def style(self) -> SnippetStyle:
+        """The snippet style :attr:`snippet` names."""
+        return SNIPPET_STYLES.get(self.snippet, _WINDOW)
 
 
 class Builder(Configurable):

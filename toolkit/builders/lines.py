@@ -18,7 +18,7 @@ __all__ = ["DEFAULT_MAX_BYTES", "LinesBuilder", "MANIFEST_KEYS", "MAX_MANIFEST_B
 _ID = re.compile(r"[a-z0-9-]{1,40}\Z")
 _STATUSES = ("current", "archived")
 #: Largest source file a lines build accepts unless its ``max_bytes`` option says otherwise; also the most
-#: ``read.verify_source`` reads of a hit's file by default.
+#: ``rag_eval.index.verify.verify_source`` reads of a hit's file by default.
 DEFAULT_MAX_BYTES = 1_000_000
 #: Largest manifest.json accepted: about 200,000 entries, far more than a hand-kept evidence corpus.
 MAX_MANIFEST_BYTES = 50_000_000

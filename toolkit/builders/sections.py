@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorpusError
-from ..index.keys import section_key, unit_of
 from ..records import Chunk
 from ..spec import Option, OptionSet, whole
 from .base import TITLE_WEIGHT, WHOLE_FILE_BYTES, Builder, FileRef, QueryDefaults, SourceFile, locate
+from .keys import section_key, unit_of
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 #: A blank line between paragraphs, in LF or CRLF files.

@@ -26,7 +26,7 @@ def cache_info_cmd(as_json: bool) -> None:
       rag-eval cache info
       rag-eval cache info --json
     """
-    from ..cache import cache_report
+    from ..index.cached import cache_report
 
     report = cache_report()
     if as_json:
@@ -58,7 +58,7 @@ def cache_clear_cmd(older_than: float | None) -> None:
       rag-eval cache clear
       rag-eval cache clear --older-than 30
     """
-    from ..cache import clear_indexes
+    from ..index.cached import clear_indexes
 
     cleared = clear_indexes(older_than)
     removed, left, busy = cleared.removed, cleared.left_behind, cleared.busy

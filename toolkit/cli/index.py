@@ -6,14 +6,46 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..engines.impact import BUILD_ENGINES, ENGINES
+from ..engines.base import AUTO, search_engine_names
 from ..search.query import MODES
 from . import cli
 from .params import TEXT, UTF8_PATH
 from .progress import Bars
+
+if TYPE_CHECKING:
+    from ..index.writer import BuildReport
+    from ..search.searching import SearchResult
+
+
+class EngineChoice(click.Choice):
+    """The engines ``search`` and ``index build`` offer (``extra`` first, e.g. ``auto``), read from the engine
+    registry when first needed: a plug-in's engine is a choice with no change here, and ``--help`` of other
+    commands loads no engine."""
+
+    def __init__(self, *extra: str) -> None:
+        self.extra = extra
+        self._names: tuple[str, ...] | None = None
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        if self._names is None:
+            self._names = (*self.extra, *search_engine_names())
+        return self._names
+
+    @choices.setter
+    def choices(self, value: object) -> None:
+        pass  # the registry's, not given
+
+
+#: ``--category``: search and index list keep one category alike.
+category_option = click.option("--category", type=TEXT, help="Only this category (top-level folder).")
+#: ``--json`` of the listing commands.
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
 @cli.group("index")
@@ -66,7 +98,7 @@ def index_cmd() -> None:
 )
 @click.option(
     "--engine",
-    type=click.Choice(BUILD_ENGINES),
+    type=EngineChoice(AUTO),
     help="Recorded as the index's search engine. impact: also store bm25 impact postings, so searches rank "
     "from them (FTS5's exact scores and order, measured faster for every strategy: reports/latency.md; "
     "a larger file and a longer build); fts5: FTS5's bm25 statement alone; auto: impact. Default: the one the "
@@ -99,31 +131,17 @@ def index_build_cmd(
       rag-eval index build docs/ -b sections -t unigram^2+bigram^2+jieba^2 --processing stopwords=zh -o docs.sqlite
       rag-eval index build docs/ -b sections --from out/tune/recommendation.toml -o docs.sqlite
     """
-    from ..files.outputs import checked_target, refuse_inside_source
-    from ..files.textio import counted
     from ..index.writer import build
 
-    # Refused before anything is read: the working folder, one of its parents, a path ending in '..' (whose
-    # folders the build would create before finding it names an existing folder) or in '/', NUL, a parent that
-    # is a file, a name SQLite takes for another database's side file (X-wal, X-shm, X-journal).
-    checked_target(index_path, what="index", file=True)
-    # Nor inside the folder it indexes, with its side files (-wal, -shm, the hidden file a new build writes).
-    refuse_inside_source(index_path, [source], what="index")
-
+    _check_index_target(index_path, source)
     if tokenizer_spec is not None and not tokenizer_spec.strip():
         raise click.UsageError("-t is empty: name a tokenizer spec, e.g. -t jieba (or leave -t out)")
     if builder_spec is not None and not builder_spec.strip():
         raise click.UsageError("-b is empty: name a builder spec, e.g. -b sections (or leave -b out)")
     if system_file is not None:
-        from ..engines.base import get_engine
-        from ..eval.compare.compare import one_system
-
-        chosen = one_system(system_file)
-        tokenizer_spec = tokenizer_spec or chosen.tokenizer
-        builder_spec = builder_spec or chosen.builder or None
-        processing = processing if processing is not None else chosen.query
-        if engine is None and get_engine(chosen.engine).build_engine == "impact":
-            engine = "impact"
+        tokenizer_spec, builder_spec, processing, engine = _from_system(
+            system_file, tokenizer_spec, builder_spec, processing, engine
+        )
     with Bars() as progress:
         report = build(
             source,
@@ -134,10 +152,40 @@ def index_build_cmd(
             progress=progress,
             engine=engine,
         )
-    if as_json:
-        click.echo(json.dumps(report.__dict__))
-        return
-    click.echo(
+    click.echo(json.dumps(report.__dict__) if as_json else _build_summary(report, index_path))
+
+
+def _check_index_target(index_path: str, source: Path) -> None:
+    """Refused before anything is read: the working folder, one of its parents, a path ending in '..' (whose
+    folders the build would create before finding it names an existing folder) or in '/', NUL, a parent that is a
+    file, a name SQLite takes for another database's side file (X-wal, X-shm, X-journal); nor inside the folder it
+    indexes, with its side files (-wal, -shm, the hidden file a new build writes)."""
+    from ..files.outputs import checked_target, refuse_inside_source
+
+    checked_target(index_path, what="index", file=True)
+    refuse_inside_source(index_path, [source], what="index")
+
+
+def _from_system(
+    system_file: Path, tokenizer_spec: str | None, builder_spec: str | None, processing: str | None, engine: str | None
+) -> tuple[str | None, str | None, str | None, str | None]:
+    """-t, -b, --processing and --engine with what they leave out taken from the systems file's one system: its
+    engine's build when that build writes postings (a build's own default is the impact engine's anyway)."""
+    from ..engines.base import engine_class, get_engine
+    from ..eval.compare.compare import one_system
+
+    chosen = one_system(system_file)
+    build_engine = get_engine(chosen.engine).build_engine
+    if engine is None and engine_class(build_engine).tables:
+        engine = build_engine
+    processing = processing if processing is not None else chosen.query
+    return tokenizer_spec or chosen.tokenizer, builder_spec or chosen.builder or None, processing, engine
+
+
+def _build_summary(report: BuildReport, index_path: str) -> str:
+    from ..files.textio import counted
+
+    return (
         f"indexed {counted(report.chunks, 'chunk')} ({report.extra['chunks_are']}) from "
         f"{counted(report.files, 'file')} into {index_path} "
         f"({report.index_bytes / 1e6:.2f} MB) in {report.seconds:.2f} s; "
@@ -163,7 +211,7 @@ def _one_line(text: str) -> str:
 
 @index_cmd.command("info")
 @click.argument("index_path", metavar="INDEX", type=click.Path())
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 def index_info_cmd(index_path: str, as_json: bool) -> None:
     """Show what an index holds: builder, tokenizer spec, counts, size, build time, corpus checksum.
 
@@ -185,8 +233,8 @@ def index_info_cmd(index_path: str, as_json: bool) -> None:
 
 @index_cmd.command("list")
 @click.argument("index_path", metavar="INDEX", type=click.Path())
-@click.option("--category", type=TEXT, help="Only this category (top-level folder).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@category_option
+@json_option
 def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None:
     """List the documents (lines) or sections (sections, passages) of an index.
 
@@ -229,7 +277,7 @@ def index_list_cmd(index_path: str, category: str | None, as_json: bool) -> None
     "--chunks", "per_chunk", is_flag=True, help="One line per chunk (source id, section) instead of per file."
 )
 @click.option("--problems", is_flag=True, help="Only what is not ok.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, problems: bool, as_json: bool) -> None:
     """Check an index itself, then against its sources: ok, stale, missing or new; exit 1 if anything is not ok.
 
@@ -249,7 +297,7 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
     """
     from ..index.integrity import verify
     from ..index.store import Index
-    from ..search.read import STATES
+    from ..index.verify import STATES
 
     with Index.open(index_path) as index:
         found = verify(index, root, per_chunk=per_chunk)
@@ -292,7 +340,7 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
     "(default 100, as compare ranks them; at most 10000).",
 )
 @click.option("--as-of", type=TEXT, help="Only current chunks whose expiry date is after this YYYY-MM-DD date.")
-@click.option("--category", type=TEXT, help="Only this category (top-level folder).")
+@category_option
 @click.option("--path-prefix", type=TEXT, help="Only paths starting with this prefix.")
 @click.option(
     "--processing",
@@ -322,7 +370,7 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
 @click.option("--run-tag", type=TEXT, help="With --queries: the run's tag, its sixth column  [default: rag-eval]")
 @click.option(
     "--engine",
-    type=click.Choice(ENGINES),
+    type=EngineChoice(),
     help="Rank with FTS5's bm25 statement or the impact postings (index build --engine impact); same scores "
     "and order. --explain names the engine that answered. Default: the index's.",
 )
@@ -360,7 +408,7 @@ def search_cmd(
       rag-eval search docs.sqlite --queries questions.txt --run out/docs.run
       rag-eval search passages.sqlite --queries beir/queries.jsonl --run out/bm25.run --limit 1000 --run-tag bigram
     """
-    from ..search.processing import QueryProcessing
+    from ..index.processing import QueryProcessing
 
     processed = QueryProcessing.parse(processing) if processing else None
     if topics is not None or run_file is not None or run_tag is not None:
@@ -386,8 +434,7 @@ def search_cmd(
                 progress=progress,
             )
         click.echo(report.summary(), err=True)
-        if report.hint is not None:
-            click.echo(f"hint: {report.hint}", err=True)
+        _hint(report.hint)
         return
     if query is None:
         raise click.UsageError("Missing argument 'QUERY'.")
@@ -396,26 +443,11 @@ def search_cmd(
     from ..index.store import Index
     from ..search.evidence import evidence
     from ..search.read import unknown_category_hint
+    from ..search.request import SearchRequest
     from ..search.searching import search
 
     with Index.open(index_path) as index:
-        if as_json:
-            payload = evidence(
-                index,
-                query,
-                as_of=as_of,
-                limit=limit,
-                mode=mode,
-                category=category,
-                path_prefix=path_prefix,
-                explain=explain,
-                processing=processed,
-                engine=engine,
-            )
-            click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
-            return
-        result = search(
-            index,
+        request = SearchRequest.of(
             query,
             mode=mode,
             limit=limit,
@@ -426,19 +458,30 @@ def search_cmd(
             processing=processed,
             engine=engine,
         )
+        if as_json:
+            click.echo(json.dumps(evidence(index, request), ensure_ascii=False, indent=2))
+            return
+        result = search(index, request)
         # A category no chunk has (a typo, or another index's) finds nothing: say so rather than only "no hits".
         hint = None if result.hits else unknown_category_hint(index, category)
-    if explain:
-        for key, value in result.explain.items():
-            click.echo(f"# {key}: {json.dumps(value, ensure_ascii=False)}")
+    _print_hits(result)
+    _hint(hint)
+
+
+def _print_hits(result: SearchResult) -> None:
+    """The explanation (``# key: value`` lines) and one hit per line, four tab-separated columns (cut and awk read
+    them): a snippet's line breaks and tabs are shown as one space, other control characters as their pictures."""
+    for key, value in result.explain.items():
+        click.echo(f"# {key}: {json.dumps(value, ensure_ascii=False)}")
     for hit in result.hits:
         chunk = hit.chunk
         where = f"{chunk.path}:{chunk.line}" if chunk.line is not None else chunk.key
-        # One hit per line, four tab-separated columns (cut and awk read them): a snippet's line breaks and
-        # tabs are shown as one space, other control characters as their pictures.
         click.echo(f"{hit.rank}\t{hit.score:.4f}\t{_one_line(where)}\t{_one_line(hit.snippet)}")
     if not result.hits:
         click.echo("no hits", err=True)
+
+
+def _hint(hint: str | None) -> None:
     if hint is not None:
         click.echo(f"hint: {hint}", err=True)
 

@@ -1,42 +1,70 @@
-"""The engine of a compared system: what ranks its queries over the index a strategy built.
+"""The engine contract: what ranks a compiled query over an index, a plug-in declared like a tokenizer or builder.
 
-``fts5`` is FTS5's own bm25 statement; ``impact`` the exact impact postings (:mod:`rag_eval.engines.impact`, the same
-chunks, order and scores); ``bm25s`` the bm25s library as a peer over the same tokens
-(:mod:`.bm25s_system`). An engine is named by a spec like a tokenizer (``bm25s:method=robertson``) and
-declares what it needs: the index build it reads (with or without impact postings), the query modes and
-fields it ranks, whether it reproduces FTS5's ranking exactly, and the libraries it needs. Compare, tune and
-the runner ask it; none of them checks an engine's name.
+Engines are registered through the entry-point group ``rag_eval.engines`` (the built-in ``fts5``, ``impact`` and
+``bm25s`` are declared in pyproject.toml exactly like a third-party one) and loaded on first use. An engine is
+named by a spec (``bm25s:method=robertson``) and declares what the rest of rag-eval needs to know; the core calls
+its hooks and never compares its name:
+
+- ``search`` compiles the query and asks the engine the index records (or the one named) to :meth:`Engine.rank`
+  it with the search's filters and limit. When :meth:`Engine.fallback_reason` says it cannot answer a query
+  exactly, the engine it names as ``fallback`` ranks it and ``--explain`` says why.
+- ``index build --engine`` records the engine (``auto`` is :data:`DEFAULT_ENGINE`) and, inside the build's
+  transaction, calls :meth:`Engine.write_postings`; every engine's ``tables`` are dropped before a build.
+- ``index verify`` asks the recorded engine to :meth:`Engine.check_postings`.
+- ``search --queries`` and the MCP server :meth:`Engine.prepare` an index before many queries.
+- ``compare`` and ``tune`` :meth:`Engine.check` a system before anything is built, then rank its questions with a
+  :class:`Searcher` from :meth:`Engine.searcher`.
+
+A *peer* engine (bm25s) ranks only in ``compare``, over the index built for another engine (``build_engine``);
+``search`` and ``index build`` offer the engines that are not peers.
+
+This module is the contract and the registry only: it imports no engine, so the library's search and build
+reach engines through the registry, never by import.
 """
 
 from __future__ import annotations
 
-import functools
-import sqlite3
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, cast
 
-from ..builders import Builder
-from ..errors import RagEvalError, UnavailableError
-from ..index.store import Index
+from ..errors import IndexFileError, QueryError, RagEvalError, UnavailableError
 from ..registry import Registry
-from ..search.processing import QueryProcessing
-from ..search.query import MODES
-from ..search.searching import SearchResult, search, weights_for
 from ..spec import Configurable, SystemSpec
-from ..tokenizers import Tokenizer
 from ..tokenizers.base import library_version
-from . import impact
 
-#: The engine of a system that names none: the exact impact engine, chosen by measurement (FTS5's hits, order
-#: and scores, bit for bit, at a fraction of its latency: reports/engines.md, reports/latency.md), the engine
-#: ``search`` uses on an index built by default; a query it cannot answer from postings is FTS5's.
+if TYPE_CHECKING:
+    import sqlite3
+
+    from ..builders import Builder
+    from ..index.integrity import Damage
+    from ..index.processing import QueryProcessing
+    from ..index.store import Index
+    from ..records import Hit
+    from ..search.query import CompiledQuery
+    from ..search.searching import SearchResult
+    from ..search.sql import Filters
+    from ..tokenizers import Tokenizer
+
+#: The engine of a system that names none and of ``index build --engine auto``: the exact impact engine, chosen by
+#: measurement (FTS5's hits, order and scores, bit for bit, at a fraction of its latency: reports/engines.md,
+#: reports/latency.md; for two hybrids the same ranking on all 4,218 questions and 6 to 10x faster at p95).
 DEFAULT_ENGINE = "impact"
-#: FTS5's own bm25 statement: the reference every exact engine reproduces, and the build of an index that
-#: recorded no engine (built before engines were recorded).
+#: FTS5's own bm25 statement: the ranking every exact engine reproduces, and the engine of an index that
+#: recorded none (built before engines were recorded).
 REFERENCE_ENGINE = "fts5"
+#: What ``index build --engine`` takes besides an engine: :data:`DEFAULT_ENGINE`.
+AUTO = "auto"
+
+
+class Ranked(NamedTuple):
+    """An engine's ranking of one query: the hits in rank order, and the build generation they were read from
+    (an engine that ranks inside the search's read transaction returns the index's own)."""
+
+    hits: list[Hit]
+    generation: str | None
 
 
 class Searcher:
-    """An engine prepared over one open index: answers one query at a time, then says what it measured."""
+    """An engine prepared over one open index for compare: answers one query at a time, then says what it measured."""
 
     def __call__(self, text: str) -> SearchResult:
         """The query's ranked hits; a run needs ids and scores only, so each hit's chunk need carry no
@@ -57,21 +85,32 @@ class Searcher:
 
 
 class Engine(Configurable):
-    """Base of every engine: declarations the harness asks, ``check`` before any build, ``searcher`` after."""
+    """Base of every engine: what it declares, the hooks search, build and verify call, and compare's ``check`` and
+    ``searcher``. Every hook has a default, so an engine overrides only what it does."""
 
     summary: ClassVar[str] = ""
-    #: The index build it reads: ``fts5`` (a plain build) or ``impact`` (with impact postings). Cached builds
-    #: are keyed by it, so an index without postings is never handed to an engine that needs them.
-    build_engine: ClassVar[str] = "fts5"
+    #: The engine an index it ranks is built for: the engine ``index build`` records (its own name for an engine
+    #: search uses; for a peer, the engine whose index it reads). Compare's cached builds are keyed by it, so an
+    #: index without postings is never handed to an engine that needs them.
+    build_engine: ClassVar[str] = ""
+    #: True for an engine that ranks only in compare, over an index built for ``build_engine``.
+    peer: ClassVar[bool] = False
     #: True when it returns FTS5's ranking exactly (same hits, order and scores): its quality equals fts5's.
     exact: ClassVar[bool] = True
-    #: The query modes it answers.
-    modes: ClassVar[tuple[str, ...]] = MODES
+    #: The query modes it answers; empty for every mode the query compiler knows.
+    modes: ClassVar[tuple[str, ...]] = ()
     #: True when it ranks only one-field systems (a hybrid's per-field columns have no counterpart in it).
     one_field: ClassVar[bool] = False
     #: Distributions it imports (their versions go into its spec); a missing one makes it unavailable.
     libraries: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = ""
+    #: The engine that answers a query this one cannot answer exactly (see :meth:`fallback_reason`); empty for none.
+    fallback: ClassVar[str] = ""
+    #: The tables its postings live in (every table a build of it ever wrote): dropped before every build.
+    tables: ClassVar[tuple[str, ...]] = ()
+    #: True when its ranking is one SQL statement that returns the build generation with its rows: a search
+    #: with it then needs no read transaction (a single statement reads one snapshot by itself).
+    one_statement: ClassVar[bool] = False
 
     @property
     def spec(self) -> str:
@@ -90,10 +129,45 @@ class Engine(Configurable):
         if reason is not None:
             raise UnavailableError(f"engine {self.name!r} is unavailable: {reason}", hint=self.install_hint or None)
 
+    # --- search ------------------------------------------------------------------------------------------------
+
+    def rank(self, index: Index, compiled: CompiledQuery, limit: int, filters: Filters, keys_only: bool) -> Ranked:
+        """``compiled`` (with an expression) ranked over ``index``: at most ``limit`` hits that pass ``filters``,
+        best first, ties by chunk id; with ``keys_only`` each hit's chunk carries its key alone."""
+        raise NotImplementedError(f"engine {self.name!r} ranks only in compare")
+
+    def fallback_reason(self, index: Index, compiled: CompiledQuery) -> str | None:
+        """Why this engine cannot answer ``compiled`` exactly over ``index`` (``fallback`` answers it then), or
+        None when it can; a QueryError when it cannot answer this index at all."""
+        return None
+
+    def prepare(self, index: Index) -> bool:
+        """Ready ``index`` for many queries (read what every query would read); True when it is all in memory."""
+        return False
+
+    def searcher_stats(self, index: Index, *, fallbacks: int, prepared: bool) -> dict[str, Any]:
+        """What compare reports of this engine after ranking with search(): ``fallbacks`` queries the fallback
+        answered, whether :meth:`prepare` held the index in memory."""
+        return {}
+
+    # --- build and verify ----------------------------------------------------------------------------------------
+
+    def write_postings(self, db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[float]) -> int:
+        """Write this engine's postings from the FTS5 table just built (inside the build's transaction);
+        ``weights`` are bm25's column weights. Returns the number of terms written."""
+        return 0
+
+    def check_postings(self, index: Index) -> list[Damage]:
+        """The damage found in this engine's postings of ``index`` (called inside ``index.reading()``, after
+        SQLite's and FTS5's own checks passed); ``[]`` when they are intact or there are none."""
+        return []
+
+    # --- compare -------------------------------------------------------------------------------------------------
+
     def check(self, tokenizer: Tokenizer, builder: Builder, mode: str, label: str) -> None:
         """Refuse, before anything is built, a system this engine cannot rank as named (``label`` names it)."""
         self.check_available()
-        if mode not in self.modes:
+        if self.modes and mode not in self.modes:
             raise RagEvalError(
                 f"{label}: engine {self.name!r} answers {' and '.join(self.modes)} queries, not {mode!r}",
                 hint=f"use --mode {self.modes[0]}, or another engine",
@@ -112,123 +186,29 @@ class Engine(Configurable):
     def searcher(
         self, index: Index, *, mode: str, depth: int, as_of: str | None, processing: QueryProcessing | None
     ) -> Searcher:
-        """Prepare to answer ``index``'s queries ``depth`` deep (bm25s indexes its tokens here)."""
+        """Prepare to answer ``index``'s queries ``depth`` deep for compare. An engine search uses returns
+        :class:`rag_eval.search.searcher.SearchSearcher`; a peer, its own (bm25s indexes its tokens here)."""
         raise NotImplementedError
 
 
-class _Fts5Searcher(Searcher):
-    """``search()`` with a named engine: FTS5's statement or the impact postings."""
-
-    def __init__(
-        self, index: Index, engine: str, mode: str, depth: int, as_of: str | None, processing: QueryProcessing | None
-    ) -> None:
-        self.index = index
-        self.run = functools.partial(
-            search,
-            index,
-            mode=mode,
-            limit=depth,
-            deep=True,
-            as_of=as_of,
-            snippets=False,
-            processing=processing,
-            engine=engine,
-            keys_only=True,
-        )
-
-    def __call__(self, text: str) -> SearchResult:
-        return self.run(text)
-
-
-class _ImpactSearcher(_Fts5Searcher):
-    """``search(engine="impact")``, counting the queries FTS5's statement answered instead. Prepared with the
-    index's postings read whole when they are small enough (:func:`rag_eval.engines.impact.preload`), so that its
-    queries are timed warm rather than each reading its terms' blocks for the first time."""
-
-    fallbacks = 0
-
-    def __init__(
-        self, index: Index, engine: str, mode: str, depth: int, as_of: str | None, processing: QueryProcessing | None
-    ) -> None:
-        super().__init__(index, engine, mode, depth, as_of, processing)
-        self.preloaded = impact.preload(index)
-
-    def warmed(self) -> None:
-        self.fallbacks = 0
-
-    def __call__(self, text: str) -> SearchResult:
-        result = self.run(text)
-        if impact.fallback_reason(self.index, result.query) is not None:
-            self.fallbacks += 1  # counted after the timed search
-        return result
-
-    def again(self, text: str) -> SearchResult:
-        return self.run(text)
-
-    def stats(self) -> dict[str, Any]:
-        # The postings the engine reads into memory (its per-index cache holds each queried term's).
-        return {
-            "fts5_fallbacks": self.fallbacks,
-            "postings_bytes": impact.postings_bytes(self.index.db),
-            "postings_preloaded": self.preloaded,
-        }
-
-
-class Fts5Engine(Engine):
-    """FTS5's own bm25 statement (``ORDER BY bm25(...), rowid``)."""
-
-    name = "fts5"
-    summary = "FTS5's bm25 statement (the reference ranking)"
-
-    def searcher(
-        self, index: Index, *, mode: str, depth: int, as_of: str | None, processing: QueryProcessing | None
-    ) -> Searcher:
-        return _Fts5Searcher(index, "fts5", mode, depth, as_of, processing)
-
-
-class ImpactEngine(Engine):
-    """The exact impact engine: FTS5's bm25 from stored per-term postings (same hits, order and scores). A query
-    the postings cannot answer exactly (a phrase) is answered by FTS5's statement and
-    counted (``fts5_fallbacks``), as ``search`` does on an index built by default."""
-
-    name = "impact"
-    summary = "exact impact postings (FTS5's scores and order, faster on frequent terms; the default)"
-    build_engine = "impact"
-
-    def searcher(
-        self, index: Index, *, mode: str, depth: int, as_of: str | None, processing: QueryProcessing | None
-    ) -> Searcher:
-        return _ImpactSearcher(index, "impact", mode, depth, as_of, processing)
-
-
-#: Every engine by name (entry-point group ``rag_eval.engines`` for plug-ins).
-ENGINES: Registry[Engine] = Registry("rag_eval.engines", "engine")
-ENGINES.register(Fts5Engine)
-ENGINES.register(ImpactEngine)
-
-
-@functools.cache
-def _peers() -> None:
-    # bm25s's module imports this one (for Engine); it registers on first use rather than at import.
-    from .bm25s import Bm25sEngine
-
-    ENGINES.register(Bm25sEngine)
+#: Every engine by name (entry-point group ``rag_eval.engines``), loaded on first use.
+ENGINES: Registry[Engine] = Registry("rag_eval.engines", "engine", Engine)
 
 
 def engine_names() -> list[str]:
     """The registered engines' names, sorted (choices and error messages come from here)."""
-    _peers()
     return sorted(ENGINES)
+
+
+def engine_class(name: str) -> type[Engine]:
+    """The registered engine class named ``name`` (loaded on first use); RegistryError naming the engines otherwise."""
+    return cast("type[Engine]", ENGINES[name])
 
 
 def get_engine(spec: str) -> Engine:
     """An engine from a spec such as ``impact`` or ``bm25s:method=robertson``; unknown names list the engines."""
-    _peers()
     parsed = SystemSpec.parse(spec)
-    cls = ENGINES[parsed.name]
-    if not (isinstance(cls, type) and issubclass(cls, Engine)):
-        raise RagEvalError(f"engine {parsed.name!r} is {cls!r}, not a rag_eval Engine subclass")
-    return cls.from_spec(parsed)
+    return engine_class(parsed.name).from_spec(parsed)
 
 
 def written_engine(spec: str) -> str:
@@ -237,14 +217,73 @@ def written_engine(spec: str) -> str:
     return str(SystemSpec.parse(spec))
 
 
-def column_weights_of(tokenizer: Tokenizer, builder: Builder) -> list[float]:
-    """bm25's column weights of an index this builder and tokenizer make (before it is built)."""
-    return weights_for(tokenizer, builder.query_defaults())
+def search_engine_names() -> list[str]:
+    """The engines ``search --engine`` and ``index build --engine`` offer: every registered engine that is not a
+    peer, sorted (a plug-in that fails to load is not offered; naming it says why)."""
+    names = []
+    for name in ENGINES:
+        try:
+            if not engine_class(name).peer:
+                names.append(name)
+        except RagEvalError:
+            continue
+    return names
 
 
-def index_rows(index: Index) -> list[int]:
-    """The index's chunk ids, ascending."""
+#: One engine without options per class: search asks for one every query.
+_INSTANCES: dict[type[Engine], Engine] = {}
+
+
+def _default_instance(cls: type[Engine]) -> Engine:
+    found = _INSTANCES.get(cls)
+    if found is None:
+        found = _INSTANCES[cls] = cls()
+    return found
+
+
+def search_engine(name: object) -> Engine:
+    """The engine ``search`` ranks with, by name (no options); anything else is one QueryError naming the choices."""
+    if isinstance(name, str) and name in ENGINES:
+        cls = engine_class(name)
+        if not cls.peer:
+            return _default_instance(cls)
+    raise QueryError(f"unknown engine {name!r}; choose from: {', '.join(search_engine_names())}")
+
+
+def recorded_engine(index: Index, asked: str | None = None) -> Engine:
+    """The engine a search of ``index`` uses: ``asked``, else the one the index recorded, else the reference (an
+    index built before engines were recorded); a recorded name that is no search engine is a damaged index."""
+    if asked is not None:
+        return search_engine(asked)
+    name = index.meta.get("engine") or REFERENCE_ENGINE
     try:
-        return [row[0] for row in index.db.execute("SELECT id FROM chunks ORDER BY id")]
-    except sqlite3.Error as exc:  # pragma: no cover - a cached index rag-eval just built or checked
-        raise RagEvalError(f"{index.path}: cannot read its chunks: {exc}") from None
+        return search_engine(name)
+    except QueryError:
+        raise IndexFileError(f"{index.path}: damaged index meta: engine is {name!r}", hint="rebuild it") from None
+
+
+def build_engine(choice: object) -> Engine:
+    """The engine a build records for ``choice``: ``auto`` is :data:`DEFAULT_ENGINE`'s build; anything that is no
+    search engine is one QueryError naming them."""
+    if choice == AUTO:
+        return search_engine(get_engine(DEFAULT_ENGINE).build_engine)
+    return search_engine(choice)
+
+
+def postings_engines() -> list[Engine]:
+    """Every registered engine whose build writes postings (declares ``tables``), by name (a plug-in that fails
+    to load is passed over: it wrote nothing this version can read)."""
+    found = []
+    for name in ENGINES:
+        try:
+            cls = engine_class(name)
+        except RagEvalError:
+            continue
+        if cls.tables:
+            found.append(_default_instance(cls))
+    return found
+
+
+def postings_tables() -> list[str]:
+    """Every table an engine's postings may live in (what a build drops before writing its own)."""
+    return list(dict.fromkeys(table for engine in postings_engines() for table in engine.tables))

@@ -15,27 +15,29 @@ scores are float32 (bm25s's default). Rows with score 0 (no query term) are not 
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..builders import Builder
 from ..errors import RagEvalError
-from ..eval.compare.runner import latency_summary, resident_bytes
-from ..index.store import Index
-from ..search.processing import QueryProcessing
+from ..index.columns import weights_for
+from ..index.processing import QueryProcessing
+from ..index.store import FTS5_TOKEN_BYTES, Index
+from ..measure import latency_summary, resident_bytes
 from ..search.query import compile_query
-from ..search.searching import SearchResult, hits_for
-from ..search.sql import filter_clauses, filter_params
+from ..search.searching import SearchResult
+from ..search.sql import Filters, hits_for
 from ..spec import Option, OptionSet, real
 from ..tokenizers import Tokenizer
-from .base import Engine, Searcher, column_weights_of, index_rows
-from .impact import FTS5_TOKEN_BYTES
+from .base import Engine, Searcher
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from ..builders import Builder
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 _VOCAB = "temp.rag_eval_bm25s_instances"
@@ -46,6 +48,8 @@ class Bm25sEngine(Engine):
 
     name = "bm25s"
     summary = "the bm25s library's BM25 over the same tokens (a peer, not FTS5's ranking)"
+    build_engine = "fts5"
+    peer = True
     exact = False
     modes = ("or",)
     one_field = True
@@ -62,7 +66,7 @@ class Bm25sEngine(Engine):
     )
 
     def _check(self, tokenizer: Tokenizer, builder: Builder, label: str) -> None:
-        weights = column_weights_of(tokenizer, builder)
+        weights = weights_for(tokenizer, builder.query_defaults())
         if any(weight != 1.0 for weight in weights):
             raise RagEvalError(
                 f"{label}: engine 'bm25s' scores a chunk's title and text as one field, but this builder weights "
@@ -74,6 +78,14 @@ class Bm25sEngine(Engine):
         self, index: Index, *, mode: str, depth: int, as_of: str | None, processing: QueryProcessing | None
     ) -> Searcher:
         return Bm25sSearcher(index, self.options, mode=mode, depth=depth, as_of=as_of, processing=processing)
+
+
+def index_rows(index: Index) -> list[int]:
+    """The index's chunk ids, ascending."""
+    try:
+        return [row[0] for row in index.db.execute("SELECT id FROM chunks ORDER BY id")]
+    except sqlite3.Error as exc:  # pragma: no cover - a cached index rag-eval just built or checked
+        raise RagEvalError(f"{index.path}: cannot read its chunks: {exc}") from None
 
 
 def index_tokens(index: Index) -> tuple[list[int], list[list[int]], dict[str, int]]:
@@ -138,9 +150,9 @@ class Bm25sSearcher(Searcher):
         self.depth = min(depth, len(self.rows))
         self.mask: np.ndarray | None = None
         if as_of is not None:  # search's as_of filter: current chunks not expired by then
-            where = " AND ".join(filter_clauses(as_of=True, category=False, path_prefix=False))
-            params = filter_params(as_of, None, None)
-            current = {row[0] for row in index.db.execute(f"SELECT c.id FROM chunks c WHERE {where}", params)}
+            kept = Filters(as_of=as_of)
+            where = " AND ".join(kept.clauses())
+            current = {row[0] for row in index.db.execute(f"SELECT c.id FROM chunks c WHERE {where}", kept.params())}
             self.mask = np.array([1.0 if rowid in current else 0.0 for rowid in self.rows], dtype=np.float32)
         self.rank_seconds: list[float] = []
         #: Where each question's ranking time is in ``rank_seconds`` (its repeats keep the fastest there).

@@ -17,6 +17,7 @@ from ..errors import IndexFileError, RagEvalError, SpecError
 from ..files.paths import sqlite_uri
 from ..tokenizers import Tokenizer, get_tokenizer
 from ..tokenizers.fts5_rules import check_fts5
+from .processing import QueryProcessing
 
 SCHEMA_VERSION = 1
 #: Tables and meta keys every index has; an index without them (or with values of the wrong shape) is damaged.
@@ -142,8 +143,6 @@ def load_meta(
     check_fingerprint(where, fingerprint, recorded)
     parse_defaults(where, meta)
     if meta.get("query_processing"):
-        from ..search.processing import QueryProcessing
-
         try:
             QueryProcessing.parse(meta["query_processing"])
         except SpecError as exc:

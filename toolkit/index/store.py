@@ -16,11 +16,11 @@ from ..files.outputs import SQLITE_HEADER
 from ..files.paths import sqlite_uri
 from ..files.textio import file_kind
 from ..records import Chunk
-from ..search.processing import QueryProcessing
 from ..tokenizers import Tokenizer
 from .columns import field_columns
 from .locks import build_lock
 from .meta import SCHEMA_VERSION, RagEvalWarning, load_meta, parse_defaults, read_meta
+from .processing import QueryProcessing
 
 __all__ = [
     "Index",
@@ -34,6 +34,8 @@ __all__ = [
 ]
 
 BUSY_TIMEOUT_MS = 10_000
+#: FTS5 keeps at most this many bytes of a token (``FTS5_MAX_TOKEN_SIZE``), cut anywhere, even inside a character.
+FTS5_TOKEN_BYTES = 32_768
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

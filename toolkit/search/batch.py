@@ -2,8 +2,9 @@
 
 The run is what ``compare`` ranks for the same index and queries: every query goes through
 :func:`rag_eval.search.searching.search` with ``deep=True`` (no term limit), documents are the builder's judged units
-(a split section counts as its section), and scores are made strictly decreasing by the harness's own
-:func:`~rag_eval.eval.compare.runner.strict_run`, so ``rag-eval evaluate RUN QRELS`` scores exactly this ranking.
+(a split section counts as its section), and scores are made strictly decreasing by
+:func:`~rag_eval.files.runs.strict_run`, as compare's runs are, so ``rag-eval evaluate RUN QRELS`` scores exactly
+this ranking.
 """
 
 from __future__ import annotations
@@ -18,10 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DatasetError, QueryError
-from ..eval.compare.runner import DEPTH, strict_run, trec_run_text
-from ..eval.datasets.records import Query
-from ..eval.datasets.sources import read_questions
-from ..eval.metrics.measures import RankedDoc
 from ..files.outputs import (
     OutputError,
     check_file_target,
@@ -30,11 +27,14 @@ from ..files.outputs import (
     refuse_inside_source,
     write_text_atomic,
 )
+from ..files.questions import read_questions
+from ..files.runs import DEPTH, strict_run, trec_run_text
 from ..files.textio import fits_trec_column, text_argument
+from ..index.processing import QueryProcessing
 from ..index.store import Index
-from ..records import Progress
-from .processing import QueryProcessing
+from ..records import Progress, Query, RankedDoc
 from .read import unknown_category_hint
+from .request import SearchRequest
 from .searching import search, warm
 
 #: What the output is called in messages.
@@ -78,7 +78,7 @@ class BatchReport:
 def read_topics_file(path: str | Path) -> dict[str, Query]:
     """Queries from TREC topics (``<top>`` blocks; ``.tsv``: ``qid<TAB>text`` lines), queries.jsonl
     (``_id``, ``text``) or a text file with one question per line:
-    :func:`rag_eval.eval.datasets.sources.read_questions`,
+    :func:`rag_eval.files.questions.read_questions`,
     the reader of ``compare --queries`` and ``judge --queries``, so the ids and checks are theirs."""
     return read_questions(path)
 
@@ -112,36 +112,41 @@ def check_new_file(output: str | Path, inputs: tuple[tuple[str, str | Path], ...
     return check_file_target(target, owned=None, what=RUN_WHAT)
 
 
-def rank_queries(
-    index: Index,
-    queries: dict[str, Query],
-    *,
+def run_request(
     limit: int = DEPTH,
+    *,
     mode: str | None = None,
     as_of: str | None = None,
     category: str | None = None,
     path_prefix: str | None = None,
     processing: QueryProcessing | str | None = None,
     engine: str | None = None,
-    progress: Progress | None = None,
+) -> SearchRequest:
+    """The request each question of a run is asked with (its query replaced per question): ``limit`` deep, keys
+    only, no snippets, no term limit, as ``compare`` ranks them."""
+    return SearchRequest.of(
+        "",
+        mode=mode,
+        limit=limit,
+        as_of=as_of,
+        category=category,
+        path_prefix=path_prefix,
+        snippets=False,
+        deep=True,
+        processing=processing,
+        engine=engine,
+        keys_only=True,
+    )
+
+
+def rank_queries(
+    index: Index, queries: dict[str, Query], request: SearchRequest, progress: Progress | None = None
 ) -> Iterator[tuple[Query, list[RankedDoc]]]:
-    """Each query with its ranked documents (none when nothing matched), ranked as ``compare`` ranks them."""
+    """Each query with its ranked documents (none when nothing matched), each asked as ``request`` asks
+    (:func:`run_request`)."""
     to_unit = _document_ids(index)
     for number, query in enumerate(queries.values(), start=1):
-        result = search(
-            index,
-            query.text,
-            mode=mode,
-            limit=limit,
-            as_of=as_of,
-            category=category,
-            path_prefix=path_prefix,
-            snippets=False,
-            deep=True,
-            processing=processing,
-            engine=engine,
-            keys_only=True,
-        )
+        result = search(index, request.asking(query.text))
         yield query, strict_run(query.id, [(to_unit(hit.chunk.key), hit.score) for hit in result.hits])
         if progress is not None:
             progress("queries", number, len(queries))
@@ -165,13 +170,14 @@ def batch_search(
     """``rag-eval search INDEX --queries FILE --run OUT``: every query of ``topics`` against one index, written
     to ``output`` as a TREC run (``qid Q0 docid rank score tag``), ``limit`` chunks deep per query (default
     ``DEPTH``, as ``compare`` ranks them) and tagged ``tag`` (default ``DEFAULT_TAG``). ``index_path`` is the
-    index file, or an open :class:`~rag_eval.index.store.Index` (used as it is and left open).
+    index file, or an open :class:`~rag_eval.index.store.Index` (used as it is and left open). The other
+    keywords are the search's (:func:`run_request`).
 
     Everything is checked before the first search (arguments, the output path, every query); ``output``
     must be a new file (not the index, one of its SQLite side files or ``topics``; no trailing separator) and
     is written once, atomically, at the end: a failed or interrupted batch leaves no file behind.
     """
-    limit = check_limit(DEPTH if limit is None else limit)
+    depth = check_limit(DEPTH if limit is None else limit)
     tag = check_tag(DEFAULT_TAG if tag is None else tag)
     for value, what in ((topics, "topics"), (output, "output")):
         if not isinstance(value, (str, os.PathLike)):
@@ -187,27 +193,19 @@ def batch_search(
         index.tokenizer.load()
         warm(index, engine)
         loaded = time.perf_counter()
-        ranking = rank_queries(
-            index,
-            queries,
-            limit=limit,
+        request = run_request(
+            depth,
             mode=mode,
             as_of=as_of,
             category=category,
             path_prefix=path_prefix,
             processing=processing,
             engine=engine,
-            progress=progress,
         )
-        # Each query's lines as text at once: a string holds a run in less memory than its records.
-        parts, lines, zero_hits = [], 0, 0
-        for _query, ranked in ranking:
-            parts.append(trec_run_text(ranked, tag))
-            lines += len(ranked)
-            zero_hits += not ranked
+        text, lines, zero_hits = _run_text(rank_queries(index, queries, request, progress), tag)
         searched = time.perf_counter()
         hint = unknown_category_hint(index, category) if zero_hits == len(queries) else None
-    path = write_text_atomic(output, "".join(parts), owned=None, what=RUN_WHAT)
+    path = write_text_atomic(output, text, owned=None, what=RUN_WHAT)
     return BatchReport(
         path=path,
         queries=len(queries),
@@ -219,10 +217,21 @@ def batch_search(
     )
 
 
+def _run_text(ranking: Iterator[tuple[Query, list[RankedDoc]]], tag: str) -> tuple[str, int, int]:
+    """The run's lines, how many, and how many queries found nothing. Each query's lines become text at once: a
+    string holds a run in less memory than its records."""
+    parts, lines, zero_hits = [], 0, 0
+    for _query, ranked in ranking:
+        parts.append(trec_run_text(ranked, tag))
+        lines += len(ranked)
+        zero_hits += not ranked
+    return "".join(parts), lines, zero_hits
+
+
 def _document_ids(index: Index) -> Callable[[str], str]:
     """A chunk key's document id in the run (the unit qrels judge it as), checked once per key: a TREC
     column cannot hold whitespace (a passage ``_id`` with a space would give a seven-column line; a Markdown
-    file's key has its spaces percent-encoded, see :mod:`rag_eval.index.keys`, except in an index built before)."""
+    file's key has its spaces percent-encoded, see :mod:`rag_eval.builders.keys`, except in an index built before)."""
     unit = index.builder.unit
 
     @functools.cache

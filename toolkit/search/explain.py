@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..index.columns import all_field_columns, field_columns
+from ..index.columns import all_field_columns, column_weights, field_columns
 from ..index.store import Index
 from .query import CompiledQuery, quote
-from .sql import column_weights
 
 
 def explanation(index: Index, compiled: CompiledQuery) -> dict[str, Any]:

@@ -18,9 +18,8 @@ FTS5_SNIPPET_CHARS = 10_000
 
 def add_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> None:
     """Give each hit its snippet, in place: FTS5's own for a native strategy's short hits, else made in Python."""
-    defaults = index.defaults
     tokenizer = index.tokenizer
-    if defaults.snippet == "fts5" and tokenizer.native and not tokenizer.overlapping_tokens and hits:
+    if index.defaults.style.tokens and tokenizer.native and not tokenizer.overlapping_tokens and hits:
         short = [hit for hit in hits if len(hit.chunk.text) <= FTS5_SNIPPET_CHARS]
         long = [hit for hit in hits if len(hit.chunk.text) > FTS5_SNIPPET_CHARS]
         _fts5_snippets(index, compiled, short)
@@ -66,8 +65,9 @@ def _python_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> 
         else set(compiled.highlight)
     )
     t2s = tokenizer.converts_traditional
+    style = defaults.style
     stored: dict[int, list[Token]] = {}
-    if defaults.snippet == "fts5" and hits:
+    if style.offsets and hits:
         marks = ",".join("?" * len(hits))
         for chunk_id, body, offsets in index.db.execute(
             f"SELECT id, fts_body, offsets FROM chunks WHERE id IN ({marks}) AND offsets IS NOT NULL",
@@ -75,7 +75,7 @@ def _python_snippets(index: Index, compiled: CompiledQuery, hits: list[Hit]) -> 
         ):
             stored[chunk_id] = decode_offsets(offsets, body.split(" ") if body else [])
     for position, hit in enumerate(hits):
-        if defaults.snippet == "fts5":
+        if style.tokens:
             tokens = stored[hit.id] if hit.id in stored else tokenizer.tokenize(hit.chunk.text)
             snippet = token_snippet(
                 hit.chunk.text,

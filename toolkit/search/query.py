@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from ..errors import QueryError
 from ..files.textio import shown
 from ..index.columns import field_columns
+from ..index.processing import DocumentFrequency, QueryProcessing
 from ..tokenizers import Tokenizer, normalise
 from ..tokenizers.normalise import check_text
-from .processing import DocumentFrequency, QueryProcessing
 
 MODES = ("and", "or", "phrase")
 
@@ -75,7 +75,7 @@ def compile_query(
     match, then the hit's normalised raw text must contain the normalised query (overlapping tokens, as
     search mode makes, make FTS5 phrases unreliable).
 
-    ``processing`` (see :mod:`rag_eval.search.processing`) removes words before tokenizing and prunes terms by
+    ``processing`` (see :mod:`rag_eval.index.processing`) removes words before tokenizing and prunes terms by
     ``document_frequency`` over ``chunks`` chunks; a phrase query is exact and never processed.
     """
     if mode not in MODES:

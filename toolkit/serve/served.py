@@ -19,15 +19,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..builders.keys import split_target
 from ..builders.lines import iso_date
 from ..errors import CorpusError, IndexFileError, QueryError, RagEvalError, ReadError, ServeError
 from ..files.paths import printable_path
 from ..files.textio import shown
-from ..index.keys import split_target
 from ..index.store import Index
+from ..index.verify import verify_chunk
 from ..search.evidence import evidence
-from ..search.read import count_entries, list_entries, read_chunk, read_entry, verify_chunk
+from ..search.read import count_entries, list_entries, read_chunk, read_entry
+from ..search.request import SearchRequest
 from ..search.searching import warm
+from ..search.sql import Filters
 
 #: Whole files a ``read`` returns are at most this large (an agent's context is the limit, not the disk); so is
 #: the text of any ``read`` as it is sent (JSON escapes a control character in six bytes).
@@ -234,13 +237,13 @@ class IndexSet:
         category: str | None = None,
         path_prefix: str | None = None,
     ) -> dict[str, Any]:
-        """Seed 000's evidence result from one index, as of the host's date (never the caller's)."""
+        """Seed 000's evidence result from one index, as of the host's date (never the caller's): the tool's
+        arguments as one :class:`~rag_eval.search.request.SearchRequest`."""
         if isinstance(query, str) and not query.strip():
             raise QueryError("query is empty")
         with self._open(index) as opened:
-            found = evidence(
-                opened, query, as_of=self.as_of(), limit=limit, mode=mode, category=category, path_prefix=path_prefix
-            )
+            filters = Filters(as_of=self.as_of(), category=category, path_prefix=path_prefix)
+            found = evidence(opened, SearchRequest(query, mode=mode, limit=limit, filters=filters))
         for hit in found["hits"]:
             text = hit.get("text")
             if isinstance(text, str) and len(text) > MAX_HIT_CHARS:

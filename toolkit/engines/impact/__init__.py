@@ -1,10 +1,11 @@
-"""The impact engine's public face: which engine a build records and a search uses, which queries the engine
+"""The impact engine (:class:`ImpactEngine`, entry point ``impact``): its declarations and hooks, which queries it
 answers exactly, and every name callers import, re-exported from the modules that hold them.
 
 The engine ranks with FTS5's own bm25, exactly, from per-term postings: :mod:`rag_eval.engines.impact.write` writes
 them at build time (its docstring describes the format and why the scores are FTS5's bit for bit),
 :mod:`rag_eval.engines.impact.read` reads, checks and caches them, and :mod:`rag_eval.engines.impact.rank` ranks a
-query with them (MaxScore pruning included) on the numpy helpers of :mod:`rag_eval.engines.impact.arrays`.
+query with them (MaxScore pruning included) on the numpy helpers of :mod:`rag_eval.engines.impact.arrays`, and
+:mod:`rag_eval.engines.impact.verify` checks them for ``index verify``.
 
 Settings such as ``PRUNE`` or ``CACHE_BYTES`` are re-exported to be read: to change one, set it on the module
 that uses it (``impact_rank.PRUNE``, ``impact_read.CACHE_BYTES``).
@@ -12,10 +13,14 @@ that uses it (``impact_rank.PRUNE``, ``impact_read.CACHE_BYTES``).
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING
+import sqlite3
+from typing import TYPE_CHECKING, Any
 
 from ...errors import QueryError
+from ...index.store import FTS5_TOKEN_BYTES
+from ...search.searcher import FallbackSearcher
+from ...search.sql import BY_IDS, Filters, hits_for, ids_json
+from ..base import Engine, Ranked, Searcher
 from .rank import (
     CHECK_FRACTION,
     CHECK_POSTINGS,
@@ -46,11 +51,11 @@ from .read import (
     preload,
     stored_postings,
 )
+from .verify import postings_damage
 from .write import (
     BLOCK_POSTINGS,
     BLOCK_TERMS,
     BLOCKS_TABLE,
-    FTS5_TOKEN_BYTES,
     K1,
     LEGACY_TABLE,
     TABLES,
@@ -60,6 +65,8 @@ from .write import (
 )
 
 if TYPE_CHECKING:
+    from ...index.integrity import Damage
+    from ...index.processing import QueryProcessing
     from ...index.store import Index
     from ...search.query import CompiledQuery
     from ...tokenizers import Tokenizer
@@ -69,7 +76,6 @@ __all__ = [
     "BLOCKS_TABLE",
     "BLOCK_POSTINGS",
     "BLOCK_TERMS",
-    "BUILD_ENGINES",
     "CACHE_BYTES",
     "CHECK_FRACTION",
     "CHECK_POSTINGS",
@@ -77,9 +83,9 @@ __all__ = [
     "CLAMPED_IDF",
     "CUT_MIN_POSTINGS",
     "DISTINCT_COST",
-    "ENGINES",
     "ENTRY_BYTES",
     "FTS5_TOKEN_BYTES",
+    "ImpactEngine",
     "K1",
     "LEGACY_TABLE",
     "LOOKUP_COST",
@@ -93,12 +99,9 @@ __all__ = [
     "B",
     "Postings",
     "Ranking",
-    "build_engine",
-    "check_engine",
     "fallback_reason",
     "field_key",
     "has_impacts",
-    "ids_json",
     "idf",
     "postings_bytes",
     "postings_table",
@@ -110,33 +113,62 @@ __all__ = [
 ]
 
 
-#: The engines a system can rank with: FTS5's bm25 statement, or the impact postings (same scores).
-ENGINES = ("fts5", "impact")
+class ImpactEngine(Engine):
+    """The exact impact engine: FTS5's bm25 from stored per-term postings (same hits, order and scores). A query
+    the postings cannot answer exactly (a phrase) is answered by FTS5's statement, its ``fallback``, and compare
+    counts those (``fts5_fallbacks``)."""
 
-#: What a build may be asked for: an engine, or ``auto`` (the default), which :func:`build_engine` resolves.
-BUILD_ENGINES = ("auto", *ENGINES)
+    name = "impact"
+    summary = "exact impact postings (FTS5's scores and order, faster on frequent terms; the default)"
+    build_engine = "impact"
+    fallback = "fts5"
+    tables = TABLES
 
+    def rank(self, index: Index, compiled: CompiledQuery, limit: int, filters: Filters, keys_only: bool) -> Ranked:
+        """The postings' ranking, filtered like the FTS5 statement and read from ``chunks`` the same way."""
+        reader = index.db.cursor()
+        reader.row_factory = None
+        accept: Accept | None = None
+        if any(filters.given):
+            sql = f"SELECT c.id {BY_IDS} WHERE {' AND '.join(filters.clauses())}"
+            params = filters.params()
 
-def build_engine(choice: object) -> str:
-    """The engine a build records for ``choice``: ``auto`` is the impact engine.
+            def accept(ids: list[int]) -> set[int]:
+                return {row[0] for row in reader.execute(sql, [ids_json(ids), *params])}
 
-    Measured on cmrc2018_dev_trial_sent and its 3x and 10x replicas for all six strategies
-    (reports/latency.md, reports/engines.md): the same ranking bit for bit, and faster than FTS5's statement
-    end to end for every strategy at every size (even for unicode61 at 1x; 30 to 70x for unigram, jieba
-    and pkuseg at 10x), for a larger file (1.6 to 12 MB of postings at 13.5k rows) and a longer build; for
-    two hybrids there, the same ranking on all 4,218 questions and 6 to 10x faster at p95 (reports/latency.md,
-    "Hybrids").
-    """
-    if choice == "auto":
-        return "impact"
-    return check_engine(choice)
+        return Ranked(hits_for(index, reader, ranked(index, compiled, limit, accept), keys_only), index.generation)
 
+    def fallback_reason(self, index: Index, compiled: CompiledQuery) -> str | None:
+        present = index.statements.get("impacts")
+        if present is None:
+            present = index.statements["impacts"] = "yes" if has_impacts(index) else "no"
+        if present == "no" and len(index.tokenizer.fields) > 1:
+            # Hybrids built before their fields had postings (an ``impact`` build wrote none then).
+            return "this hybrid index holds no impact postings; rebuild it with --engine impact"
+        if present == "no":
+            raise QueryError(
+                f"{index.path}: this index holds no impact postings",
+                hint="rebuild it with: rag-eval index build --engine impact",
+            )
+        return fallback_reason(index, compiled)
 
-def check_engine(name: object) -> str:
-    """``name`` if it is an engine, else one QueryError naming the choices."""
-    if name not in ENGINES:
-        raise QueryError(f"unknown engine {name!r}; choose from: {', '.join(ENGINES)}")
-    return str(name)
+    def prepare(self, index: Index) -> bool:
+        return preload(index)
+
+    def searcher_stats(self, index: Index, *, fallbacks: int, prepared: bool) -> dict[str, Any]:
+        # The postings the engine reads into memory (its per-index cache holds each queried term's).
+        return {"fts5_fallbacks": fallbacks, "postings_bytes": postings_bytes(index.db), "postings_preloaded": prepared}
+
+    def write_postings(self, db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[float]) -> int:
+        return write_impacts(db, tokenizer, weights)
+
+    def check_postings(self, index: Index) -> list[Damage]:
+        return postings_damage(index)
+
+    def searcher(
+        self, index: Index, *, mode: str, depth: int, as_of: str | None, processing: QueryProcessing | None
+    ) -> Searcher:
+        return FallbackSearcher(self, index, mode=mode, depth=depth, as_of=as_of, processing=processing)
 
 
 def fallback_reason(index: Index, compiled: CompiledQuery) -> str | None:
@@ -163,8 +195,3 @@ def _single_token(tokenizer: Tokenizer, term: str) -> bool:
     # A Python strategy's column: FTS5's ascii tokenizer splits on whitespace and control characters and
     # folds A-Z; a term with none of them is one token, itself.
     return bool(term) and not any(c <= " " or c == "\x7f" or "A" <= c <= "Z" for c in term)
-
-
-def ids_json(ids: list[int]) -> str:
-    """Chunk ids as one JSON array parameter (``json_each``), free of SQLite's limit on variables."""
-    return json.dumps(ids)

@@ -46,6 +46,8 @@ import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from ...index.store import FTS5_TOKEN_BYTES
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -142,11 +144,9 @@ def write_impacts(db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[fl
 
 #: Instances the counted path reads into numpy at a time (a longer list is read whole).
 _BATCH_INSTANCES = 50_000
-#: FTS5 keeps at most this many bytes of a token (``FTS5_MAX_TOKEN_SIZE``), cut anywhere, even inside a
-#: character. Terms this long get no postings, and a query holding one is answered by FTS5
-#: (:func:`rag_eval.engines.impact.fallback_reason`): the term FTS5 holds is not the one asked for.
-FTS5_TOKEN_BYTES = 32_768
-#: The instance pass's filter of such terms (a blob's length is its bytes; the text is never decoded).
+#: The instance pass's filter of terms FTS5 may hold cut (:data:`~rag_eval.index.store.FTS5_TOKEN_BYTES`): they get
+#: no postings, and a query holding one is answered by FTS5 (:func:`rag_eval.engines.impact.fallback_reason`): the
+#: term FTS5 holds is not the one asked for. A blob's length is its bytes; the text is never decoded.
 _KEPT_TERM = f"length(CAST(term AS BLOB)) < {FTS5_TOKEN_BYTES}"
 
 
