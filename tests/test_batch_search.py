@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from rag_eval.cli import cli
-from rag_eval.eval.compare.runner import System, run_system
+from rag_eval.eval.compare.runner import System
+from rag_eval.eval.compare.timing import run_system
 from rag_eval.eval.datasets.shipped import corpus_dir, datasets_root, load_shipped
 from rag_eval.eval.datasets.sources import question_id
 from rag_eval.eval.datasets.trec import evaluate_files, read_run

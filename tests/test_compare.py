@@ -239,7 +239,7 @@ def test_timed_questions_run_with_the_harness_records_frozen(monkeypatch: pytest
     the run, also when it fails."""
     import gc
 
-    from rag_eval.eval.compare import runner
+    from rag_eval.eval.compare import runner, timing
     from rag_eval.search.searcher import SearchSearcher
 
     monkeypatch.setattr(runner, "FREEZE_EVERY", 3)
@@ -252,7 +252,7 @@ def test_timed_questions_run_with_the_harness_records_frozen(monkeypatch: pytest
         return real(self, text)
 
     monkeypatch.setattr(SearchSearcher, "__call__", timed)
-    run = runner.run_system(dataset, System("bigram", "", "", engine="fts5"))
+    run = timing.run_system(dataset, System("bigram", "", "", engine="fts5"))
     timed_counts = frozen[runner.WARMUP :]
     assert len(timed_counts) == len(dataset.queries) == len(run.search_seconds) > 6
     assert frozen[: runner.WARMUP] == [0] * runner.WARMUP and all(count > 0 for count in timed_counts)
@@ -269,7 +269,7 @@ def test_timed_questions_run_with_the_harness_records_frozen(monkeypatch: pytest
     frozen.clear()
     monkeypatch.setattr(SearchSearcher, "__call__", failing)
     with pytest.raises(RuntimeError, match="a question failed"):
-        runner.run_system(dataset, System("bigram", "", "", engine="fts5"))
+        timing.run_system(dataset, System("bigram", "", "", engine="fts5"))
     assert gc.get_freeze_count() == 0
 
 

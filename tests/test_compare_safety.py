@@ -20,7 +20,8 @@ from rag_eval.cli import cli
 from rag_eval.eval.compare import compare as compare_module
 from rag_eval.eval.compare.compare import compare, default_systems
 from rag_eval.eval.compare.gate import DEFAULT_TOLERANCE
-from rag_eval.eval.compare.runner import System, run_system
+from rag_eval.eval.compare.runner import System
+from rag_eval.eval.compare.timing import run_system
 from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.search.query import MODES
 from rag_eval.tokenizers import TOKENIZERS, get_tokenizer, tokenizer_class

@@ -150,7 +150,8 @@ def small_set(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def _full_qrels_winner(questions: Path, qrels: Path) -> str:
     """The winner by trec_eval's nDCG@10 (ir-measures), computed apart from the oracle module."""
-    from rag_eval.eval.compare.runner import System, run_system
+    from rag_eval.eval.compare.runner import System
+    from rag_eval.eval.compare.timing import run_system
     from rag_eval.eval.datasets.records import Qrel
     from rag_eval.eval.datasets.sources import source_dataset
     from rag_eval.eval.metrics.measures import evaluate

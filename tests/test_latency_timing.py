@@ -22,7 +22,8 @@ from rag_eval.errors import RagEvalError
 from rag_eval.eval.compare import compare as compare_module
 from rag_eval.eval.compare import latency, runner
 from rag_eval.eval.compare.compare import compare, run_compare
-from rag_eval.eval.compare.runner import System, run_system
+from rag_eval.eval.compare.runner import System
+from rag_eval.eval.compare.timing import run_system
 from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.eval.reporting.charts import quality_latency
 from rag_eval.eval.reporting.report import render_html, render_markdown, summary

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from rag_eval.errors import RagEvalError
-from rag_eval.eval.compare.runner import System, run_system
+from rag_eval.eval.compare.runner import System
+from rag_eval.eval.compare.timing import run_system
 from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.eval.datasets.records import Qrel
 from rag_eval.eval.judging.oracle import per_query_ndcg, read_runs, replay, sampling_study, summarise, winners

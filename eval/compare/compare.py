@@ -17,7 +17,7 @@ from ...files.textio import control_character
 from ...index.locks import in_use_scope
 from ...index.processing import QueryProcessing
 from ...tokenizers import get_tokenizer, written_spec
-from ..datasets.formats import load_dataset
+from ..datasets.formats import dataset_builder, load_dataset
 from ..datasets.records import SYNTHETIC_KIND, Dataset
 from ..datasets.shipped import read_from
 from ..datasets.sources import check_judgments, check_trec_ids, source_dataset
@@ -100,7 +100,7 @@ def compare(
     check_trec_ids(dataset)
     if not systems and not outside:
         raise RagEvalError("no systems to compare", hint="name tokenizers with -t SPEC, or install one")
-    default_builder = dataset.meta.get("builder") or "passages"
+    default_builder = dataset_builder(dataset)
     default_mode = dataset.meta.get("mode") or "or"
     systems = [
         System(

@@ -19,7 +19,6 @@ from ...engines import impact
 from ...engines.base import DEFAULT_ENGINE, REFERENCE_ENGINE
 from ...errors import CorpusError, IndexFileError, RagEvalError
 from ...files.outputs import write_text_atomic
-from ...files.runs import DEPTH
 from ...files.textio import open_regular, read_json
 from ...index.locks import hold_in_use, key_lock, remove_database, unused
 from ...index.meta import recorded_meta
@@ -27,6 +26,7 @@ from ...index.store import SCHEMA_VERSION
 from ...index.writer import BuildReport, build, corpus_checksum
 from ...records import Progress, RankedDoc
 from ...tokenizers import Tokenizer
+from ..datasets.formats import dataset_builder
 from ..datasets.records import Dataset
 
 WARMUP = 5
@@ -94,10 +94,9 @@ class SystemRun:
 
 
 def corpus_source(dataset: Dataset) -> tuple[Path, str]:
-    """Where to build from and the builder a dataset implies (shipped layout, else BEIR passages)."""
-    if dataset.meta.get("corpus_dir"):
-        return Path(dataset.meta["corpus_dir"]), dataset.meta["builder"]
-    return Path(dataset.meta["path"]), "passages"
+    """Where to build from and the builder a dataset implies (:func:`~..datasets.formats.dataset_builder`): its
+    corpus folder (a shipped set, a knowledge base), else the folder its format read."""
+    return Path(dataset.meta.get("corpus_dir") or dataset.meta["path"]), dataset_builder(dataset)
 
 
 def check_builder(dataset: Dataset, builder: Builder) -> None:
@@ -272,19 +271,3 @@ def cached_build(
     if waited:
         raise IndexFileError(f"{path}: another command holds this cached index without its build report; run again")
     raise IndexFileError(f"{path}: the cached index was removed {BUILD_ATTEMPTS} times as it was built; run again")
-
-
-def run_system(
-    dataset: Dataset, system: System, *, depth: int = DEPTH, progress: Progress | None = None, repeat: int = 1
-) -> SystemRun:
-    """Build (or reuse) the system's index, run every query ``depth`` deep with its engine, and time each
-    phase; the engine's own figures (and the resident memory its preparation added) go to ``engine_stats``.
-
-    Every question runs ``repeat`` times (``compare`` runs it :data:`.latency.DEFAULT_REPEAT` times), in as many
-    passes over the questions: the first pass is the one ranked, the others must return the same hits and scores,
-    and each phase's time is a question's fastest (a slower run is the same work plus time the machine spent
-    elsewhere). Several systems timed together: :func:`.timing.run_systems`."""
-    from .timing import run_systems  # it builds on this module
-
-    report = (lambda _system, phase, done, total: progress(phase, done, total)) if progress is not None else None
-    return run_systems(dataset, [system], depth=depth, progress=report, repeat=repeat)[0]

@@ -22,7 +22,7 @@ from ...files.runs import DEPTH, strict_run
 from ...index.processing import QueryProcessing
 from ...index.store import Index
 from ...measure import resident_bytes
-from ...records import RankedDoc
+from ...records import Progress, RankedDoc
 from ...tokenizers import get_tokenizer
 from ..datasets.records import Dataset
 from . import runner
@@ -140,6 +140,20 @@ class _Timed:
             self.repeat,
             self.first_search_seconds,
         )
+
+
+def run_system(
+    dataset: Dataset, system: System, *, depth: int = DEPTH, progress: Progress | None = None, repeat: int = 1
+) -> SystemRun:
+    """Build (or reuse) the system's index, run every query ``depth`` deep with its engine, and time each
+    phase; the engine's own figures (and the resident memory its preparation added) go to ``engine_stats``.
+
+    Every question runs ``repeat`` times (``compare`` runs it :data:`.latency.DEFAULT_REPEAT` times), in as many
+    passes over the questions: the first pass is the one ranked, the others must return the same hits and scores,
+    and each phase's time is a question's fastest (a slower run is the same work plus time the machine spent
+    elsewhere). Several systems timed together: :func:`run_systems`."""
+    report = (lambda _system, phase, done, total: progress(phase, done, total)) if progress is not None else None
+    return run_systems(dataset, [system], depth=depth, progress=report, repeat=repeat)[0]
 
 
 def run_systems(

@@ -21,6 +21,9 @@ class DatasetFormat:
 
     name: ClassVar[str]
     summary: ClassVar[str] = ""
+    #: The builder whose units a dataset of this format is, when the dataset records none (a BEIR folder's
+    #: corpus.jsonl is read by ``passages``); see :func:`dataset_builder`.
+    builder: ClassVar[str] = ""
 
     def detect(self, reference: str) -> bool:
         raise NotImplementedError
@@ -54,6 +57,7 @@ class BeirFormat(DatasetFormat):
 
     name = "beir"
     summary = "a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)"
+    builder = "passages"
 
     def detect(self, reference: str) -> bool:
         return (Path(reference) / "corpus.jsonl").is_file()
@@ -64,6 +68,21 @@ class BeirFormat(DatasetFormat):
 
 #: Every dataset format, built-in or plug-in, keyed by name.
 DATASET_FORMATS: Registry[DatasetFormat] = Registry("rag_eval.datasets", "dataset format", DatasetFormat)
+
+
+def dataset_builder(dataset: Dataset) -> str:
+    """The builder whose units ``dataset``'s passages are: the one it records (a shipped set's, a knowledge
+    base's), else the one its format declares (a BEIR folder's: passages)."""
+    recorded = dataset.meta.get("builder")
+    if recorded:
+        return str(recorded)
+    name = dataset.meta.get("format", "")
+    declared = (
+        getattr(DATASET_FORMATS[name], "builder", "") if isinstance(name, str) and name in DATASET_FORMATS else ""
+    )
+    if not declared:
+        raise DatasetError(f"dataset {dataset.id!r} records no builder, and its format {name!r} declares none")
+    return str(declared)
 
 
 def load_dataset(reference: str) -> Dataset:

@@ -18,7 +18,8 @@ from ...index.locks import in_use_scope
 from ...records import Progress
 from ...tokenizers import Tokenizer, get_tokenizer, written_spec
 from ..compare.compare import Skipped, SystemProgress, default_systems
-from ..compare.runner import System, run_system
+from ..compare.runner import System
+from ..compare.timing import run_system
 from ..datasets.records import Dataset
 from ..datasets.sources import source_dataset
 from ..metrics.measures import ranked_ids

@@ -6,7 +6,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,14 +28,11 @@ class EngineChoice(click.Choice):
 
     def __init__(self, *extra: str) -> None:
         self.extra = extra
-        self._names: tuple[str, ...] | None = None
         super().__init__(())
 
     @property
     def choices(self) -> tuple[str, ...]:
-        if self._names is None:
-            self._names = (*self.extra, *search_engine_names())
-        return self._names
+        return (*self.extra, *search_engine_names())
 
     @choices.setter
     def choices(self, value: object) -> None:
@@ -416,30 +413,20 @@ def search_cmd(
             raise click.UsageError("batch search needs both --queries FILE and --run OUT")
         if query is not None or as_json or explain:
             raise click.UsageError("--queries answers a file of queries into a run: no QUERY, --json or --explain")
-        from ..search.batch import batch_search
-
-        with Bars() as progress:
-            report = batch_search(
-                index_path,
-                topics,
-                run_file,
-                limit=limit,
-                tag=run_tag,
-                mode=mode,
-                as_of=as_of,
-                category=category,
-                path_prefix=path_prefix,
-                processing=processed,
-                engine=engine,
-                progress=progress,
-            )
-        click.echo(report.summary(), err=True)
-        _hint(report.hint)
+        shared = dict(mode=mode, as_of=as_of, category=category, path_prefix=path_prefix, engine=engine)
+        _batch(index_path, topics, run_file, limit=limit, tag=run_tag, processing=processed, **shared)
         return
     if query is None:
         raise click.UsageError("Missing argument 'QUERY'.")
     if not query.strip():  # as the MCP server's search says it; an empty query is a mistake, not "no hits"
         raise click.UsageError("the query is empty: give the words to search for")
+    options: dict[str, Any] = dict(mode=mode, as_of=as_of, category=category, path_prefix=path_prefix, engine=engine)
+    _search(index_path, query, as_json, limit=limit, explain=explain, processing=processed, **options)
+
+
+def _search(index_path: str, query: str, as_json: bool, **options: Any) -> None:
+    """One query: the evidence result as JSON, or the explanation and one hit per line with a hint when it finds
+    nothing."""
     from ..index.store import Index
     from ..search.evidence import evidence
     from ..search.read import unknown_category_hint
@@ -447,25 +434,25 @@ def search_cmd(
     from ..search.searching import search
 
     with Index.open(index_path) as index:
-        request = SearchRequest.of(
-            query,
-            mode=mode,
-            limit=limit,
-            as_of=as_of,
-            category=category,
-            path_prefix=path_prefix,
-            explain=explain,
-            processing=processed,
-            engine=engine,
-        )
+        request = SearchRequest.of(query, **options)
         if as_json:
             click.echo(json.dumps(evidence(index, request), ensure_ascii=False, indent=2))
             return
         result = search(index, request)
         # A category no chunk has (a typo, or another index's) finds nothing: say so rather than only "no hits".
-        hint = None if result.hits else unknown_category_hint(index, category)
+        hint = None if result.hits else unknown_category_hint(index, request.filters.category)
     _print_hits(result)
     _hint(hint)
+
+
+def _batch(index_path: str, topics: Path, run_file: str, **options: Any) -> None:
+    """``search --queries FILE --run OUT``: the batch with a progress bar, its summary and hint on stderr."""
+    from ..search.batch import batch_search
+
+    with Bars() as progress:
+        report = batch_search(index_path, topics, run_file, progress=progress, **options)
+    click.echo(report.summary(), err=True)
+    _hint(report.hint)
 
 
 def _print_hits(result: SearchResult) -> None:

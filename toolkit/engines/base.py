@@ -187,7 +187,8 @@ class Engine(Configurable):
         self, index: Index, *, mode: str, depth: int, as_of: str | None, processing: QueryProcessing | None
     ) -> Searcher:
         """Prepare to answer ``index``'s queries ``depth`` deep for compare. An engine search uses returns
-        :class:`rag_eval.search.searcher.SearchSearcher`; a peer, its own (bm25s indexes its tokens here)."""
+        :class:`rag_eval.search.searcher.SearchSearcher` (:class:`~rag_eval.search.searcher.FallbackSearcher` when it
+        declares a ``fallback``); a peer, its own (bm25s indexes its tokens here)."""
         raise NotImplementedError
 
 

@@ -80,59 +80,15 @@ class ChunkWriter:
             self.flush()
 
     def flush(self) -> None:
+        """Tokenize the buffered chunks that need it and insert every buffered row."""
         pending = [(title, chunk.text) for chunk, title, stored in self.buffer if stored is None]
-        tokenized: list[Stored] = []
-        if pending:
-            fields = self.tokenizer.fields
-            per_field = []
-            for number, field in enumerate(fields):
-                report = self.progress
-                done_before = self.tokenized * len(fields) + number * len(pending)
-                total = self.queued * len(fields)
-                results, pool = tokenize_chunks(
-                    field.tokenizer,
-                    pending,
-                    keep_offsets=self.keep_offsets and number == 0,
-                    progress=None if report is None else _tokenizing(report, done_before, total),
-                )
-                per_field.append(results)
-                self.tokenize_wall += pool.wall_seconds
-                self.tokenize_cpu += pool.cpu_seconds
-                self.plans.append((pool.workers, pool.plan))
-                if pool.workers > 1:
-                    self.workers, self.start_method = pool.workers, pool.start_method
-                    self.worker_load_seconds = sorted(set(self.worker_load_seconds) | set(pool.worker_load_seconds))
-            # Field 0's (title, body, offsets), then (title, body) of every further field.
-            tokenized = [
-                first + tuple(term for rest in others for term in rest[:2])
-                for first, *others in zip(*per_field, strict=True)
-            ]
-            self.tokenized += len(pending)
+        tokenized = self._tokenize(pending) if pending else []
         self.pending_chars = 0
         fresh = iter(tokenized)
         rows = []
         for chunk, _title, stored in self.buffer:
-            tokens = stored if stored is not None else next(fresh)
             self.rows += 1
-            rows.append(
-                (
-                    self.rows,
-                    chunk.key,
-                    chunk.path,
-                    chunk.doc,
-                    chunk.title,
-                    chunk.anchor,
-                    chunk.heading_path,
-                    chunk.category,
-                    chunk.line,
-                    chunk.revision,
-                    chunk.sha256,
-                    chunk.status,
-                    chunk.expires,
-                    chunk.text,
-                    *tokens,
-                )
-            )
+            rows.append(_row(self.rows, chunk, stored if stored is not None else next(fresh)))
         self.buffer = []
         try:
             # chunks.key is UNIQUE: SQLite finds a duplicate without a set of every key in memory (807,231
@@ -145,6 +101,55 @@ class ChunkWriter:
             raise RagEvalError(f"duplicate chunk key {duplicate}") from None
         if self.on_insert is not None:
             self.on_insert(self.rows)
+
+    def _tokenize(self, pending: list[tuple[str, str]]) -> list[Stored]:
+        """The (title, body, offsets) of field 0 then (title, body) of every further field, per pending chunk;
+        how each field was tokenized (pool plan, times, workers) is recorded."""
+        fields = self.tokenizer.fields
+        per_field = []
+        for number, field in enumerate(fields):
+            report = self.progress
+            done_before = self.tokenized * len(fields) + number * len(pending)
+            total = self.queued * len(fields)
+            results, pool = tokenize_chunks(
+                field.tokenizer,
+                pending,
+                keep_offsets=self.keep_offsets and number == 0,
+                progress=None if report is None else _tokenizing(report, done_before, total),
+            )
+            per_field.append(results)
+            self.tokenize_wall += pool.wall_seconds
+            self.tokenize_cpu += pool.cpu_seconds
+            self.plans.append((pool.workers, pool.plan))
+            if pool.workers > 1:
+                self.workers, self.start_method = pool.workers, pool.start_method
+                self.worker_load_seconds = sorted(set(self.worker_load_seconds) | set(pool.worker_load_seconds))
+        self.tokenized += len(pending)
+        return [
+            first + tuple(term for rest in others for term in rest[:2])
+            for first, *others in zip(*per_field, strict=True)
+        ]
+
+
+def _row(number: int, chunk: Chunk, tokens: Stored) -> tuple[Any, ...]:
+    """The chunks table's row of a chunk, in its columns' order, its tokens last."""
+    return (
+        number,
+        chunk.key,
+        chunk.path,
+        chunk.doc,
+        chunk.title,
+        chunk.anchor,
+        chunk.heading_path,
+        chunk.category,
+        chunk.line,
+        chunk.revision,
+        chunk.sha256,
+        chunk.status,
+        chunk.expires,
+        chunk.text,
+        *tokens,
+    )
 
 
 def _tokenizing(report: Progress, done_before: int, total: int) -> Callable[[int], None]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..builders import Builder, get_builder
+from ..engines.base import postings_tables
 from ..errors import IndexFileError, SpecError
 from ..files.outputs import SQLITE_HEADER
 from ..files.paths import sqlite_uri
@@ -61,7 +62,8 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, chunks INTEGER NOT NULL);
 """
-#: Every table an index holds (FTS5's shadow tables of ``search`` included; ``*_old`` only inside a build).
+#: Every table an index holds (FTS5's shadow tables of ``search`` included; ``*_old`` only inside a build), besides
+#: the tables its engine's postings live in (each engine declares them: :func:`own_tables`).
 OWN_TABLES = frozenset(
     {
         "meta",
@@ -75,10 +77,13 @@ OWN_TABLES = frozenset(
         "search_docsize",
         "search_config",
         "search_content",
-        "impacts",
-        "impact_blocks",
     }
 )
+
+
+def own_tables() -> frozenset[str]:
+    """Every table a rag-eval index may hold: :data:`OWN_TABLES` and every engine's postings tables."""
+    return OWN_TABLES | frozenset(postings_tables())
 
 
 def create_schema(db: sqlite3.Connection, fields: int = 1) -> None:
@@ -135,7 +140,8 @@ def foreign_reason(path: str | Path) -> str | None:
         return f"it cannot be read as a SQLite database ({exc})"
     finally:
         db.close()
-    others = [name for name in tables if name not in OWN_TABLES]
+    own = own_tables()
+    others = [name for name in tables if name not in own]
     if others or not all(key in meta for key in ("schema_version", "builder", "tokenizer")):
         shown = ", ".join(others or tables)
         return f"it is a SQLite database that is not a rag-eval index (tables: {shown})"

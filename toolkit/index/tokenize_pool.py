@@ -250,7 +250,6 @@ def _tokenize_chunks(
     keep_offsets: bool,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[Tokenized], PoolReport]:
-    global _worker_tokenizer
     started = time.perf_counter()
     cpu = time.process_time()
     results: list[Tokenized] = []
@@ -262,43 +261,67 @@ def _tokenize_chunks(
                 progress(len(results))
 
     forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-    characters = sum(len(title) + len(text) for title, text in items)
-    configured = os.environ.get(WORKERS_ENV, "")
-    rest = items
-    if not tokenizer.parallel:
-        plan = PoolPlan(1, len(items), f"{tokenizer.name} does not tokenize in a pool")
-    elif configured:  # the user's choice, as before plans existed
-        workers = worker_count() if characters >= POOL_MIN_CHARS else 1
-        reason = f"${WORKERS_ENV}={configured}" + ("" if characters >= POOL_MIN_CHARS else ", few characters")
-        plan = PoolPlan(workers, BATCH if workers > 1 else len(items), reason)
-    elif characters < 2 * PROBE_CHARS:
-        plan = PoolPlan(1, len(items), f"{characters} characters: too few for a pool")
-    else:
-        # Measure this strategy's speed here, under whatever else the machine is running, on the first chunks.
-        probe_started = time.perf_counter()
-        probed = 0
-        while probed < PROBE_CHARS:
-            title, text = items[len(results)]
-            alone([(title, text)])
-            probed += len(title) + len(text)
-        rest = items[len(results) :]
-        plan = plan_pool(
-            characters=characters - probed,
-            items=len(rest),
-            cores=os.cpu_count() or 1,
-            busy=_busy(),
-            chars_per_second=probed / max(time.perf_counter() - probe_started, 1e-9),
-            start_seconds=FORK_START_SECONDS if forkable else SPAWN_START_SECONDS,
-        )
+    plan, rest = _plan(tokenizer, items, alone, forkable)
     if plan.workers < 2:
         alone(rest)
         report = PoolReport(1, "", [], time.process_time() - cpu, time.perf_counter() - started, plan.describe())
         return results, report
-    method = "fork" if forkable else "spawn"
-    _worker_tokenizer = tokenizer if forkable else None  # inherited, already loaded, by forked workers
-    batches = [rest[i : i + plan.batch] for i in range(0, len(rest), plan.batch)]
-    report = PoolReport(plan.workers, method, plan=plan.describe())
+    report = PoolReport(plan.workers, "fork" if forkable else "spawn", plan=plan.describe())
     report.cpu_seconds = time.process_time() - cpu  # the probe's
+    _in_pool(tokenizer, rest, plan, report, keep_offsets, results, progress)
+    report.wall_seconds = time.perf_counter() - started
+    return results, report
+
+
+def _plan(
+    tokenizer: Tokenizer, items: list[tuple[str, str]], alone: Callable[[list[tuple[str, str]]], None], forkable: bool
+) -> tuple[PoolPlan, list[tuple[str, str]]]:
+    """How to tokenize ``items``, and the items left to it: a pool's plan probes this strategy's speed on the first
+    chunks, tokenized here (``alone``) under whatever else the machine is running."""
+    characters = sum(len(title) + len(text) for title, text in items)
+    configured = os.environ.get(WORKERS_ENV, "")
+    if not tokenizer.parallel:
+        return PoolPlan(1, len(items), f"{tokenizer.name} does not tokenize in a pool"), items
+    if configured:  # the user's choice, as before plans existed
+        workers = worker_count() if characters >= POOL_MIN_CHARS else 1
+        reason = f"${WORKERS_ENV}={configured}" + ("" if characters >= POOL_MIN_CHARS else ", few characters")
+        return PoolPlan(workers, BATCH if workers > 1 else len(items), reason), items
+    if characters < 2 * PROBE_CHARS:
+        return PoolPlan(1, len(items), f"{characters} characters: too few for a pool"), items
+    probe_started = time.perf_counter()
+    probed = done = 0
+    while probed < PROBE_CHARS:
+        title, text = items[done]
+        alone([(title, text)])
+        probed += len(title) + len(text)
+        done += 1
+    rest = items[done:]
+    plan = plan_pool(
+        characters=characters - probed,
+        items=len(rest),
+        cores=os.cpu_count() or 1,
+        busy=_busy(),
+        chars_per_second=probed / max(time.perf_counter() - probe_started, 1e-9),
+        start_seconds=FORK_START_SECONDS if forkable else SPAWN_START_SECONDS,
+    )
+    return plan, rest
+
+
+def _in_pool(
+    tokenizer: Tokenizer,
+    rest: list[tuple[str, str]],
+    plan: PoolPlan,
+    report: PoolReport,
+    keep_offsets: bool,
+    results: list[Tokenized],
+    progress: Callable[[int], None] | None,
+) -> None:
+    """Tokenize ``rest`` in ``plan.workers`` worker processes, appending each batch's tokens to ``results`` in
+    order; the workers' CPU time and load times go into ``report``."""
+    global _worker_tokenizer
+    method = report.start_method
+    _worker_tokenizer = tokenizer if method == "fork" else None  # inherited, already loaded, by forked workers
+    batches = [rest[i : i + plan.batch] for i in range(0, len(rest), plan.batch)]
     loads: dict[int, float] = {}
     try:
         with ProcessPoolExecutor(
@@ -326,5 +349,3 @@ def _tokenize_chunks(
     finally:
         _worker_tokenizer = None
     report.worker_load_seconds = sorted(round(v, 3) for v in loads.values())
-    report.wall_seconds = time.perf_counter() - started
-    return results, report

@@ -177,13 +177,7 @@ def batch_search(
     must be a new file (not the index, one of its SQLite side files or ``topics``; no trailing separator) and
     is written once, atomically, at the end: a failed or interrupted batch leaves no file behind.
     """
-    depth = check_limit(DEPTH if limit is None else limit)
-    tag = check_tag(DEFAULT_TAG if tag is None else tag)
-    for value, what in ((topics, "topics"), (output, "output")):
-        if not isinstance(value, (str, os.PathLike)):
-            raise QueryError(f"{what} must be a path (str or os.PathLike), not {type(value).__name__}")
-    index_file = index_path.path if isinstance(index_path, Index) else index_path
-    check_new_file(output, (("index", index_file), ("queries file", topics)))
+    depth, tag = _checked(index_path, topics, output, limit, tag)
     queries = read_topics_file(topics)
     started = time.perf_counter()
     opened = nullcontext(index_path) if isinstance(index_path, Index) else Index.open(index_path)
@@ -215,6 +209,20 @@ def batch_search(
         search_seconds=searched - loaded,
         hint=hint,
     )
+
+
+def _checked(
+    index_path: str | Path | Index, topics: str | Path, output: str | Path, limit: int | None, tag: str | None
+) -> tuple[int, str]:
+    """The run's depth and tag, after both and the paths are checked (the output a new file, none of the inputs)."""
+    depth = check_limit(DEPTH if limit is None else limit)
+    tag = check_tag(DEFAULT_TAG if tag is None else tag)
+    for value, what in ((topics, "topics"), (output, "output")):
+        if not isinstance(value, (str, os.PathLike)):
+            raise QueryError(f"{what} must be a path (str or os.PathLike), not {type(value).__name__}")
+    index_file = index_path.path if isinstance(index_path, Index) else index_path
+    check_new_file(output, (("index", index_file), ("queries file", topics)))
+    return depth, tag
 
 
 def _run_text(ranking: Iterator[tuple[Query, list[RankedDoc]]], tag: str) -> tuple[str, int, int]:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import QueryError
 from ..files.textio import shown
 from ..index.columns import field_columns
 from ..index.processing import DocumentFrequency, QueryProcessing
 from ..tokenizers import Tokenizer, normalise
+from ..tokenizers.base import QueryTerms as FieldQuery
 from ..tokenizers.normalise import check_text
 
 MODES = ("and", "or", "phrase")
@@ -85,72 +87,104 @@ def compile_query(
     if not any(c.isalnum() for c in text):
         return CompiledQuery(text, mode, normalised, (), None, ())
     if tokenizer.native and mode == "phrase":
-        # FTS5 tokenizes the phrase itself: the whole query is one quoted phrase (for trigram a substring
-        # of at least 3 characters, whitespace included, so the text is kept as given).
-        tokens = tuple(tokenizer.terms(text))
-        if not tokens:
-            return CompiledQuery(text, mode, normalised, (), None, (), None, (text,))
-        return CompiledQuery(text, mode, normalised, (text,), quote(text), (tokenizer.phrase_highlight(text, tokens),))
-    phrase_filter = normalised if mode == "phrase" else None
-    join_mode = "and" if mode == "phrase" else mode
+        return _native_phrase(tokenizer, text, normalised)
     process = processing is not None and processing.active and mode != "phrase"
     source, removed = processing.strip(text) if process and processing is not None else (text, ())
     queries = tokenizer.field_queries(source)
     pruned: tuple[str, ...] = ()
     frequencies: dict[str, int] = {}
     if process and processing is not None and processing.needs_frequencies and document_frequency is not None:
-        kept, frequencies = processing.prune([query.terms for query in queries], document_frequency, chunks)
-        pruned = tuple(
-            term for query, after in zip(queries, kept, strict=True) for term in query.terms if term not in after
-        )
-        # A pruned term matched nothing, so snippets do not mark it (or choose their window by it) either.
-        queries = [
-            query._replace(terms=after, highlight=_unpruned(query.highlight, query.terms, after))
-            for query, after in zip(queries, kept, strict=True)
-        ]
-    counted = tuple(frequencies.items())
-    if len(queries) == 1:
-        query = queries[0]
-        # A query part with no term (a trigram word under 3 characters) cannot match, so `and` cannot either.
-        satisfiable = bool(query.terms) and (mode == "or" or not query.dropped)
-        expression = _join(query.terms, join_mode) if satisfiable else None
-        return CompiledQuery(
-            text,
-            mode,
-            normalised,
-            query.terms,
-            expression,
-            query.highlight,
-            phrase_filter,
-            query.dropped,
-            removed=removed,
-            pruned=pruned,
-            frequencies=counted,
-        )
-    # Several fields: each field's terms match only that field's columns; a chunk matches when any field
-    # matches (in `and` mode, all of that field's terms).
+        queries, pruned, frequencies = _pruned(queries, processing, document_frequency, chunks)
+    shared = _Shared(text, normalised, normalised if mode == "phrase" else None, removed, pruned, frequencies)
+    return _one_field(queries[0], mode, shared) if len(queries) == 1 else _fields(queries, mode, shared)
+
+
+def _native_phrase(tokenizer: Tokenizer, text: str, normalised: str) -> CompiledQuery:
+    """A native strategy's phrase: FTS5 tokenizes the phrase itself, so the whole query is one quoted phrase (for
+    trigram a substring of at least 3 characters, whitespace included, so the text is kept as given)."""
+    tokens = tuple(tokenizer.terms(text))
+    if not tokens:
+        return CompiledQuery(text, "phrase", normalised, (), None, (), None, (text,))
+    return CompiledQuery(text, "phrase", normalised, (text,), quote(text), (tokenizer.phrase_highlight(text, tokens),))
+
+
+def _pruned(
+    queries: list[FieldQuery], processing: QueryProcessing, document_frequency: DocumentFrequency, chunks: int
+) -> tuple[list[FieldQuery], tuple[str, ...], dict[str, int]]:
+    """Each field's query after processing's ``max_df`` and ``top_terms``, the terms pruned, every term's frequency."""
+    kept, frequencies = processing.prune([query.terms for query in queries], document_frequency, chunks)
+    pruned = tuple(
+        term for query, after in zip(queries, kept, strict=True) for term in query.terms if term not in after
+    )
+    # A pruned term matched nothing, so snippets do not mark it (or choose their window by it) either.
+    queries = [
+        query._replace(terms=after, highlight=_unpruned(query.highlight, query.terms, after))
+        for query, after in zip(queries, kept, strict=True)
+    ]
+    return queries, pruned, frequencies
+
+
+class _Shared(NamedTuple):
+    """What a compiled query holds whatever its fields: the text, normalised, its phrase filter, the processing."""
+
+    text: str
+    normalised: str
+    phrase_filter: str | None
+    removed: tuple[str, ...]
+    pruned: tuple[str, ...]
+    frequencies: dict[str, int]
+
+
+def _one_field(query: FieldQuery, mode: str, shared: _Shared) -> CompiledQuery:
+    """A one-field strategy's terms joined in ``mode`` (a phrase's terms must all match: the filter does the rest)."""
+    # A query part with no term (a trigram word under 3 characters) cannot match, so `and` cannot either.
+    satisfiable = bool(query.terms) and (mode == "or" or not query.dropped)
+    expression = _join(query.terms, _join_mode(mode)) if satisfiable else None
+    return CompiledQuery(
+        shared.text,
+        mode,
+        shared.normalised,
+        query.terms,
+        expression,
+        query.highlight,
+        shared.phrase_filter,
+        query.dropped,
+        removed=shared.removed,
+        pruned=shared.pruned,
+        frequencies=tuple(shared.frequencies.items()),
+    )
+
+
+def _fields(queries: list[FieldQuery], mode: str, shared: _Shared) -> CompiledQuery:
+    """Several fields: each field's terms match only that field's columns; a chunk matches when any field
+    matches (in `and` mode, all of that field's terms)."""
     parts = []
     matching = []
     for number, query in enumerate(queries):
         if query.terms and (mode == "or" or not query.dropped):
             columns = " ".join(field_columns(number))
-            parts.append(f"{{{columns}}} : ({_join(query.terms, join_mode)})")
+            parts.append(f"{{{columns}}} : ({_join(query.terms, _join_mode(mode))})")
             matching.append(number)
     return CompiledQuery(
-        text,
+        shared.text,
         mode,
-        normalised,
+        shared.normalised,
         tuple(dict.fromkeys(term for query in queries for term in query.terms)),
         " OR ".join(parts) or None,
         tuple(dict.fromkeys(term for query in queries for term in query.highlight)),
-        phrase_filter,
+        shared.phrase_filter,
         tuple(dict.fromkeys(word for query in queries for word in query.dropped)),
         tuple(query.terms for query in queries),
         tuple(matching),
-        removed=removed,
-        pruned=pruned,
-        frequencies=counted,
+        removed=shared.removed,
+        pruned=shared.pruned,
+        frequencies=tuple(shared.frequencies.items()),
     )
+
+
+def _join_mode(mode: str) -> str:
+    """How a mode joins its terms: a phrase's terms must all match (the phrase filter then checks the text)."""
+    return "and" if mode == "phrase" else mode
 
 
 def _join(terms: tuple[str, ...], mode: str) -> str:

@@ -38,32 +38,7 @@ def read_entry(
     path, anchor = split_target(target)
     named = path_from_key(path)  # a key's path, ``my%20notes.md``, names ``my notes.md``
     if anchor:
-        with index.reading():
-            row = index.db.execute(
-                "SELECT key, path, anchor, title, heading_path, category, sha256, text FROM chunks "
-                "WHERE path IN (?, ?) AND anchor = ? ORDER BY path = ? DESC, id LIMIT 1",
-                (path, named, anchor, path),
-            ).fetchone()
-            if row is None:
-                known = [
-                    r[0]
-                    for r in index.db.execute("SELECT anchor FROM chunks WHERE path = ? ORDER BY id LIMIT 8", (path,))
-                ]
-                whole = index.db.execute(  # a file whose name holds the '#'
-                    "SELECT 1 FROM chunks WHERE path IN (?, ?) LIMIT 1", (target, path_from_key(target))
-                ).fetchone()
-        if row is None:
-            # a lines or passages index's key (``doc@r1:...#L3``, ``a#b``), or a line's place ``a#b.txt:3``
-            chunk = read_chunk(index, target) or _line_at(index, target)
-            if chunk is not None:
-                return chunk.provenance()
-            hint = (
-                f"anchors in {path}: {', '.join(known)}" if known else "list sections with: rag-eval index list INDEX"
-            )
-            if whole is not None and not hidden(path_from_key(target)):
-                hint += f"; to read the whole file {target}, add a trailing '#'"
-            raise ReadError(f"no section {target!r} in this index", hint=hint)
-        return dict(row)
+        return _section(index, target, path, named, anchor)
     chunk = read_chunk(index, target) or _line_at(index, target)  # a passage id is a key without '#'
     if chunk is not None:
         return chunk.provenance()
@@ -86,6 +61,34 @@ def read_entry(
         "sha256": hashlib.sha256(data).hexdigest(),
         "text": text,
     }
+
+
+def _section(index: Index, target: str, path: str, named: str, anchor: str) -> dict[str, Any]:
+    """The stored section ``path#anchor`` (``named``: the file its key form names), or the chunk whose key or
+    place ``target`` is; else one ReadError naming the anchors the file has."""
+    with index.reading():
+        row = index.db.execute(
+            "SELECT key, path, anchor, title, heading_path, category, sha256, text FROM chunks "
+            "WHERE path IN (?, ?) AND anchor = ? ORDER BY path = ? DESC, id LIMIT 1",
+            (path, named, anchor, path),
+        ).fetchone()
+        if row is None:
+            known = [
+                r[0] for r in index.db.execute("SELECT anchor FROM chunks WHERE path = ? ORDER BY id LIMIT 8", (path,))
+            ]
+            whole = index.db.execute(  # a file whose name holds the '#'
+                "SELECT 1 FROM chunks WHERE path IN (?, ?) LIMIT 1", (target, path_from_key(target))
+            ).fetchone()
+    if row is None:
+        # a lines or passages index's key (``doc@r1:...#L3``, ``a#b``), or a line's place ``a#b.txt:3``
+        chunk = read_chunk(index, target) or _line_at(index, target)
+        if chunk is not None:
+            return chunk.provenance()
+        hint = f"anchors in {path}: {', '.join(known)}" if known else "list sections with: rag-eval index list INDEX"
+        if whole is not None and not hidden(path_from_key(target)):
+            hint += f"; to read the whole file {target}, add a trailing '#'"
+        raise ReadError(f"no section {target!r} in this index", hint=hint)
+    return dict(row)
 
 
 _CHUNK_COLUMNS = ", ".join(Chunk._fields)

@@ -87,26 +87,8 @@ def search(
             f"index must be an open Index, not {type(index).__name__}",
             hint="open one with rag_eval.index.store.Index.open(path)",
         )
-    if isinstance(query, SearchRequest):
-        given = (mode, limit, as_of, category, path_prefix, snippets, deep, explain, processing, engine, keys_only)
-        if given != _DEFAULTS:
-            raise QueryError("give a SearchRequest or the search's keywords, not both")
-        request = query
-    else:
-        request = SearchRequest.of(
-            query,
-            mode=mode,
-            limit=limit,
-            as_of=as_of,
-            category=category,
-            path_prefix=path_prefix,
-            snippets=snippets,
-            deep=deep,
-            explain=explain,
-            processing=processing,
-            engine=engine,
-            keys_only=keys_only,
-        )
+    given = (mode, limit, as_of, category, path_prefix, snippets, deep, explain, processing, engine, keys_only)
+    request = _as_request(query, given)
     for _ in range(_ATTEMPTS):
         result = _search_once(index, request)
         if result is not None:
@@ -114,8 +96,30 @@ def search(
     raise IndexFileError(f"{index.path}: the index was rebuilt {_ATTEMPTS} times during one search; try again")
 
 
-#: :func:`search`'s keywords after the query, at their defaults (as they must be when a request is given whole).
+#: :func:`search`'s keywords after the query, and their defaults (as they must be when a request is given whole).
+_KEYWORDS = (
+    "mode",
+    "limit",
+    "as_of",
+    "category",
+    "path_prefix",
+    "snippets",
+    "deep",
+    "explain",
+    "processing",
+    "engine",
+    "keys_only",
+)
 _DEFAULTS = (None, None, None, None, None, True, False, False, None, None, False)
+
+
+def _as_request(query: str | SearchRequest, given: tuple[Any, ...]) -> SearchRequest:
+    """The request :func:`search` was given, or the one its keywords (``given``, in :data:`_KEYWORDS` order) make."""
+    if isinstance(query, SearchRequest):
+        if given != _DEFAULTS:
+            raise QueryError("give a SearchRequest or the search's keywords, not both")
+        return query
+    return SearchRequest.of(query, **dict(zip(_KEYWORDS, given, strict=True)))
 
 
 def _search_once(index: Index, request: SearchRequest) -> SearchResult | None:

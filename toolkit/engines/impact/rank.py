@@ -283,6 +283,8 @@ class _Scorer:
            left are few against the list, else a dense array), and rows whose bound falls below are dropped.
         4. The rows whose (unordered) sum can still be among the ``k`` best are scored exactly and ranked.
         """
+        # Over 60 lines: the four steps share the dense array ``partial``, the lists summed into it (cleared in the
+        # ``finally`` whatever happens) and ``theta``; apart, each would take and hand back most of that state.
         import numpy as np
 
         present = self.present

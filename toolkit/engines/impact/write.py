@@ -44,7 +44,7 @@ import json
 import sqlite3
 import warnings
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ...index.store import FTS5_TOKEN_BYTES
 
@@ -159,90 +159,113 @@ def _write_counted(db: sqlite3.Connection, weights: list[float], fields: int, bl
 
     One pass over the instance table grouped by term (FTS5 walks it in term order, so SQLite groups without
     sorting) gives each term its instances as one text of numbers ``row * columns + column``, in FTS5's
-    (row, column, offset) order; a batch of terms is parsed by numpy at once. A hybrid's instances are then
-    grouped by field (a stable sort keeps each row's instances in order). Each (term, field, row)'s tf adds
-    the column weights of its instances in that order: with integer weights every partial sum is an integer
-    below 2**53, so ``np.add.reduceat`` (any order) gives FTS5's ``tf`` exactly; other weights are added one
-    instance position at a time across all groups, as FTS5 adds them (instances of one column carry one
-    weight, so only the column order matters). SQLite does not promise ``group_concat``'s order: a term
-    whose numbers are not ascending, or counts that do not add up, is :class:`_OutOfStep`.
+    (row, column, offset) order; a batch of terms is parsed by numpy at once (:func:`_write_batch`). SQLite does
+    not promise ``group_concat``'s order: a term whose numbers are not ascending, or counts that do not add up,
+    is :class:`_OutOfStep`.
     """
-    import numpy as np
-
     names = [row[1] for row in db.execute("PRAGMA table_info(search)")]
-    # One field whose columns weigh the same needs no column: the numbers are bare rows (a third shorter).
-    width = len(names) if fields > 1 or len(set(weights)) > 1 else 1
+    layout = _Layout.of(names, weights, fields)
     cases = " ".join("WHEN ? THEN ?" for _ in names)
-    params = [value for number, name in enumerate(names) for value in (name, number)] if width > 1 else []
-    number = f"doc * {width} + CASE col {cases} END" if width > 1 else "doc"
+    params = [value for number, name in enumerate(names) for value in (name, number)] if layout.width > 1 else []
+    number = f"doc * {layout.width} + CASE col {cases} END" if layout.width > 1 else "doc"
     grouped = db.cursor()
     grouped.row_factory = None
     found = grouped.execute(
         f"SELECT term, count(*), group_concat({number}) FROM {_VOCAB} GROUP BY term HAVING {_KEPT_TERM}", params
     )
-    column_weight = np.array(weights, dtype="<f8")
-    integral = all(float(weight).is_integer() for weight in weights)
     count = pending = 0
-    terms: list[str] = []
-    counts: list[int] = []
-    texts: list[str] = []
-
-    def flush() -> int:
-        total = sum(counts)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # a malformed text must not pass as a shorter array
-            try:
-                numbers = np.fromstring(",".join(texts), dtype="<i8", sep=",")
-            except (DeprecationWarning, ValueError) as exc:
-                raise _OutOfStep from exc
-        if len(numbers) != total:
-            raise _OutOfStep
-        term_starts = np.cumsum([0, *counts[:-1]])
-        step = np.diff(numbers)
-        step[term_starts[1:] - 1] = 0  # a new term may start anywhere
-        if len(step) and step.min() < 0:
-            raise _OutOfStep
-        docs, columns = np.divmod(numbers, width)
-        new_row = np.empty(total, dtype=bool)
-        new_row[0] = True
-        np.not_equal(docs[1:], docs[:-1], out=new_row[1:])
-        new_row[term_starts] = True
-        if fields > 1:
-            key_of = np.repeat(np.arange(len(terms)), counts) * fields + columns // 2
-            order = np.argsort(key_of, kind="stable")  # rows stay ascending, instances in order, per key
-            docs, columns, key_of = docs[order], columns[order], key_of[order]
-            new_row[1:] = docs[1:] != docs[:-1]
-            new_row[1:] |= key_of[1:] != key_of[:-1]
-        starts = np.flatnonzero(new_row)
-        values = column_weight[columns]
-        tf = np.add.reduceat(values, starts) if integral else _in_order(values, starts)
-        if fields > 1:
-            group_key = key_of[starts]
-            key_starts = np.flatnonzero(np.concatenate(([True], group_key[1:] != group_key[:-1])))
-            keyed = [field_key(key % fields, terms[key // fields]) for key in group_key[key_starts].tolist()]
-            written = blocks.write(keyed, docs[starts], tf, [*key_starts[1:].tolist(), len(starts)])
-        else:
-            term_ends = np.searchsorted(starts, [*term_starts[1:].tolist(), total]).tolist()
-            written = blocks.write(terms, docs[starts], tf, term_ends)
-        terms.clear()
-        counts.clear()
-        texts.clear()
-        return written
-
+    batch: list[tuple[str, int, str]] = []
     try:
         for term, instances_of_term, text in found:
-            terms.append(term)
-            counts.append(instances_of_term)
-            texts.append(text)
+            batch.append((term, instances_of_term, text))
             pending += instances_of_term
             if pending >= _BATCH_INSTANCES:
-                count += flush()
+                count += _write_batch(batch, layout, blocks)
+                batch.clear()
                 pending = 0
-        if terms:
-            count += flush()
+        if batch:
+            count += _write_batch(batch, layout, blocks)
     finally:
         grouped.close()
     return count
+
+
+class _Layout(NamedTuple):
+    """How the instance numbers read: ``width`` columns per row (1: bare rows), ``fields`` fields (a hybrid's field
+    n has columns 2n and 2n + 1), each column's bm25 weight, and whether every weight is a whole number."""
+
+    width: int
+    fields: int
+    column_weight: np.ndarray
+    integral: bool
+
+    @classmethod
+    def of(cls, names: list[str], weights: list[float], fields: int) -> _Layout:
+        import numpy as np
+
+        # One field whose columns weigh the same needs no column: the numbers are bare rows (a third shorter).
+        width = len(names) if fields > 1 or len(set(weights)) > 1 else 1
+        integral = all(float(weight).is_integer() for weight in weights)
+        return cls(width, fields, np.array(weights, dtype="<f8"), integral)
+
+
+def _write_batch(batch: list[tuple[str, int, str]], layout: _Layout, blocks: _Blocks) -> int:
+    """Write a batch of terms' postings, each term given with its instance count and numbers.
+
+    A hybrid's instances are grouped by field (a stable sort keeps each row's instances in order). Each
+    (term, field, row)'s tf adds the column weights of its instances in that order: with integer weights every
+    partial sum is an integer below 2**53, so ``np.add.reduceat`` (any order) gives FTS5's ``tf`` exactly; other
+    weights are added one instance position at a time across all groups, as FTS5 adds them (instances of one
+    column carry one weight, so only the column order matters)."""
+    import numpy as np
+
+    terms = [term for term, _, _ in batch]
+    counts = [instances for _, instances, _ in batch]
+    numbers, term_starts = _numbers(batch, counts)
+    total = len(numbers)
+    docs, columns = np.divmod(numbers, layout.width)
+    new_row = np.empty(total, dtype=bool)
+    new_row[0] = True
+    np.not_equal(docs[1:], docs[:-1], out=new_row[1:])
+    new_row[term_starts] = True
+    fields = layout.fields
+    if fields > 1:
+        key_of = np.repeat(np.arange(len(terms)), counts) * fields + columns // 2
+        order = np.argsort(key_of, kind="stable")  # rows stay ascending, instances in order, per key
+        docs, columns, key_of = docs[order], columns[order], key_of[order]
+        new_row[1:] = docs[1:] != docs[:-1]
+        new_row[1:] |= key_of[1:] != key_of[:-1]
+    starts = np.flatnonzero(new_row)
+    values = layout.column_weight[columns]
+    tf = np.add.reduceat(values, starts) if layout.integral else _in_order(values, starts)
+    if fields > 1:
+        group_key = key_of[starts]
+        key_starts = np.flatnonzero(np.concatenate(([True], group_key[1:] != group_key[:-1])))
+        keyed = [field_key(key % fields, terms[key // fields]) for key in group_key[key_starts].tolist()]
+        return blocks.write(keyed, docs[starts], tf, [*key_starts[1:].tolist(), len(starts)])
+    term_ends = np.searchsorted(starts, [*term_starts[1:].tolist(), total]).tolist()
+    return blocks.write(terms, docs[starts], tf, term_ends)
+
+
+def _numbers(batch: list[tuple[str, int, str]], counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The batch's instance numbers parsed at once, and where each term's start; :class:`_OutOfStep` when a text is
+    malformed, the counts do not add up or a term's numbers are not ascending."""
+    import numpy as np
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a malformed text must not pass as a shorter array
+        try:
+            numbers = np.fromstring(",".join(text for _, _, text in batch), dtype="<i8", sep=",")
+        except (DeprecationWarning, ValueError) as exc:
+            raise _OutOfStep from exc
+    if len(numbers) != sum(counts):
+        raise _OutOfStep
+    term_starts = np.cumsum([0, *counts[:-1]])
+    step = np.diff(numbers)
+    step[term_starts[1:] - 1] = 0  # a new term may start anywhere
+    if len(step) and step.min() < 0:
+        raise _OutOfStep
+    return numbers, term_starts
 
 
 def _in_order(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
