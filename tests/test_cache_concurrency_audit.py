@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from compare_calls import compare
 
 from rag_eval.builders import get_builder
 from rag_eval.cli import cli
 from rag_eval.errors import IndexFileError
 from rag_eval.eval.compare import runner
-from rag_eval.eval.compare.compare import compare
 from rag_eval.eval.compare.runner import System, cached_build, corpus_source, index_path
 from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.index import locks

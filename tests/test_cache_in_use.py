@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from compare_calls import compare
 
 from rag_eval.errors import IndexFileError
 from rag_eval.eval.compare import runner
-from rag_eval.eval.compare.compare import compare
 from rag_eval.eval.compare.runner import System
 from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.eval.judging.pool import build_pool, plan

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from compare_calls import compare
 
 from rag_eval.builders.keys import unit_of
 from rag_eval.cli import cli
-from rag_eval.eval.compare.compare import compare
 from rag_eval.eval.compare.runner import System
 from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.eval.datasets.trec import read_run

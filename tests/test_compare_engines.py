@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from compare_calls import compare
 
 from rag_eval.builders import get_builder
 from rag_eval.cli import cli
@@ -17,7 +18,7 @@ from rag_eval.engines import base as engines_module
 from rag_eval.engines import impact as impact_module
 from rag_eval.engines.base import engine_names, get_engine, written_engine
 from rag_eval.errors import RagEvalError
-from rag_eval.eval.compare.compare import compare, load_systems_toml
+from rag_eval.eval.compare.compare import load_systems_toml
 from rag_eval.eval.compare.runner import System, _cached_report, cached_build, corpus_source, index_path
 from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.eval.datasets.split import subset

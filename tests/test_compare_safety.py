@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from compare_calls import compare
 from conftest import ALL_SPECS
 from rich.cells import cell_len
 from rich.console import Console
 
 from rag_eval.cli import cli
 from rag_eval.eval.compare import compare as compare_module
-from rag_eval.eval.compare.compare import compare, default_systems
+from rag_eval.eval.compare.compare import default_systems
 from rag_eval.eval.compare.gate import DEFAULT_TOLERANCE
 from rag_eval.eval.compare.runner import System
 from rag_eval.eval.compare.timing import run_system

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from compare_calls import compare, run_compare
 
 from rag_eval.cli import cli
-from rag_eval.eval.compare.compare import compare, run_compare
 from rag_eval.eval.compare.fusion import (
     METHODS,
     NORMALISATIONS,
@@ -310,7 +310,7 @@ def test_a_fusion_with_an_outside_run_has_quality_but_no_costs(tmp_path: Path, f
         outside=[OutsideRun("prior", first / "runs" / "unigram_lines_and.run")],
         fuse=["rrf(bigram, prior)"],
     )
-    row = next(row for row in result.report["systems"] if row["name"] == "rrf(bigram, prior)")
+    row = next(row for row in result.report.to_json()["systems"] if row["name"] == "rrf(bigram, prior)")
     assert "latency_ms" not in row and "build" not in row
     previous = next(row for row in report["systems"] if row["name"] == "rrf(bigram, unigram)")
     assert row["metrics"] == previous["metrics"]  # the same two runs, one of them read back from its file

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from compare_calls import compare
 
-from rag_eval.eval.compare.compare import compare
 from rag_eval.eval.compare.runner import System
 from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.index.cached import clear_indexes

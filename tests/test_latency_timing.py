@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from compare_calls import compare, run_compare
 
 from rag_eval.cli import cli
 from rag_eval.engines import base as engines
 from rag_eval.errors import RagEvalError
 from rag_eval.eval.compare import compare as compare_module
 from rag_eval.eval.compare import latency, runner
-from rag_eval.eval.compare.compare import compare, run_compare
 from rag_eval.eval.compare.runner import System
 from rag_eval.eval.compare.timing import run_system
 from rag_eval.eval.datasets.formats import load_dataset

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from compare_calls import run_compare
 from test_report_render import CHROMIUM, CHROMIUM_ARGS
 
-from rag_eval.eval.compare.compare import run_compare
 from rag_eval.eval.reporting.report import render_html
 from rag_eval.eval.tuning.report import dev_chart
 from rag_eval.eval.tuning.search import Trial

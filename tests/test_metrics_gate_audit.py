@@ -225,7 +225,8 @@ def test_a_systems_file_error_names_the_file_and_the_table(key: str, value: str,
 
 def test_the_report_page_marks_no_best_value_of_a_count() -> None:
     """report.md and report.html bolded the highest NumRet as the best, as if returning more documents were better."""
-    from rag_eval.eval.compare.compare import compare
+    from compare_calls import compare
+
     from rag_eval.eval.compare.runner import System
     from rag_eval.eval.datasets.formats import load_dataset
     from rag_eval.eval.reporting.page import page_data

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from compare_calls import run_compare
 from test_report_render import CHROMIUM, CHROMIUM_ARGS, Page, markdown_html
 
-from rag_eval.eval.compare.compare import run_compare
 from rag_eval.eval.judging.oracle import sampling_study, summarise
 from rag_eval.eval.judging.oracle_report import render_tables, write_charts
 from rag_eval.eval.judging.server import JudgeServer

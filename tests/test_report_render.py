@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from compare_calls import run_compare
 
-from rag_eval.eval.compare.compare import OutsideRun, run_compare
+from rag_eval.eval.compare.compare import OutsideRun
 from rag_eval.eval.reporting.charts import pareto_front
 from rag_eval.eval.reporting.report import labels, render_html, render_markdown
 

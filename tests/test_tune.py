@@ -168,7 +168,7 @@ def test_the_last_round_keeps_the_first_rounds_results_and_equals_a_run_on_all_d
     assert len(final) == 4 and all(t.queries == len(dev.queries) for t in final)
     direct = _evaluate(dev, [t.candidate for t in final], "nDCG@10", None, 2)
     for trial in final:
-        assert trial.quality == pytest.approx(direct[trial.candidate.name]["metrics"]["nDCG@10"], abs=5e-5)
+        assert trial.quality == pytest.approx(direct[trial.candidate.name].row.metrics["nDCG@10"], abs=5e-5)
         assert trial.p95_ms is not None and trial.p95_ms > 0
 
 

@@ -245,28 +245,38 @@ def label_free(
         "warning": None,
         "detectable_difference": None,
     }
-    scored = [row for row in rows if row.get("metrics")]
-    if metrics and len(scored) > 1:
-        first = metrics[0]
-        ordered = sorted(scored, key=lambda row: -row["metrics"][first])
-        leader = ordered[0]["name"]
-        # The leader against every other system: the widest spread of per-query differences is the one the
-        # statement rests on (two near-identical systems would promise a sensitivity the others do not have).
-        found = []
-        for other in ordered[1:]:
-            common = sorted(set(per_query[leader]) & set(per_query[other["name"]]))
-            diffs = [per_query[leader][q][first] - per_query[other["name"]][q][first] for q in common]
-            found.append((len(common), detectable_difference(diffs)))
-        count = min(n for n, _ in found)
-        # A pair whose differences do not vary (None once every pair can reach alpha) adds no spread.
-        spread = [value for _, value in found if value is not None]
-        detectable = max(spread) if spread and smallest_p(count) <= ALPHA else None
-        section["detectable_difference"] = None if detectable is None else round(detectable, 4)
-        if count < FEW_QUERIES:
-            basis = "from the widest spread of per-query differences between the leading system and another"
-            reach = test_reach(count, detectable, first, basis)
-            section["warning"] = (
-                f"conclusions rest on {count} judged queries: at this size the randomization test {reach}; judge "
-                f"more questions (at least {FEW_QUERIES}) before trusting a smaller difference"
-            )
+    section["detectable_difference"], section["warning"] = _few_queries(rows, per_query, metrics)
     return section
+
+
+def _few_queries(
+    rows: list[dict[str, Any]], per_query: Mapping[str, Mapping[str, Mapping[str, float]]], metrics: Sequence[str]
+) -> tuple[float | None, str | None]:
+    """The smallest difference the leader's test against the others can detect, and with fewer than
+    ``FEW_QUERIES`` judged queries, a warning saying so (None, None for fewer than two scored systems)."""
+    scored = [row for row in rows if row.get("metrics")]
+    if not metrics or len(scored) < 2:
+        return None, None
+    first = metrics[0]
+    ordered = sorted(scored, key=lambda row: -row["metrics"][first])
+    leader = ordered[0]["name"]
+    # The leader against every other system: the widest spread of per-query differences is the one the
+    # statement rests on (two near-identical systems would promise a sensitivity the others do not have).
+    found = []
+    for other in ordered[1:]:
+        common = sorted(set(per_query[leader]) & set(per_query[other["name"]]))
+        diffs = [per_query[leader][q][first] - per_query[other["name"]][q][first] for q in common]
+        found.append((len(common), detectable_difference(diffs)))
+    count = min(n for n, _ in found)
+    # A pair whose differences do not vary (None once every pair can reach alpha) adds no spread.
+    spread = [value for _, value in found if value is not None]
+    detectable = max(spread) if spread and smallest_p(count) <= ALPHA else None
+    if count >= FEW_QUERIES:
+        return None if detectable is None else round(detectable, 4), None
+    basis = "from the widest spread of per-query differences between the leading system and another"
+    warning = (
+        f"conclusions rest on {count} judged queries: at this size the randomization test "
+        f"{test_reach(count, detectable, first, basis)}; judge more questions (at least {FEW_QUERIES}) before "
+        "trusting a smaller difference"
+    )
+    return None if detectable is None else round(detectable, 4), warning

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,21 @@ from ...errors import RagEvalError
 from ...files.outputs import StagedFile, check_file_target, stage_text, write_text_atomic
 from ...files.textio import read_json, shown
 from ..metrics.measures import MetricError, canonical_metric, is_quality, value_range
+from ..reporting.model import (
+    BASELINE_SCHEMA,
+    REPORT_SCHEMA,
+    Comparison,
+    Environment,
+    GateChange,
+    GateSection,
+    StaleSystem,
+    SystemResult,
+    as_comparison,
+)
+from ..reporting.reader import MAX_REPORT_BYTES, read_report
 
 DEFAULT_TOLERANCE = 0.005
 BASELINE_WHAT = "baseline file"
-#: What --write-baseline writes, and what compare's report.json holds: the schemas the gate reads.
-BASELINE_SCHEMA = "rag-eval/baseline/1"
-REPORT_SCHEMA = "rag-eval/compare/1"
 
 
 @dataclass
@@ -68,7 +78,7 @@ class GateResult:
 
 
 #: Largest baseline or report file read, in bytes (a report with per-query values of a large set is tens of MB).
-MAX_BASELINE_BYTES = 1_000_000_000
+MAX_BASELINE_BYTES = MAX_REPORT_BYTES
 
 
 class GateError(RagEvalError, ValueError):
@@ -90,13 +100,12 @@ def check_tolerance(tolerance: object) -> float:
     return float(tolerance)
 
 
-def load_baseline(path: str | Path) -> dict[str, Any]:
-    """A report.json (or a baseline written by --write-baseline), checked to be one."""
+def load_baseline(path: str | Path) -> Comparison:
+    """A report.json (or a baseline written by --write-baseline), checked to be one the gate can hold a run against
+    (:func:`check_baseline`) and to follow the report schema, as the model."""
     if not os.path.lexists(path):
         raise GateError(f"{path}: no such baseline", hint="write one with --write-baseline FILE")
-    data = read_json(path, GateError, max_bytes=MAX_BASELINE_BYTES)
-    check_baseline(data, str(path))
-    return data
+    return read_report(path, error=GateError, check=check_baseline, max_bytes=MAX_BASELINE_BYTES)
 
 
 def check_baseline(data: Any, label: str = "baseline") -> None:
@@ -184,20 +193,28 @@ def check_baseline_target(path: str | Path) -> Path:
     return check_file_target(path, owned=baseline_owned, what=BASELINE_WHAT)
 
 
-def stage_baseline(report: dict[str, Any], path: str | Path) -> StagedFile:
+def stage_baseline(report: Comparison, path: str | Path) -> StagedFile:
     """``baseline_of(report)`` written beside ``path``, put in place by ``commit()`` (see :func:`write_baseline`)."""
-    text = json.dumps(baseline_of(report), ensure_ascii=False, indent=2) + "\n"
-    return stage_text(path, text, owned=baseline_owned, what=BASELINE_WHAT)
+    return stage_text(path, _baseline_text(report), owned=baseline_owned, what=BASELINE_WHAT)
 
 
-def write_baseline(report: dict[str, Any], path: str | Path) -> Path:
+def write_baseline(report: Comparison, path: str | Path) -> Path:
     """Write ``baseline_of(report)`` atomically; an existing file is replaced only when rag-eval wrote it."""
-    text = json.dumps(baseline_of(report), ensure_ascii=False, indent=2) + "\n"
-    return write_text_atomic(path, text, owned=baseline_owned, what=BASELINE_WHAT)
+    return write_text_atomic(path, _baseline_text(report), owned=baseline_owned, what=BASELINE_WHAT)
 
 
-def check(report: dict[str, Any], baseline: dict[str, Any], *, tolerance: float = DEFAULT_TOLERANCE) -> GateResult:
-    """Every system of ``report`` against the same-named system of ``baseline``.
+def _baseline_text(report: Comparison) -> str:
+    return json.dumps(baseline_of(report), ensure_ascii=False, indent=2) + "\n"
+
+
+def check(
+    report: Comparison | Mapping[str, Any],
+    baseline: Comparison | Mapping[str, Any],
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> GateResult:
+    """Every system of ``report`` against the same-named system of ``baseline`` (the model, or report.json's
+    content, which is checked first as :func:`load_baseline` checks a file).
 
     A system is compared only when its identity is unchanged: the same dataset checksum, tokenizer spec
     (options, model checksum, library versions) and builder spec; otherwise the baseline is stale and the
@@ -205,58 +222,86 @@ def check(report: dict[str, Any], baseline: dict[str, Any], *, tolerance: float 
     more is an improvement.
     """
     tolerance = check_tolerance(tolerance)
-    check_baseline(baseline)
-    result = GateResult(baseline_systems=[row["name"] for row in baseline["systems"]])
-    old_systems = {row["name"]: row for row in baseline["systems"]}
-    dataset_changed = report["dataset"]["checksum"] != baseline.get("dataset", {}).get("checksum")
-    for row in report["systems"]:
-        old = old_systems.get(row["name"])
+    if not isinstance(baseline, Comparison):
+        check_baseline(baseline)
+    run, base = as_comparison(report), as_comparison(baseline)
+    result = GateResult(baseline_systems=[row.name for row in base.systems])
+    old_systems = {row.name: row for row in base.systems}
+    moved = None if run.dataset.checksum == base.dataset.checksum else (base.dataset.checksum, run.dataset.checksum)
+    for row in run.systems:
+        old = old_systems.get(row.name)
         if old is None:
-            result.unmatched.append(f"new system {row['name']}: not in the baseline")
+            result.unmatched.append(f"new system {row.name}: not in the baseline")
             continue
-        differences = {
-            key: (old.get(key), row.get(key)) for key in ("tokenizer", "builder") if old.get(key) != row.get(key)
-        }
-        if dataset_changed:
-            differences["dataset checksum"] = (
-                baseline.get("dataset", {}).get("checksum"),
-                report["dataset"]["checksum"],
-            )
+        differences = _identity_changes(old, row)
+        if moved is not None:
+            differences["dataset checksum"] = moved
         if differences:
-            result.stale.append({"system": row["name"], "differences": differences})
+            result.stale.append({"system": row.name, "differences": differences})
             continue
-        # Quality measures only: fewer documents retrieved (NumRet) is not a regression.
-        shared = [metric for metric in row["metrics"] if metric in old.get("metrics", {}) and is_quality(metric)]
-        if not shared:
-            # Nothing to hold against the baseline: counted as compared, the gate would pass having checked nothing.
-            result.unmatched.append(
-                f"system {row['name']}: no metric in common with the baseline (baseline: "
-                f"{', '.join(old.get('metrics', {})) or 'none'}; this run: {', '.join(row['metrics']) or 'none'})"
-            )
-            continue
-        result.compared += 1
-        for metric in shared:
-            new = row["metrics"][metric]
-            before = old["metrics"][metric]
-            item = {"system": row["name"], "metric": metric, "old": before, "new": new, "tolerance": tolerance}
-            if new < before - tolerance:
-                result.regressions.append(item)
-            elif new > before + tolerance:
-                result.improvements.append(item)
-    names = {row["name"] for row in report["systems"]}
+        _hold(result, row, old, tolerance)
+    names = {row.name for row in run.systems}
     result.unmatched += [f"baseline system {name}: not in this run" for name in old_systems if name not in names]
     return result
 
 
-def baseline_of(report: dict[str, Any]) -> dict[str, Any]:
+def _identity_changes(old: SystemResult, row: SystemResult) -> dict[str, tuple[Any, Any]]:
+    """The identity fields (tokenizer and builder specs) that differ: the baseline's value and this run's."""
+    pairs = {"tokenizer": (old.tokenizer, row.tokenizer), "builder": (old.builder, row.builder)}
+    return {key: pair for key, pair in pairs.items() if pair[0] != pair[1]}
+
+
+def _hold(result: GateResult, row: SystemResult, old: SystemResult, tolerance: float) -> None:
+    """Hold ``row``'s quality metrics against ``old``'s: regressions and improvements beyond ``tolerance``."""
+    # Quality measures only: fewer documents retrieved (NumRet) is not a regression.
+    shared = [metric for metric in row.metrics if metric in old.metrics and is_quality(metric)]
+    if not shared:
+        # Nothing to hold against the baseline: counted as compared, the gate would pass having checked nothing.
+        result.unmatched.append(
+            f"system {row.name}: no metric in common with the baseline (baseline: "
+            f"{', '.join(old.metrics) or 'none'}; this run: {', '.join(row.metrics) or 'none'})"
+        )
+        return
+    result.compared += 1
+    for metric in shared:
+        new, before = row.metrics[metric], old.metrics[metric]
+        item = {"system": row.name, "metric": metric, "old": before, "new": new, "tolerance": tolerance}
+        if new < before - tolerance:
+            result.regressions.append(item)
+        elif new > before + tolerance:
+            result.improvements.append(item)
+
+
+def baseline_of(report: Comparison | Mapping[str, Any]) -> dict[str, Any]:
+    """The baseline file's content: :func:`baseline_model` as JSON."""
+    return baseline_model(report).to_json()
+
+
+def baseline_model(report: Comparison | Mapping[str, Any]) -> Comparison:
     """What a baseline keeps: identities and mean metrics, not per-query values or latencies."""
-    keep = ("name", "tokenizer", "builder", "mode", "metrics")
-    return {
-        "schema": BASELINE_SCHEMA,
-        "environment": {
-            k: report["environment"][k] for k in ("rag_eval", "sqlite", "packages", "commit", "created_utc")
-        },
-        "dataset": report["dataset"],
-        "metrics": report["metrics"],
-        "systems": [{k: row[k] for k in keep if k in row} for row in report["systems"]],
-    }
+    report = as_comparison(report)
+    environment = report.environment
+    kept = Environment(
+        rag_eval=environment.rag_eval,
+        sqlite=environment.sqlite,
+        packages=environment.packages,
+        commit=environment.commit,
+        created_utc=environment.created_utc,
+    )
+    rows = tuple(
+        SystemResult(row.name, row.tokenizer, row.builder, row.mode, metrics=row.metrics) for row in report.systems
+    )
+    return Comparison(BASELINE_SCHEMA, report.dataset, report.metrics, rows, kept)
+
+
+def gate_section(gate: GateResult, against: str | None, tolerance: float) -> GateSection:
+    """What report.json records of the gate's findings (its ``gate``)."""
+    return GateSection(
+        against,
+        tolerance,
+        gate.compared,
+        tuple(GateChange(**item) for item in gate.regressions),
+        tuple(GateChange(**item) for item in gate.improvements),
+        tuple(StaleSystem(item["system"], item["differences"]) for item in gate.stale),
+        tuple(gate.unmatched),
+    )

@@ -71,59 +71,26 @@ def system_row(
     curve: list[str],
     tokens_per_passage: float,
 ) -> dict[str, Any]:
-    """A system's row: its metrics and intervals, latency, build, tokens per passage and unanswerable questions."""
+    """A system's row (report.json's shape): its metrics and intervals, latency, build, tokens per passage and
+    unanswerable questions."""
     no_answer = [q for q in dataset.queries.values() if q.kind == NO_ANSWER]
     false_hit = sum(1 for q in no_answer if result.false_hits.get(q.id, 0) > 0)
     build = result.build
-    engine = get_engine(system.engine)
     seconds = sum(result.tokenize_seconds) + sum(result.search_seconds)
     return {
         "name": system.name,
         "tokenizer": result.tokenizer_spec,
         "builder": result.builder_spec,
         "mode": system.mode,
-        "engine": {
-            "name": engine.name,
-            "spec": result.engine_spec,
-            "exact": engine.exact,
-            "build": engine.build_engine,
-            **result.engine_stats,
-        },
+        "engine": _engine(system, result),
         "metrics": {m: round(means[m], 4) for m in metrics},
         "ci95": {m: bootstrap_ci([values[q][m] for q in values]) for m in metrics},
         "recall_curve": {m: round(means[m], 4) for m in curve},
-        "latency_ms": {
-            "tokenize": latency_summary(result.tokenize_seconds),
-            "search": latency_summary(result.search_seconds),
-            # each question's ranked run alone, as one timing per question measured it (with --repeat 1: "search")
-            **(
-                {"search_first_run": latency_summary(result.first_search_seconds)}
-                if result.repeat > 1 and result.first_search_seconds
-                else {}
-            ),
-        },
+        "latency_ms": _latency(result),
         "latency_samples_ms": {"search": [round(v * 1000, 4) for v in result.search_seconds]},
         # queries answered per second, one after another: tokenize and search, as a caller waits
         "qps": round(len(result.search_seconds) / seconds, 1) if seconds > 0 else None,
-        "build": {
-            **{
-                k: build.get(k)
-                for k in (
-                    "seconds",
-                    "tokenizer_load_seconds",
-                    "tokenize_seconds",
-                    "write_seconds",
-                    "index_bytes",
-                    "chunks",
-                    "cached",
-                )
-            },
-            # the process pool: workers, how they started, their model-load times, CPU/wall speed-up
-            **{
-                k: (build.get("extra") or {}).get(k)
-                for k in ("workers", "start_method", "worker_load_seconds", "tokenize_speedup")
-            },
-        },
+        "build": _build(build),
         # A native strategy tokenizes inside FTS5, during the write: no tokenization of its own to time.
         "tokenize_chars_per_second": (
             round(sum(len(p.title) + len(p.text) for p in dataset.corpus.values()) / build["tokenize_seconds"])
@@ -135,3 +102,32 @@ def system_row(
         "no_answer_queries": len(no_answer),
         "no_answer_false_hit_rate": round(false_hit / len(no_answer), 4) if no_answer else None,
     }
+
+
+def _engine(system: System, result: SystemRun) -> dict[str, Any]:
+    """The engine that ranked the row, as it declares itself, and what it measured."""
+    engine = get_engine(system.engine)
+    declared = {"name": engine.name, "spec": result.engine_spec, "exact": engine.exact, "build": engine.build_engine}
+    return declared | result.engine_stats
+
+
+def _latency(result: SystemRun) -> dict[str, Any]:
+    """Tokenize and search per question (each the fastest of its repeats), and each question's first search."""
+    return {
+        "tokenize": latency_summary(result.tokenize_seconds),
+        "search": latency_summary(result.search_seconds),
+        # each question's ranked run alone, as one timing per question measured it (with --repeat 1: "search")
+        **(
+            {"search_first_run": latency_summary(result.first_search_seconds)}
+            if result.repeat > 1 and result.first_search_seconds
+            else {}
+        ),
+    }
+
+
+def _build(build: dict[str, Any]) -> dict[str, Any]:
+    """The build's times, size, chunks and whether the cache held it; the process pool: workers, how they started,
+    their model-load times, CPU/wall speed-up."""
+    own = ("seconds", "tokenizer_load_seconds", "tokenize_seconds", "write_seconds", "index_bytes", "chunks", "cached")
+    pool = ("workers", "start_method", "worker_load_seconds", "tokenize_speedup")
+    return {k: build.get(k) for k in own} | {k: (build.get("extra") or {}).get(k) for k in pool}

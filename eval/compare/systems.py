@@ -14,9 +14,9 @@ from ...files.textio import read_text
 from ...index.processing import QueryProcessing
 from ...search.query import MODES
 from ...tokenizers import TOKENIZERS, get_tokenizer, tokenizer_class
-from ..datasets.formats import dataset_builder
 from ..datasets.records import Dataset
 from ..datasets.split_record import TunedSplit, read_split_block
+from ..reporting.model import Skipped
 from .fusion import Fusion, fusion_from_table
 from .runner import System
 
@@ -32,23 +32,10 @@ class OutsideRun:
     path: Path
 
 
-@dataclass(frozen=True)
-class Skipped:
-    """A tokenizer left out of a default comparison, why, and how to make it available."""
-
-    tokenizer: str
-    reason: str
-    hint: str = ""
-
-    def line(self) -> str:
-        """``pkuseg: skipped, the pkuseg default model is not installed; run: rag-eval models install pkuseg``."""
-        return f"{self.tokenizer}: skipped, {self.reason}" + (f"; {self.hint}" if self.hint else "")
-
-
 def default_systems(dataset: Dataset, builder: str | None, mode: str | None) -> tuple[list[System], list[Skipped]]:
     """Every available tokenizer meant for default comparisons, with the dataset's builder and query mode,
     and the ones left out as unavailable (and why)."""
-    chosen_builder = builder or dataset_builder(dataset)
+    chosen_builder = builder or dataset.meta.get("builder") or "passages"
     chosen_mode = mode or dataset.meta.get("mode") or "or"
     systems, skipped = [], []
     for name in TOKENIZERS:

@@ -14,13 +14,16 @@ import io
 import itertools
 import math
 import re
-import unicodedata
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .model import SystemResult, as_rows
 from .point_labels import Point, label_points, text_width
+from .wrapping import LABEL_CHARS as LABEL_CHARS
+from .wrapping import columns as _columns  # noqa: F401 (charts._columns: what a test measures names with)
+from .wrapping import wrap_name
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -36,6 +39,9 @@ class Chart(NamedTuple):
     figure: Figure | None = None
 
 
+#: Rows as a chart takes them: the model's, or report.json's.
+Rows = Sequence[SystemResult | Mapping[str, Any]]
+
 #: Okabe-Ito, readable with colour-blindness; tab20 takes over past eight systems.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -50,8 +56,6 @@ CJK_FALLBACKS = (
     "Droid Sans Fallback",
     "AR PL UMing CN",
 )
-#: Characters on one line of a system's name beside an axis; longer names go on to further lines, never cut.
-LABEL_CHARS = 40
 #: Line height of a label, as a share of its font size (matplotlib's default ``linespacing`` and a margin).
 LINE = 1.25
 
@@ -65,31 +69,6 @@ def colours(count: int) -> list[str]:
 
     cmap = colormaps["tab20"]
     return [to_hex(cmap(i % 20)) for i in range(count)]
-
-
-def wrap_name(label: str, width: int = LABEL_CHARS) -> str:
-    """A name on lines of at most ``width`` characters, broken after its separators (' | ', '+', ',', ' ') where it
-    can be and inside a part only when the part alone is longer: every character kept, so two names stay two."""
-    parts = [part for part in re.split(r"(?<=[|+,])(?=[^ ])|(?<= )(?=[^ |])", label) if part]
-    lines: list[str] = []
-    for part in parts:
-        while _columns(part) > width:  # one part longer than a line: cut it into lines, keeping every character
-            if not lines or _columns(lines[-1]) >= width:
-                lines.append("")
-            cut = 1
-            while cut < len(part) and _columns(lines[-1] + part[: cut + 1]) <= width:
-                cut += 1
-            lines[-1], part = lines[-1] + part[:cut], part[cut:]
-        if lines and _columns(lines[-1] + part.rstrip()) <= width:
-            lines[-1] += part
-        elif part:
-            lines.append(part)
-    return "\n".join(line.rstrip() for line in lines) or label
-
-
-def _columns(text: str) -> int:
-    """Width of ``text`` in Latin characters: a Han character is two."""
-    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
 
 
 def _lines(labels: list[str]) -> int:
@@ -217,21 +196,20 @@ def _ticks(low: float, high: float, steps: tuple[float, ...]) -> list[float]:
     return [step * 10**power for power in powers for step in steps if low <= step * 10**power <= high]
 
 
-def metric_bars(
-    rows: list[dict[str, Any]], labels: dict[str, str], metric: str, judged: int, arrows: dict[str, str]
-) -> Chart:
+def metric_bars(rows: Rows, labels: dict[str, str], metric: str, judged: int, arrows: dict[str, str]) -> Chart:
     """One horizontal bar per system: the mean of ``metric`` with its 95% bootstrap interval."""
     import numpy as np
 
+    rows = as_rows(rows)
     title = f"{metric} per system with 95% bootstrap intervals"
     key = "bars-" + re.sub(r"[^A-Za-z0-9_-]+", "-", metric)
-    names = [wrap_name(labels[row["name"]]) for row in rows]
+    names = [wrap_name(labels[row.name]) for row in rows]
     with _style(key):
         fig = _figure(5.6, _row_height(names, 0.34) * len(rows) + 0.9)
         ax = fig.add_subplot()
-        values = np.array([row["metrics"][metric] for row in rows], dtype=float)
+        values = np.array([row.metrics[metric] for row in rows], dtype=float)
         bounds = np.array(
-            [row.get("ci95", {}).get(metric) or [value, value] for row, value in zip(rows, values, strict=True)],
+            [(row.ci95 or {}).get(metric) or [value, value] for row, value in zip(rows, values, strict=True)],
             dtype=float,
         )
         positions = np.arange(len(rows))
@@ -252,7 +230,7 @@ def metric_bars(
             ax.text(
                 max(value, high) + 0.012 * top,
                 float(position),
-                f"{value:.3f}{arrows.get(row['name'], '')}",
+                f"{value:.3f}{arrows.get(row.name, '')}",
                 va="center",
                 ha="left",
                 fontsize=8,
@@ -267,18 +245,19 @@ def metric_bars(
         return Chart(_svg(fig, key, title), "Bars: mean; whiskers: 95% bootstrap interval; bold: best.", fig)
 
 
-def recall_curves(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart:
+def recall_curves(rows: Rows, labels: dict[str, str]) -> Chart:
     """Recall at every cut-off of the report's recall curve, one line per system, legend outside the axes."""
+    rows = as_rows(rows)
     title = "Recall at k per system"
-    ks = sorted({int(key.split("@")[1]) for row in rows for key in row.get("recall_curve", {})})
+    ks = sorted({int(key.split("@")[1]) for row in rows for key in row.recall_curve or {}})
     key = "recall"
-    names = [wrap_name(labels[row["name"]]) for row in rows]
+    names = [wrap_name(labels[row.name]) for row in rows]
     with _style(key):
         # The legend beside the axes: an entry's height is its lines' and the spacing between entries.
         fig = _figure(6.6, max(3.2, sum(LINE * 8 / 72 * (name.count("\n") + 1) + 0.07 for name in names) + 0.8))
         ax = fig.add_subplot()
         for number, (row, colour) in enumerate(zip(rows, colours(len(rows)), strict=False)):
-            curve = sorted((int(key.split("@")[1]), value) for key, value in row.get("recall_curve", {}).items())
+            curve = sorted((int(key.split("@")[1]), value) for key, value in (row.recall_curve or {}).items())
             ax.plot(
                 [k for k, _ in curve],
                 [value for _, value in curve],
@@ -306,23 +285,24 @@ def recall_curves(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart:
         return Chart(_svg(fig, key, title), "Mean recall over the judged queries at each cut-off k.", fig)
 
 
-def search_latency(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart | None:
+def search_latency(rows: Rows, labels: dict[str, str]) -> Chart | None:
     """Every query's search time per system on a log axis, with the median and p95 marked; None without samples."""
-    timed = [row for row in rows if (row.get("latency_samples_ms") or {}).get("search")]
+    rows = as_rows(rows)
+    timed = [row for row in rows if row.costs is not None and row.costs.search_samples_ms]
     if not timed:
         return None
     title = "Search latency per query"
-    samples = [list(row["latency_samples_ms"]["search"]) for row in timed]
+    samples = [list(row.costs.search_samples_ms or ()) for row in timed if row.costs is not None]
     positive = [value for values in samples for value in values if value > 0]
     floor = min(positive) if positive else 0.001
     clipped = sum(1 for values in samples for value in values if value < floor)
     key = "latency"
-    names = [wrap_name(labels[row["name"]]) for row in timed]
+    names = [wrap_name(labels[row.name]) for row in timed]
     with _style(key):
         fig = _figure(6.6, _row_height(names, 0.42) * len(timed) + 1.1)
         ax = fig.add_subplot()
         palette = colours(len(rows))
-        colour_of = {row["name"]: palette[i] for i, row in enumerate(rows)}
+        colour_of = {row.name: palette[i] for i, row in enumerate(rows)}
         labelled: set[str] = set()
         for position, (row, values) in enumerate(zip(timed, samples, strict=False)):
             # A deterministic spread (golden-ratio sequence) instead of random jitter: reports are reproducible.
@@ -331,15 +311,15 @@ def search_latency(rows: list[dict[str, Any]], labels: dict[str, str]) -> Chart 
                 [max(value, floor) for value in values],
                 [position + o for o in offsets],
                 s=5,
-                color=colour_of[row["name"]],
+                color=colour_of[row.name],
                 alpha=0.35,
                 linewidths=0,
             )
-            stats = row.get("latency_ms", {}).get("search", {})
             for statistic, colour in (("median", "#000000"), ("p95", "#C00000")):
-                if stats.get(statistic) is not None:
+                value = None if row.search is None else row.search.statistic(statistic)
+                if value is not None:
                     ax.plot(
-                        [max(stats[statistic], floor)] * 2,
+                        [max(value, floor)] * 2,
                         [position - 0.34, position + 0.34],
                         linewidth=2.2,
                         color=colour,
@@ -373,126 +353,151 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     return front
 
 
-def quality_latency(rows: list[dict[str, Any]], labels: dict[str, str], metric: str) -> Chart | None:
-    """Which strategy: ``metric`` against search p95 per system, marker area by index size, the Pareto front drawn,
-    and each p95's 95% interval (``latency_ci95_ms``, where the row has one) as a horizontal bar."""
-    timed = [row for row in rows if (row.get("latency_ms") or {}).get("search", {}).get("p95") is not None]
+class _Which(NamedTuple):
+    """The points of the 'which strategy?' chart: the timed rows, their p95s (x), p95 intervals and quality (y),
+    marker areas, and the Pareto front's indexes."""
+
+    timed: list[SystemResult]
+    xs: list[float]
+    spans: list[tuple[float, float] | None]
+    ys: list[float]
+    areas: list[float]
+    largest: float
+    front: list[int]
+
+
+def _which_points(rows: list[SystemResult], metric: str) -> _Which | None:
+    timed = [row for row in rows if row.search is not None and row.search.p95 is not None]
     if not timed:
         return None
-    title = f"{metric} against search p95 latency"
-    palette = colours(len(rows))
-    colour_of = {row["name"]: palette[i] for i, row in enumerate(rows)}
-    xs = [max(float(row["latency_ms"]["search"]["p95"]), 1e-4) for row in timed]
-    spans = [((row.get("latency_ci95_ms") or {}).get("search") or {}).get("p95") for row in timed]
-    ends = [max(float(end), 1e-4) for span in spans if span for end in span]
-    ys = [float(row["metrics"][metric]) for row in timed]
-    sizes = [(row.get("build") or {}).get("index_bytes") for row in timed]
+    xs = [max(float(row.search.p95 or 0.0), 1e-4) for row in timed if row.search is not None]
+    spans = [(row.search_ci95_ms or {}).get("p95") for row in timed]
+    ys = [float(row.metrics[metric]) for row in timed]
+    sizes = [row.index_bytes for row in timed]
     largest = max((size for size in sizes if size), default=0)
-    front = pareto_front(list(zip(xs, ys, strict=False)))
+    areas = [30 + 570 * size / largest if size and largest else 60 for size in sizes]
+    return _Which(timed, xs, spans, ys, areas, largest, pareto_front(list(zip(xs, ys, strict=False))))
+
+
+def quality_latency(rows: Rows, labels: dict[str, str], metric: str) -> Chart | None:
+    """Which strategy: ``metric`` against search p95 per system, marker area by index size, the Pareto front drawn,
+    and each p95's 95% interval (``search_ci95_ms``, where the row has one) as a horizontal bar."""
+    rows = as_rows(rows)
+    which = _which_points(rows, metric)
+    if which is None:
+        return None
+    palette = colours(len(rows))
+    colour_of = {row.name: palette[i] for i, row in enumerate(rows)}
     key = "which"
     with _style(key):
         fig = _figure(7.6, max(4.2, 0.2 * len(rows) + 1.2))
         ax = fig.add_subplot()
-        _log_ticks(ax, "x", min([*xs, *ends]), max([*xs, *ends]))
-        front_x = [xs[i] for i in front] + [ax.get_xlim()[1]]
-        front_y = [ys[i] for i in front] + [ys[front[-1]]]
-        ax.step(
-            front_x,
-            front_y,
-            where="post",
-            color="#555555",
-            linewidth=1.2,
-            linestyle="--",
-            zorder=1,
-            label="Pareto front",
-        )
-        areas = [30 + 570 * size / largest if size and largest else 60 for size in sizes]
-        for i, row in enumerate(timed):
-            area = areas[i]
-            span = spans[i]
-            if span:
-                low, high = (max(float(end), 1e-4) for end in span)
-                _line, caps, bars = ax.errorbar(
-                    [xs[i]],
-                    [ys[i]],
-                    xerr=[[max(xs[i] - low, 0.0)], [max(high - xs[i], 0.0)]],
-                    fmt="none",
-                    ecolor=colour_of[row["name"]],
-                    elinewidth=1.6,
-                    capsize=4,
-                    zorder=2,
-                )
-                bars[0].set_gid(f"p95-interval-{i}")  # ids in the SVG, each once: what a test finds
-                for number, cap in enumerate(caps):
-                    cap.set_gid(f"p95-interval-{i}-end-{number}")
-            ax.scatter(
-                [xs[i]],
-                [ys[i]],
-                s=area,
-                color=colour_of[row["name"]],
-                alpha=0.9 if i in front else 0.45,
-                edgecolors="#222222" if i in front else "none",
-                linewidths=1.0,
-                zorder=4 if i in front else 3,
-            )
-        for row in rows:
-            if row not in timed:
-                ax.axhline(
-                    row["metrics"][metric],
-                    color=colour_of[row["name"]],
-                    linestyle=":",
-                    linewidth=1.4,
-                    label=f"{wrap_name(labels[row['name']], 30)} (no latency)",
-                )
-        low = min([*ys, *(row["metrics"][metric] for row in rows)])
-        high = max([*ys, *(row["metrics"][metric] for row in rows)])
-        pad = max(0.04, (high - low) * 0.12)
-        ax.set_ylim(max(0.0, low - pad), min(1.05, high + pad))
-        if largest:
-            for size in _size_keys(largest):
-                ax.scatter([], [], s=30 + 570 * size / largest, color="#bbbbbb", label=f"index {_bytes(size)}")
+        ends = [max(float(end), 1e-4) for span in which.spans if span for end in span]
+        _log_ticks(ax, "x", min([*which.xs, *ends]), max([*which.xs, *ends]))
+        steps = _draw_front(ax, which)
+        _draw_points(ax, which, colour_of)
+        _draw_untimed(ax, rows, which, labels, colour_of, metric)
         ax.set_xlabel("search latency p95 (ms, log scale)")
         ax.set_ylabel(f"{metric} (higher is better)")
         fig.legend(loc="outside right upper", labelspacing=2.2, borderpad=1.0, handletextpad=1.2)
         _thin_ticks(fig, ax.xaxis)
-        steps = [
-            segment
-            for k in range(len(front_x) - 1)
-            for segment in (
-                (front_x[k], front_y[k], front_x[k + 1], front_y[k]),
-                (front_x[k + 1], front_y[k], front_x[k + 1], front_y[k + 1]),
-            )
+        intervals = [(span[0], which.ys[i], span[1], which.ys[i]) for i, span in enumerate(which.spans) if span]
+        points = [
+            Point(which.xs[i], which.ys[i], math.sqrt(which.areas[i]) / 2, colour_of[row.name], labels[row.name])
+            for i, row in enumerate(which.timed)
         ]
-        intervals = [(float(span[0]), ys[i], float(span[1]), ys[i]) for i, span in enumerate(spans) if span]
-        numbered = label_points(  # last: the layout is final
-            fig,
-            ax,
-            [
-                Point(xs[i], ys[i], math.sqrt(areas[i]) / 2, colour_of[row["name"]], labels[row["name"]])
-                for i, row in enumerate(timed)
-            ],
-            [*steps, *intervals],
-        )
-        on_front = ", ".join(labels[timed[i]["name"]] for i in front)
-        note = (
-            f"Up and to the left is better. On the Pareto front (no system is both faster and better): {on_front}."
-            + (" Marker area: index size." if largest else "")
-            + (
-                f" Markers are numbered by {metric}, highest first; the key under the chart names them."
-                if numbered
-                else ""
-            )
-            + (
-                " Horizontal bars: each p95's 95% interval over the questions; where two overlap, see the latency "
-                "section for whether the two can be told apart."
-                if any(spans)
-                else ""
-            )
-        )
-        return Chart(_svg(fig, key, title), note, fig)
+        numbered = label_points(fig, ax, points, [*steps, *intervals])  # last: the layout is final
+        note = _which_note(which, labels, metric, numbered)
+        return Chart(_svg(fig, key, f"{metric} against search p95 latency"), note, fig)
 
 
-def _size_keys(largest: int) -> list[float]:
+def _draw_front(ax: Axes, which: _Which) -> list[tuple[float, float, float, float]]:
+    """The Pareto front as a dashed step line to the axis' right end; its segments, for the labels to avoid."""
+    front_x = [which.xs[i] for i in which.front] + [ax.get_xlim()[1]]
+    front_y = [which.ys[i] for i in which.front] + [which.ys[which.front[-1]]]
+    ax.step(
+        front_x, front_y, where="post", color="#555555", linewidth=1.2, linestyle="--", zorder=1, label="Pareto front"
+    )
+    return [
+        segment
+        for k in range(len(front_x) - 1)
+        for segment in (
+            (front_x[k], front_y[k], front_x[k + 1], front_y[k]),
+            (front_x[k + 1], front_y[k], front_x[k + 1], front_y[k + 1]),
+        )
+    ]
+
+
+def _draw_points(ax: Axes, which: _Which, colour_of: dict[str, str]) -> None:
+    """Each timed system's marker (front members outlined) and its p95 interval as a horizontal bar."""
+    for i, row in enumerate(which.timed):
+        x, y, span = which.xs[i], which.ys[i], which.spans[i]
+        if span:
+            low, high = (max(float(end), 1e-4) for end in span)
+            _line, caps, bars = ax.errorbar(
+                [x],
+                [y],
+                xerr=[[max(x - low, 0.0)], [max(high - x, 0.0)]],
+                fmt="none",
+                ecolor=colour_of[row.name],
+                elinewidth=1.6,
+                capsize=4,
+                zorder=2,
+            )
+            bars[0].set_gid(f"p95-interval-{i}")  # ids in the SVG, each once: what a test finds
+            for number, cap in enumerate(caps):
+                cap.set_gid(f"p95-interval-{i}-end-{number}")
+        on_front = i in which.front
+        ax.scatter(
+            [x],
+            [y],
+            s=which.areas[i],
+            color=colour_of[row.name],
+            alpha=0.9 if on_front else 0.45,
+            edgecolors="#222222" if on_front else "none",
+            linewidths=1.0,
+            zorder=4 if on_front else 3,
+        )
+
+
+def _draw_untimed(
+    ax: Axes, rows: list[SystemResult], which: _Which, labels: dict[str, str], colour_of: dict[str, str], metric: str
+) -> None:
+    """A dotted line at the quality of each system without latency, the y range, and the index-size key."""
+    for row in rows:
+        if row not in which.timed:
+            ax.axhline(
+                row.metrics[metric],
+                color=colour_of[row.name],
+                linestyle=":",
+                linewidth=1.4,
+                label=f"{wrap_name(labels[row.name], 30)} (no latency)",
+            )
+    low = min([*which.ys, *(row.metrics[metric] for row in rows)])
+    high = max([*which.ys, *(row.metrics[metric] for row in rows)])
+    pad = max(0.04, (high - low) * 0.12)
+    ax.set_ylim(max(0.0, low - pad), min(1.05, high + pad))
+    if which.largest:
+        for size in _size_keys(which.largest):
+            ax.scatter([], [], s=30 + 570 * size / which.largest, color="#bbbbbb", label=f"index {_bytes(size)}")
+
+
+def _which_note(which: _Which, labels: dict[str, str], metric: str, numbered: bool) -> str:
+    on_front = ", ".join(labels[which.timed[i].name] for i in which.front)
+    return (
+        f"Up and to the left is better. On the Pareto front (no system is both faster and better): {on_front}."
+        + (" Marker area: index size." if which.largest else "")
+        + (f" Markers are numbered by {metric}, highest first; the key under the chart names them." if numbered else "")
+        + (
+            " Horizontal bars: each p95's 95% interval over the questions; where two overlap, see the latency "
+            "section for whether the two can be told apart."
+            if any(which.spans)
+            else ""
+        )
+    )
+
+
+def _size_keys(largest: float) -> list[float]:
     """Round index sizes for the marker-area key: about the largest, and about a quarter of it."""
     return sorted({float(f"{largest:.1g}"), float(f"{largest / 4:.1g}")})
 
@@ -501,22 +506,25 @@ def _bytes(size: float) -> str:
     return f"{size / 1e6:g} MB" if size >= 1e6 else f"{size / 1e3:g} kB"
 
 
-def kind_heatmap(rows: list[dict[str, Any]], labels: dict[str, str], metric: str) -> Chart | None:
+def kind_heatmap(rows: Rows, labels: dict[str, str], metric: str) -> Chart | None:
     """``metric`` per system and query kind as a heatmap with the values written in; None for fewer than two kinds."""
     import numpy as np
 
-    kinds = sorted({kind for row in rows for kind in row.get("by_kind", {})})
+    rows = as_rows(rows)
+    kinds = sorted({kind for row in rows for kind in row.by_kind or {}})
     if len(kinds) < 2:
         return None
-    title = f"{metric} per system and query kind"
     counts = {
-        kind: next(row["by_kind"][kind]["queries"] for row in rows if kind in row.get("by_kind", {})) for kind in kinds
+        kind: next((row.by_kind or {})[kind].queries for row in rows if kind in (row.by_kind or {})) for kind in kinds
     }
-    grid = np.array(
-        [[row.get("by_kind", {}).get(kind, {}).get(metric, np.nan) for kind in kinds] for row in rows], dtype=float
-    )
+
+    def mean(row: SystemResult, kind: str) -> float:
+        found = (row.by_kind or {}).get(kind)
+        return np.nan if found is None else found.means.get(metric, np.nan)
+
+    grid = np.array([[mean(row, kind) for kind in kinds] for row in rows], dtype=float)
     key = "kinds"
-    names = [wrap_name(labels[row["name"]]) for row in rows]
+    names = [wrap_name(labels[row.name]) for row in rows]
     kind_names = [f"{wrap_name(kind, 16)}\nn={counts[kind]}" for kind in kinds]
     with _style(key):
         # Room for the names beside the rows and for each kind's name under its column.
@@ -529,23 +537,7 @@ def kind_heatmap(rows: list[dict[str, Any]], labels: dict[str, str], metric: str
         )
         ax = fig.add_subplot()
         image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-        best = np.nanmax(np.where(np.isnan(grid), -1.0, grid), axis=0)
-        # As in the tables: a column whose values are all equal has no best.
-        varied = [len({value for value in grid[:, c] if not np.isnan(value)}) > 1 for c in range(len(kinds))]
-        for r in range(len(rows)):
-            for c in range(len(kinds)):
-                value = grid[r, c]
-                text = "-" if np.isnan(value) else f"{value:.2f}"
-                ax.text(
-                    c,
-                    r,
-                    text,
-                    ha="center",
-                    va="center",
-                    fontsize=7.5,
-                    color="#000000" if np.isnan(value) or value > 0.55 else "#ffffff",
-                    fontweight="bold" if varied[c] and value == best[c] else "normal",
-                )
+        _write_cells(ax, grid)
         ax.set_xticks(
             range(len(kinds)),
             kind_names,
@@ -560,8 +552,28 @@ def kind_heatmap(rows: list[dict[str, Any]], labels: dict[str, str], metric: str
         for side in ("top", "right", "bottom", "left"):
             ax.spines[side].set_visible(False)
         fig.colorbar(image, ax=ax, label=metric, shrink=0.9, pad=0.02)
-        return Chart(
-            _svg(fig, key, title),
-            f"Mean {metric} over the judged queries of each kind (n below the kind); bold: best in its column.",
-            fig,
-        )
+        note = f"Mean {metric} over the judged queries of each kind (n below the kind); bold: best in its column."
+        return Chart(_svg(fig, key, f"{metric} per system and query kind"), note, fig)
+
+
+def _write_cells(ax: Axes, grid: Any) -> None:
+    """Each cell's value written in it ("-" where the system has no query of the kind), the best of a column in
+    bold when the column's values differ."""
+    import numpy as np
+
+    best = np.nanmax(np.where(np.isnan(grid), -1.0, grid), axis=0)
+    # As in the tables: a column whose values are all equal has no best.
+    varied = [len({value for value in grid[:, c] if not np.isnan(value)}) > 1 for c in range(grid.shape[1])]
+    for r in range(grid.shape[0]):
+        for c in range(grid.shape[1]):
+            value = grid[r, c]
+            ax.text(
+                c,
+                r,
+                "-" if np.isnan(value) else f"{value:.2f}",
+                ha="center",
+                va="center",
+                fontsize=7.5,
+                color="#000000" if np.isnan(value) or value > 0.55 else "#ffffff",
+                fontweight="bold" if varied[c] and value == best[c] else "normal",
+            )

@@ -12,6 +12,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from .wrapping import wrap_name
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -213,8 +215,6 @@ def _key(fig: Figure, points: Sequence[Point]) -> None:
     """Number -> full name under the chart, in as many columns as the figure's width holds; the figure grows by
     the key's height, so the axes keep their size."""
     from matplotlib.lines import Line2D
-
-    from .charts import wrap_name
 
     room = fig.get_figwidth() * 0.95 - 0.5  # inches for an entry's text, beside its marker
     chars = 120

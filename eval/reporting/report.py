@@ -1,14 +1,17 @@
 """Write a comparison: report.json, report.md, a self-contained report.html, TREC runs, per-query TSV.
 
-report.md and report.html are jinja2 templates (``templates/``) over :func:`.report_page.page_data`, which
-formats the report's own numbers once; the HTML charts come from :mod:`.charts` (matplotlib). jinja2 and matplotlib are
-imported only when a report is rendered."""
+report.md and report.html are jinja2 templates (``templates/``) over :func:`.page.page_data`, which formats the
+comparison's own numbers once; the HTML charts come from :mod:`.charts` (matplotlib). Everything is rendered from the
+model (:mod:`.model`), and report.json is the model's ``to_json()``. jinja2 and matplotlib are imported only when a
+report is rendered."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -17,9 +20,11 @@ from ...files.outputs import OutputError, checked_target, only_names, publish_fo
 from ...files.runs import write_trec_run
 from ...files.textio import read_json
 from ...records import RankedDoc
-from ..compare.gate import MAX_BASELINE_BYTES
-from .page import arrow, page_data
+from .model import Comparison, SystemResult, as_comparison
+from .page import arrow as arrow
 from .page import labels as labels
+from .page import page_data
+from .reader import MAX_REPORT_BYTES
 
 #: What compare writes into its output folder (besides runs/*.run); nothing else may be in a folder it replaces.
 REPORT_FILES = ("report.json", "report.md", "report.html", "per_query.tsv")
@@ -47,25 +52,27 @@ def run_file_names(names: list[str]) -> dict[str, str]:
     return out
 
 
-def write_outputs(report: dict[str, Any], runs: dict[str, list[RankedDoc]], output: str | Path) -> Path:
+def write_outputs(report: Comparison | Mapping[str, Any], runs: dict[str, list[RankedDoc]], output: str | Path) -> Path:
     """Write everything into a staging folder and move it into place at the end, so an interruption
     (Ctrl-C) never leaves a half-written report. An existing ``output`` is replaced only when it is a
     report rag-eval wrote (see :func:`report_owned`); anything else is an OutputError and is left as it was."""
+    report = as_comparison(report)
     file_names = run_file_names(list(runs))
     # Recorded so that a later compare into this folder replaces these run files and no other (a user's own
     # run put beside them is refused, not deleted).
     # ``run_file_of`` says which file holds which system's run (names are made safe for files, and two names
     # can become one file name with a suffix): tools need not re-derive it.
-    recorded = {
-        **report,
-        "run_files": sorted(f"{file_name}.run" for file_name in file_names.values()),
-        "run_file_of": {name: f"runs/{file_name}.run" for name, file_name in file_names.items()},
-    }
+    recorded = dataclasses.replace(
+        report,
+        run_files=tuple(sorted(f"{file_name}.run" for file_name in file_names.values())),
+        run_file_of={name: f"runs/{file_name}.run" for name, file_name in file_names.items()},
+    )
     with publish_folder(output, owned=report_owned, what=REPORT_WHAT) as staging:
         (staging / "runs").mkdir()
         for name, file_name in file_names.items():
             write_trec_run(runs[name], staging / "runs" / f"{file_name}.run", file_name)
-        (staging / "report.json").write_text(json.dumps(recorded, ensure_ascii=False, indent=2), encoding="utf-8")
+        text = json.dumps(recorded.to_json(), ensure_ascii=False, indent=2)
+        (staging / "report.json").write_text(text, encoding="utf-8")
         (staging / "report.md").write_text(render_markdown(report), encoding="utf-8")
         (staging / "report.html").write_text(render_html(report), encoding="utf-8")
         (staging / "per_query.tsv").write_text(render_per_query(report), encoding="utf-8")
@@ -92,7 +99,7 @@ def report_owned(path: Path) -> str | None:
     if not any(path.iterdir()):
         return None
     try:
-        data = read_json(path / "report.json", OutputError, max_bytes=MAX_BASELINE_BYTES, label="report.json")
+        data = read_json(path / "report.json", OutputError, max_bytes=MAX_REPORT_BYTES, label="report.json")
     except OutputError as exc:
         return f"it is not a rag-eval report ({exc})"
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith(REPORT_SCHEMA_PREFIX):
@@ -135,12 +142,13 @@ def check_output(output: str | Path) -> Path:
     return path
 
 
-def render_per_query(report: dict[str, Any]) -> str:
+def render_per_query(report: Comparison | Mapping[str, Any]) -> str:
     """``system  query  metric  value`` rows."""
+    report = as_comparison(report)
     lines = ["system\tquery\tmetric\tvalue"]
-    for system, values in report["per_query"].items():
+    for system, values in (report.per_query or {}).items():
         for query_id, metrics in values.items():
-            for metric in report["metrics"]:
+            for metric in report.metrics:
                 lines.append(f"{system}\t{query_id}\t{metric}\t{metrics[metric]:.4f}")
     return "\n".join(lines) + "\n"
 
@@ -197,21 +205,22 @@ def _templates() -> Any:
     return env
 
 
-def render_markdown(report: dict[str, Any]) -> str:
+def render_markdown(report: Comparison | Mapping[str, Any]) -> str:
     """The human page as Markdown: quality, costs, latency, query kinds, significance, gains and losses, gate."""
     return _templates().get_template("report.md").render(page_data(report))
 
 
-def render_html(report: dict[str, Any]) -> str:
+def render_html(report: Comparison | Mapping[str, Any]) -> str:
     """One self-contained page (no script, no external resource): the tables and matplotlib charts as inline SVG."""
     from markupsafe import Markup
 
     from . import charts
 
+    report = as_comparison(report)
     page = page_data(report)
-    rows, label = report["systems"], page["label"]
-    first = report["metrics"][0] if report["metrics"] else None
-    arrows = {m: {row["name"]: arrow(row, m) for row in rows} for m in report["metrics"]}
+    rows, label = report.systems, page["label"]
+    first = report.metrics[0] if report.metrics else None
+    arrows = {m: {row.name: row.arrow(m) for row in rows} for m in report.metrics}
 
     def inline(chart: charts.Chart | None) -> dict[str, Any] | None:
         # matplotlib's SVG writer escaped every label: the SVG text is markup the engine must not escape again.
@@ -220,56 +229,43 @@ def render_html(report: dict[str, Any]) -> str:
     page["charts"] = {
         "which": inline(charts.quality_latency(rows, label, first)) if first else None,
         "bars": [
-            (m, inline(charts.metric_bars(rows, label, m, report["judged_queries"], arrows[m])))
-            for m in report["metrics"]
+            (m, inline(charts.metric_bars(rows, label, m, report.judged_queries or 0, arrows[m])))
+            for m in report.metrics
         ],
-        "recall": inline(charts.recall_curves(rows, label)) if any(row.get("recall_curve") for row in rows) else None,
+        "recall": inline(charts.recall_curves(rows, label)) if any(row.recall_curve for row in rows) else None,
         "latency": inline(charts.search_latency(rows, label)),
         "kinds": inline(charts.kind_heatmap(rows, label, first)) if first else None,
     }
     return _templates().get_template("report.html").render(page)
 
 
-def summary(report: dict[str, Any], output: Path, baseline: Path | None = None) -> dict[str, Any]:
+def summary(report: Comparison | Mapping[str, Any], output: Path, baseline: Path | None = None) -> dict[str, Any]:
     """What ``compare --json`` prints: per system its identity, metrics, arrows and search latency (with its 95%
     intervals), the systems skipped, the gate's counts and every path written."""
-    systems = []
-    for row in report["systems"]:
-        search = row.get("latency_ms", {}).get("search", {})
-        interval = (row.get("latency_ci95_ms") or {}).get("search") or {}
-        systems.append(
-            {
-                "name": row["name"],
-                "tokenizer": row["tokenizer"],
-                "builder": row["builder"],
-                "mode": row["mode"],
-                "engine": (row.get("engine") or {}).get("spec"),
-                "metrics": row["metrics"],
-                "significance": {m: arrow(row, m) for m in report["metrics"]},
-                "search_ms": {"p50": search.get("median"), "p95": search.get("p95")},
-                "search_ms_ci95": {"p50": interval.get("median"), "p95": interval.get("p95")},
-                "qps": row.get("qps"),
-            }
-        )
-    gate = report.get("gate")
+    report = as_comparison(report)
+    gate = report.gate
     return {
         "schema": "rag-eval/compare-summary/1",
         "dataset": {
-            "id": report["dataset"]["id"],
-            "checksum": report["dataset"]["checksum"],
-            "judged_queries": report["judged_queries"],
+            "id": report.dataset.id,
+            "checksum": report.dataset.checksum,
+            "judged_queries": report.judged_queries,
         },
-        "metrics": report["metrics"],
-        "reference": report["reference"],
-        "systems": systems,
-        "skipped": report.get("skipped", []),
+        "metrics": list(report.metrics),
+        "reference": report.reference,
+        "systems": [_summary_row(row, report.metrics) for row in report.systems],
+        "skipped": [item.to_json() for item in report.skipped or ()],
         # Which queries a systems file from tune was evaluated on (its held-back ones on its own data), and why.
-        "tuned_split": report.get("tuned_split"),
+        "tuned_split": None if report.tuned_split is None else report.tuned_split.to_json(),
         "gate": None
         if gate is None
         else {
-            k: gate[k] if k in ("against", "tolerance", "compared") else len(gate[k])
-            for k in ("against", "tolerance", "compared", "regressions", "improvements", "stale")
+            "against": gate.against,
+            "tolerance": gate.tolerance,
+            "compared": gate.compared,
+            "regressions": len(gate.regressions),
+            "improvements": len(gate.improvements),
+            "stale": len(gate.stale),
         },
         "outputs": {
             "folder": str(output),
@@ -277,4 +273,28 @@ def summary(report: dict[str, Any], output: Path, baseline: Path | None = None) 
             "runs": sorted(str(p) for p in (output / "runs").glob("*.run")),
             "baseline": None if baseline is None else str(baseline),
         },
+    }
+
+
+def _summary_row(row: SystemResult, metrics: tuple[str, ...]) -> dict[str, Any]:
+    search = row.search
+    interval = row.search_ci95_ms or {}
+
+    def listed(found: tuple[float, float] | None) -> list[float] | None:
+        return None if found is None else list(found)
+
+    return {
+        "name": row.name,
+        "tokenizer": row.tokenizer,
+        "builder": row.builder,
+        "mode": row.mode,
+        "engine": None if row.engine is None else row.engine.spec,
+        "metrics": dict(row.metrics),
+        "significance": {m: row.arrow(m) for m in metrics},
+        "search_ms": {
+            "p50": None if search is None else search.median,
+            "p95": None if search is None else search.p95,
+        },
+        "search_ms_ci95": {"p50": listed(interval.get("median")), "p95": listed(interval.get("p95"))},
+        "qps": None if row.costs is None else row.costs.qps,
     }

@@ -13,7 +13,8 @@ from ..compare.agreement import ALPHA, FEW_QUERIES, POWER, detectable_difference
 from ..datasets.records import Dataset
 from ..datasets.split_record import TunedSplit, split_block
 from ..metrics.significance import holm, randomization_test
-from .search import TIE_RULE, Trial
+from ..reporting.model import BuildInfo, Costs, LatencySummary, RowLatency, SystemResult
+from .search import TIE_RULE, Measured, Trial
 from .space import Candidate
 
 #: Tied candidates the recommendation names before it says how many more there are.
@@ -24,20 +25,21 @@ def dev_chart(trials: list[Trial], metric: str) -> Any:
     """The dev candidates of the last round: quality against p95, marker area by index size, the front drawn."""
     from ..reporting import charts
 
-    rows: list[dict[str, Any]] = [
-        {
-            "name": t.candidate.name,
-            "metrics": {metric: t.quality},
-            "latency_ms": {"search": {"p95": t.p95_ms}},
-            "build": {"index_bytes": None if t.index_mb is None else t.index_mb * 1e6},
-        }
+    rows = [
+        SystemResult(
+            t.candidate.name,
+            metrics={metric: t.quality},
+            costs=Costs(
+                latency=RowLatency(search=LatencySummary(p95=t.p95_ms)),
+                build=BuildInfo(index_bytes=None if t.index_mb is None else t.index_mb * 1e6),
+            ),
+        )
         for t in trials
         if t.round == 2 and t.p95_ms is not None
     ]
     if not rows:
         return None
-    labels = {str(row["name"]): str(row["name"]) for row in rows}
-    return charts.quality_latency(rows, labels, metric)
+    return charts.quality_latency(rows, {row.name: row.name for row in rows}, metric)
 
 
 def trial_json(trial: Trial) -> dict[str, Any]:
@@ -53,23 +55,23 @@ def trial_json(trial: Trial) -> dict[str, Any]:
 
 
 def held_out_evidence(
-    held: Dataset, rows: dict[str, dict[str, Any]], on_front: list[Trial], singles: list[Trial], metric: str
+    held: Dataset, rows: dict[str, Measured], on_front: list[Trial], singles: list[Trial], metric: str
 ) -> dict[str, Any]:
     """Each front member against the best single tokenizer on the held-back queries."""
     judged = sorted(held.judged())
 
     def values(name: str) -> list[float]:
-        per_query = rows[name].get("_per_query") or {}
+        per_query = rows[name].per_query
         return [per_query.get(q, {}).get(metric, 0.0) for q in judged]
 
-    best_single = max(singles, key=lambda t: rows[t.candidate.name]["metrics"][metric])
+    def quality(trial: Trial) -> float:
+        return rows[trial.candidate.name].row.metrics[metric]
+
+    best_single = max(singles, key=quality)
     base = values(best_single.candidate.name)
     # The pair the detectable difference is measured on: the recommendation and the best single tokenizer, or,
     # when the recommendation is that tokenizer, the next best single one.
-    rivals = sorted(
-        (t for t in singles if t.candidate.name != on_front[0].candidate.name),
-        key=lambda t: -rows[t.candidate.name]["metrics"][metric],
-    )
+    rivals = sorted((t for t in singles if t.candidate.name != on_front[0].candidate.name), key=lambda t: -quality(t))
     pair = (on_front[0].candidate.name, rivals[0].candidate.name) if rivals else None
     detectable = None
     if pair is not None:
@@ -77,30 +79,28 @@ def held_out_evidence(
         detectable = detectable_difference([a - b for a, b in zip(first, second, strict=True)])
     members = [t for t in on_front if t.candidate.name != best_single.candidate.name]
     p_values = [randomization_test(values(t.candidate.name), base) for t in members]
-    adjusted = holm(p_values)
     out = []
-    for trial, p, p_holm in zip(members, p_values, adjusted, strict=True):
-        row = rows[trial.candidate.name]
+    for trial, p, p_holm in zip(members, p_values, holm(p_values), strict=True):
+        row = rows[trial.candidate.name].row
         out.append(
             {
                 "candidate": trial.candidate.name,
-                metric: row["metrics"][metric],
+                metric: row.metrics[metric],
                 # From the per-query values, as compare computes it: the difference of two rounded means can be
                 # 0.0001 off (+0.0322 where compare, on the same queries, said +0.0323).
                 "delta": round(float(np.mean(values(trial.candidate.name)) - np.mean(base)) if judged else 0.0, 4),
                 "p": round(p, 5),
                 "p_holm": round(p_holm, 5),
-                "p95_ms": (row.get("latency_ms") or {}).get("search", {}).get("p95"),
-                "index_mb": round(((row.get("build") or {}).get("index_bytes") or 0) / 1e6, 3),
+                "p95_ms": None if row.search is None else row.search.p95,
+                "index_mb": round((row.index_bytes or 0) / 1e6, 3),
             }
         )
-    single_rows = {t.candidate.name: rows[t.candidate.name]["metrics"][metric] for t in singles}
     return {
         "queries": len(held.queries),
         "judged_queries": len(judged),
         "best_single": best_single.candidate.name,
-        "best_single_quality": rows[best_single.candidate.name]["metrics"][metric],
-        "singles": single_rows,
+        "best_single_quality": quality(best_single),
+        "singles": {t.candidate.name: quality(t) for t in singles},
         "front": out,
         "detectable_difference": None
         if detectable is None or pair is None
@@ -139,53 +139,10 @@ def _paragraph(
     evidence on the held-back queries (or another set's), which does not change the choice, even where another
     front member did better there."""
     name = best.candidate.name
-    chosen = f"Chosen on the {dev[0]} dev queries ({dev[1]} judged)" if dev is not None else "Chosen on the dev queries"
-    chosen += f": {name}, the best by {metric} there ({best.quality:.4f})"
-    if tied:
-        names = [t.candidate.name for t in tied]
-        listed = ", ".join(names[:TIED_NAMED]) + (
-            f" and {len(names) - TIED_NAMED} more" if len(names) > TIED_NAMED else ""
-        )
-        chosen += f", tied with {listed} (of tied candidates tune takes {TIE_RULE})"
-    chosen += f", at {best.p95_ms:.2f} ms p95 search latency and {best.index_mb:.1f} MB."
-    single = test["best_single"]
-    where = f"the {test['queries']} {queries} ({test['judged_queries']} judged)"
     found = next((item for item in test["front"] if item["candidate"] == name), None)
-    if found is None:  # the recommendation is itself the best single tokenizer on the held-back queries
-        quality = test["best_single_quality"]
-        evidence = f"Evidence on {where}: {metric} {quality:.4f}, the best single strategy there too."
-    else:
-        quality = found[metric]
-        significant = found["p"] < 0.05
-        verdict = (
-            "significantly better"
-            if significant and found["delta"] > 0
-            else "significantly worse"
-            if significant
-            else "not significantly different"
-        )
-        # The pick was fixed on dev before these queries were read: its comparison with the best single is one
-        # planned test (the p compare gives for the same two systems on the same queries), not one of the front's.
-        evidence = (
-            f"Evidence on {where}: {metric} {quality:.4f} against {test['best_single_quality']:.4f} for the best "
-            f"single strategy {single} ({found['delta']:+.4f}), {verdict} (p = {found['p']:.4f})."
-        )
-    better = sorted(
-        (item for item in test["front"] if item["candidate"] != name and item[metric] > quality),
-        key=lambda item: -item[metric],
-    )
-    beaten = ""
-    if better:
-        top = better[0]
-        more = f" (and {len(better) - 1} more front member{'s' if len(better) > 2 else ''})" if len(better) > 1 else ""
-        costs = f", at {_ms(top['p95_ms'])} p95 and {top['index_mb']:.1f} MB"
-        if found is not None:
-            costs += f" (the pick: {_ms(found['p95_ms'])} and {found['index_mb']:.1f} MB)"
-        beaten = (
-            f" On these queries {top['candidate']}{more} did better than the pick: {metric} {top[metric]:.4f}{costs}. "
-            f"The pick stays the dev choice: the {queries} are its evidence, and choosing again on them would leave "
-            "none unseen."
-        )
+    # None: the recommendation is itself the best single tokenizer on the held-back queries
+    quality = test["best_single_quality"] if found is None else found[metric]
+    beaten = _beaten(name, test, metric, queries, quality, found)
     faster = sorted((t for t in on_front if (t.p95_ms or 0) < (best.p95_ms or 0)), key=lambda t: t.p95_ms or 0)
     alternative = (
         f" If latency matters more: {faster[0].candidate.name} ({faster[0].p95_ms:.2f} ms p95, "
@@ -193,7 +150,64 @@ def _paragraph(
         if faster
         else ""
     )
-    return f"{chosen} {evidence}{beaten}{alternative}"
+    chosen = _chosen(best, metric, tied, dev)
+    return f"{chosen} {_evidence(test, metric, queries, found)}{beaten}{alternative}"
+
+
+def _chosen(best: Trial, metric: str, tied: list[Trial] | None, dev: tuple[int, int] | None) -> str:
+    """What the pick was chosen on: the dev queries, its quality and costs there, and the candidates it tied."""
+    chosen = f"Chosen on the {dev[0]} dev queries ({dev[1]} judged)" if dev is not None else "Chosen on the dev queries"
+    chosen += f": {best.candidate.name}, the best by {metric} there ({best.quality:.4f})"
+    if tied:
+        names = [t.candidate.name for t in tied]
+        listed = ", ".join(names[:TIED_NAMED]) + (
+            f" and {len(names) - TIED_NAMED} more" if len(names) > TIED_NAMED else ""
+        )
+        chosen += f", tied with {listed} (of tied candidates tune takes {TIE_RULE})"
+    return chosen + f", at {best.p95_ms:.2f} ms p95 search latency and {best.index_mb:.1f} MB."
+
+
+def _evidence(test: dict[str, Any], metric: str, queries: str, found: dict[str, Any] | None) -> str:
+    """The evidence on the held-back queries: the pick against the best single strategy, on its own test."""
+    where = f"the {test['queries']} {queries} ({test['judged_queries']} judged)"
+    if found is None:
+        return f"Evidence on {where}: {metric} {test['best_single_quality']:.4f}, the best single strategy there too."
+    significant = found["p"] < 0.05
+    verdict = (
+        "significantly better"
+        if significant and found["delta"] > 0
+        else "significantly worse"
+        if significant
+        else "not significantly different"
+    )
+    # The pick was fixed on dev before these queries were read: its comparison with the best single is one
+    # planned test (the p compare gives for the same two systems on the same queries), not one of the front's.
+    return (
+        f"Evidence on {where}: {metric} {found[metric]:.4f} against {test['best_single_quality']:.4f} for the best "
+        f"single strategy {test['best_single']} ({found['delta']:+.4f}), {verdict} (p = {found['p']:.4f})."
+    )
+
+
+def _beaten(
+    name: str, test: dict[str, Any], metric: str, queries: str, quality: float, found: dict[str, Any] | None
+) -> str:
+    """The front member that did better than the pick on the held-back queries, and why the pick stays."""
+    better = sorted(
+        (item for item in test["front"] if item["candidate"] != name and item[metric] > quality),
+        key=lambda item: -item[metric],
+    )
+    if not better:
+        return ""
+    top = better[0]
+    more = f" (and {len(better) - 1} more front member{'s' if len(better) > 2 else ''})" if len(better) > 1 else ""
+    costs = f", at {_ms(top['p95_ms'])} p95 and {top['index_mb']:.1f} MB"
+    if found is not None:
+        costs += f" (the pick: {_ms(found['p95_ms'])} and {found['index_mb']:.1f} MB)"
+    return (
+        f" On these queries {top['candidate']}{more} did better than the pick: {metric} {top[metric]:.4f}{costs}. "
+        f"The pick stays the dev choice: the {queries} are its evidence, and choosing again on them would leave "
+        "none unseen."
+    )
 
 
 def _cell(name: str) -> str:

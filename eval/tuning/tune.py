@@ -114,6 +114,66 @@ def tune(
     read = [read_from(source) for source in (dataset_ref, eval_on) if source is not None]
     refuse_inside_source(output, read, what="tune folder")
     space = load_space(space_file)
+    pool = _checked_pool(space, space_file)
+    started, started_in = time.perf_counter(), environment()
+    with publish_folder(output, owned=tune_owned, what="tune folder") as staging, remembering_tokens():
+        parts = _parts(dataset_ref, dev_fraction, eval_on)
+        found = search_space(
+            parts.dev,
+            pool,
+            budget=budget,
+            metric=metric,
+            max_p95_ms=max_p95_ms,
+            max_index_mb=max_index_mb,
+            progress=progress,
+        )
+        held = _held_back(parts, found, metric, progress)
+        report = {
+            "schema": SCHEMA,
+            "environment": started_in,
+            "dataset": {"id": parts.data.id, "checksum": parts.data.checksum()},
+            "evaluated_on": held.dataset.id,
+            "left_out_dev_queries": len(parts.asked_again),
+            "split": _split_json(parts, dev_fraction),
+            "metric": metric,
+            "space": space,
+            "space_size": len(pool),
+            "budget": budget,
+            "constraints": {"max_p95_ms": max_p95_ms, "max_index_mb": max_index_mb},
+            **_decision_json(found, held),
+            "seconds": round(time.perf_counter() - started, 1),
+            "phase_seconds": {**found.seconds, "test": held.seconds},
+        }
+        _write_tune(staging, report, found, parts, dev_fraction)
+    return TuneResult(report, Path(output), found.front[0].candidate, held.paragraph, found.trials)
+
+
+def _split_json(parts: _Parts, dev_fraction: float) -> dict[str, Any]:
+    return {
+        "salt": SALT,
+        "dev_fraction": dev_fraction,
+        "dev_queries": len(parts.dev_ids),
+        "test_queries": len(parts.test_ids),
+        "rule": "sha256(salt, NUL, query id) < dev fraction: dev",
+    }
+
+
+def _decision_json(found: Search, held: _HeldBack) -> dict[str, Any]:
+    """tune.json's trials, front, recommendation, ties, held-back evidence, paragraph and warning."""
+    return {
+        "trials": [trial_json(t) for t in found.trials],
+        "front": [t.candidate.name for t in found.front],
+        "recommendation": found.front[0].candidate.name,
+        "tied_on_dev": [t.candidate.name for t in found.tied],
+        "tie_rule": TIE_RULE,
+        "test": held.evidence,
+        "paragraph": held.paragraph,
+        "warning": held.warning,
+    }
+
+
+def _checked_pool(space: dict[str, Any], space_file: Path | None) -> list[Candidate]:
+    """The space's candidates, refused without a plain single tokenizer (the recommendation's baseline)."""
     pool = candidates(space)
     if not any(candidate.single for candidate in pool):
         # Step 5 tests the recommendation against the best plain single tokenizer: without one it has no baseline.
@@ -123,97 +183,100 @@ def tune(
             "recommendation is tested against",
             hint='list a tokenizer that is not a hybrid, with "" in processing (and the default engine in engines)',
         )
-    started, started_in = time.perf_counter(), environment()
-    with publish_folder(output, owned=tune_owned, what="tune folder") as staging, remembering_tokens():
-        data = load_dataset(dataset_ref)
-        dev_ids, test_ids = split_ids(list(data.queries), dev_fraction)
-        dev = subset(data, dev_ids, "dev")
-        if not _relevant(dev):
-            raise RagEvalError(f"{dev.id}: no {WITH_RELEVANT} falls in the dev part", hint="raise --split")
-        if eval_on is None and not _relevant(subset(data, test_ids, "test")):
-            # Checked before the search, not after it: whether there is a held-back part at all, nothing it holds.
-            raise RagEvalError(f"{data.id}[test]: no {WITH_RELEVANT} falls in the test part", hint="lower --split")
-        other = load_dataset(eval_on) if eval_on else None
-        asked_again: list[str] = []
-        unseen: Dataset | None = None
-        if other is not None:
-            # Before the search, only which of its questions the dev part asks too, and whether any judged one is
-            # left: those are left out, so that the figures come from questions the choice never saw.
-            asked_again = reused_dev_queries(dev, other)
-            left_out = set(asked_again)
-            unseen = subset(other, [q for q in other.queries if q not in left_out], "unseen") if left_out else other
-            if not _relevant(unseen):
-                raise RagEvalError(
-                    f"{eval_on}: every {WITH_RELEVANT} of {other.id} asks a dev query tune chooses on again "
-                    f"({len(asked_again)} of them, e.g. {asked_again[0]!r}), so none of it is unseen"
-                    if asked_again
-                    else f"{eval_on}: {other.id} has no {WITH_RELEVANT}",
-                    hint="leave out --eval-on to test on the held-back part, or give a set with other questions",
-                )
-        found = search_space(
-            dev, pool, budget=budget, metric=metric, max_p95_ms=max_p95_ms, max_index_mb=max_index_mb, progress=progress
+    return pool
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """The data split for tuning: the dev part and the test ids, or another dataset's unseen questions."""
+
+    data: Dataset
+    dev_ids: list[str]
+    test_ids: list[str]
+    dev: Dataset
+    #: ``--eval-on``'s dataset, the ids of its questions that ask a dev query again, and the rest.
+    other: Dataset | None = None
+    asked_again: list[str] = field(default_factory=list)
+    unseen: Dataset | None = None
+
+
+def _parts(dataset_ref: str, dev_fraction: float, eval_on: str | None) -> _Parts:
+    """Split the data, and check before the search that each part it needs has a judged relevant document."""
+    data = load_dataset(dataset_ref)
+    dev_ids, test_ids = split_ids(list(data.queries), dev_fraction)
+    dev = subset(data, dev_ids, "dev")
+    if not _relevant(dev):
+        raise RagEvalError(f"{dev.id}: no {WITH_RELEVANT} falls in the dev part", hint="raise --split")
+    if eval_on is None and not _relevant(subset(data, test_ids, "test")):
+        # Checked before the search, not after it: whether there is a held-back part at all, nothing it holds.
+        raise RagEvalError(f"{data.id}[test]: no {WITH_RELEVANT} falls in the test part", hint="lower --split")
+    if not eval_on:
+        return _Parts(data, dev_ids, test_ids, dev)
+    other = load_dataset(eval_on)
+    # Before the search, only which of its questions the dev part asks too, and whether any judged one is
+    # left: those are left out, so that the figures come from questions the choice never saw.
+    asked_again = reused_dev_queries(dev, other)
+    left_out = set(asked_again)
+    unseen = subset(other, [q for q in other.queries if q not in left_out], "unseen") if left_out else other
+    if not _relevant(unseen):
+        raise RagEvalError(
+            f"{eval_on}: every {WITH_RELEVANT} of {other.id} asks a dev query tune chooses on again "
+            f"({len(asked_again)} of them, e.g. {asked_again[0]!r}), so none of it is unseen"
+            if asked_again
+            else f"{eval_on}: {other.id} has no {WITH_RELEVANT}",
+            hint="leave out --eval-on to test on the held-back part, or give a set with other questions",
         )
-        trials, on_front = found.trials, found.front
-        best = on_front[0]
-        # Held back until now: the test part (or another dataset) and its judgements.
-        held = subset(data, test_ids, PART) if unseen is None else unseen  # named as compare names it
-        singles = [t for t in trials if t.candidate.single and t.round == 2]
-        evaluated = list({t.candidate.name: t.candidate for t in on_front + singles}.values())
-        clock = time.perf_counter()
-        test_rows = _evaluate(held, evaluated, metric, progress, 3)
-        phases = {**found.seconds, "test": round(time.perf_counter() - clock, 1)}
-        test_report = held_out_evidence(held, test_rows, on_front, singles, metric)
-        queries = "held-back queries" if eval_on is None else f"queries of {held.id}"
-        dev_counts = (len(dev.queries), len(dev.judged()))
-        paragraph = _paragraph(best, test_report, metric, on_front, queries, found.tied, dev_counts)
-        warning = few_queries_warning(len(dev.judged()), test_report, metric, queries)
-        if other is not None and asked_again:
-            note = (
-                f"{len(asked_again)} of the {len(other.queries)} queries of {other.id} ask a dev query tune chose on "
-                f"again (the same text, e.g. {asked_again[0]}): they were left out, and the figures come from its "
-                f"other {len(held.queries)}"
-            )
-            warning = f"{note}; {warning}" if warning else note
-        report = {
-            "schema": SCHEMA,
-            "environment": started_in,
-            "dataset": {"id": data.id, "checksum": data.checksum()},
-            "evaluated_on": held.id,
-            "left_out_dev_queries": len(asked_again),
-            "split": {
-                "salt": SALT,
-                "dev_fraction": dev_fraction,
-                "dev_queries": len(dev_ids),
-                "test_queries": len(test_ids),
-                "rule": "sha256(salt, NUL, query id) < dev fraction: dev",
-            },
-            "metric": metric,
-            "space": space,
-            "space_size": len(pool),
-            "budget": budget,
-            "constraints": {"max_p95_ms": max_p95_ms, "max_index_mb": max_index_mb},
-            "trials": [trial_json(t) for t in trials],
-            "front": [t.candidate.name for t in on_front],
-            "recommendation": best.candidate.name,
-            "tied_on_dev": [t.candidate.name for t in found.tied],
-            "tie_rule": TIE_RULE,
-            "test": test_report,
-            "paragraph": paragraph,
-            "warning": warning,
-            "seconds": round(time.perf_counter() - started, 1),
-            "phase_seconds": phases,
-        }
-        chart = dev_chart(trials, metric)
-        if chart is not None:
-            (staging / "pareto.svg").write_text(chart.svg, encoding="utf-8")
-            report["chart"] = {"file": "pareto.svg", "note": chart.note}
-        (staging / "tune.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        chosen_on = tuned_split(data, dev_ids, test_ids, dev_fraction, SALT)  # compare evaluates the rest by default
-        (staging / "recommendation.toml").write_text(
-            recommendation_toml(best.candidate, paragraph, chosen_on), encoding="utf-8"
+    return _Parts(data, dev_ids, test_ids, dev, other, asked_again, unseen)
+
+
+@dataclass(frozen=True)
+class _HeldBack:
+    """What the held-back queries (or another set's) showed: the evidence, the paragraph, the warning, the time."""
+
+    dataset: Dataset
+    evidence: dict[str, Any]
+    paragraph: str
+    warning: str | None
+    seconds: float
+
+
+def _held_back(parts: _Parts, found: Search, metric: str, progress: TuneProgress | None) -> _HeldBack:
+    """The front and every single tokenizer run once on the queries held back until now, and what they show."""
+    trials, on_front = found.trials, found.front
+    held = subset(parts.data, parts.test_ids, PART) if parts.unseen is None else parts.unseen  # as compare names it
+    singles = [t for t in trials if t.candidate.single and t.round == 2]
+    evaluated = list({t.candidate.name: t.candidate for t in on_front + singles}.values())
+    clock = time.perf_counter()
+    test_rows = _evaluate(held, evaluated, metric, progress, 3)
+    seconds = round(time.perf_counter() - clock, 1)
+    evidence = held_out_evidence(held, test_rows, on_front, singles, metric)
+    queries = "held-back queries" if parts.other is None else f"queries of {held.id}"
+    dev_counts = (len(parts.dev.queries), len(parts.dev.judged()))
+    paragraph = _paragraph(on_front[0], evidence, metric, on_front, queries, found.tied, dev_counts)
+    warning = few_queries_warning(len(parts.dev.judged()), evidence, metric, queries)
+    if parts.other is not None and parts.asked_again:
+        note = (
+            f"{len(parts.asked_again)} of the {len(parts.other.queries)} queries of {parts.other.id} ask a dev query "
+            f"tune chose on again (the same text, e.g. {parts.asked_again[0]}): they were left out, and the figures "
+            f"come from its other {len(held.queries)}"
         )
-        (staging / "report.md").write_text(render_tune(report), encoding="utf-8")
-    return TuneResult(report, Path(output), best.candidate, paragraph, trials)
+        warning = f"{note}; {warning}" if warning else note
+    return _HeldBack(held, evidence, paragraph, warning, seconds)
+
+
+def _write_tune(staging: Path, report: dict[str, Any], found: Search, parts: _Parts, dev_fraction: float) -> None:
+    """pareto.svg (when the dev candidates have latencies), tune.json, recommendation.toml and report.md."""
+    chart = dev_chart(found.trials, report["metric"])
+    if chart is not None:
+        (staging / "pareto.svg").write_text(chart.svg, encoding="utf-8")
+        report["chart"] = {"file": "pareto.svg", "note": chart.note}
+    (staging / "tune.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    # compare evaluates the rest by default
+    chosen_on = tuned_split(parts.data, parts.dev_ids, parts.test_ids, dev_fraction, SALT)
+    (staging / "recommendation.toml").write_text(
+        recommendation_toml(found.front[0].candidate, report["paragraph"], chosen_on), encoding="utf-8"
+    )
+    (staging / "report.md").write_text(render_tune(report), encoding="utf-8")
 
 
 def reused_dev_queries(dev: Dataset, held: Dataset) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,10 @@ from .progress import Bars
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
+
+    from ..eval.compare.compare import CompareResult
+    from ..eval.compare.systems import OutsideRun
+    from ..eval.reporting.model import Comparison
 
 
 @cli.command("compare")
@@ -44,7 +49,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--queries",
-    "questions",
+    "queries",
     type=click.Path(path_type=Path),
     help="Questions, one per line (or queries.jsonl): DATASET is then a knowledge base (a Markdown folder, a "
     "lines corpus with manifest.json, a corpus.jsonl, or a shipped id), its builder inferred (or -b), and "
@@ -52,7 +57,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--qrels",
-    "judgments",
+    "qrels",
     type=click.Path(path_type=Path),
     help="Judgments (TREC or BEIR qrels, e.g. from rag-eval judge) for the questions; unjudged passages count "
     "as not relevant and Judged@10 says how many there were.",
@@ -118,7 +123,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--fuse",
-    "fusions",
+    "fuse",
     multiple=True,
     metavar="SPEC",
     type=TEXT,
@@ -138,7 +143,7 @@ if TYPE_CHECKING:
 @click.option("--no-text", is_flag=True, help="Print and write query ids only, never query text.")
 @click.option(
     "--against",
-    "baseline_file",
+    "against",
     type=click.Path(path_type=Path),
     help="A previous report.json or baseline: print regressions, improvements and stale systems.",
 )
@@ -177,28 +182,7 @@ if TYPE_CHECKING:
     "replaces only a report folder rag-eval wrote.",
 )
 def compare_cmd(
-    dataset: str,
-    tokenizers: tuple[str, ...],
-    builder_spec: str | None,
-    questions: Path | None,
-    judgments: Path | None,
-    mode: str | None,
-    metrics: tuple[str, ...],
-    reference: str | None,
-    systems_file: Path | None,
-    all_queries: bool,
-    outside_runs: tuple[str, ...],
-    processing: str | None,
-    engines: tuple[str, ...],
-    fusions: tuple[str, ...],
-    repeat: int,
-    no_text: bool,
-    baseline_file: Path | None,
-    fail_on_regression: bool,
-    tolerance: float,
-    write_baseline: str | None,
-    as_json: bool,
-    output: Path,
+    as_json: bool, fail_on_regression: bool, outside_runs: tuple[str, ...], builder_spec: str | None, **fields: Any
 ) -> None:
     """Build one index per system, run every query, and compare quality (when judged), latency and cost.
 
@@ -217,42 +201,39 @@ def compare_cmd(
       rag-eval compare ../my-notes --queries questions.txt -o out/notes
       rag-eval compare ../my-notes --queries questions.txt --qrels judged.qrels -o out/notes
     """
-    from ..eval.compare.compare import OutsideRun, run_compare
-    from ..eval.reporting.report import summary
+    from ..eval.compare.compare import CompareRequest, run_compare
 
-    if fail_on_regression and baseline_file is None:
+    if fail_on_regression and fields["against"] is None:
         raise click.UsageError("--fail-on-regression needs --against FILE")
+    # Every other option is a field of the request, by the same name.
+    request = CompareRequest(outside=_outside_runs(outside_runs), builder=builder_spec, **fields)
+    with Bars() as bars:
+        result = run_compare(
+            request, progress=lambda system, phase, done, total: bars(f"{system[:40]} {phase}", done, total)
+        )
+    _print_result(result, as_json=as_json, fail_on_regression=fail_on_regression, baseline_file=request.against)
+
+
+def _outside_runs(items: tuple[str, ...]) -> tuple[OutsideRun, ...]:
+    """``--run NAME=FILE`` values as outside runs."""
+    from ..eval.compare.systems import OutsideRun
+
     outside = []
-    for item in outside_runs:
+    for item in items:
         name, eq, file = item.partition("=")
         if not eq or not name or not file:
             raise click.BadParameter(f"expected NAME=FILE, got {item!r}", param_hint="--run")
         outside.append(OutsideRun(name, Path(file)))
-    with Bars() as bars:
-        progress = lambda system, phase, done, total: bars(f"{system[:40]} {phase}", done, total)  # noqa: E731
-        result = run_compare(
-            dataset,
-            output=output,
-            tokenizers=tokenizers,
-            builder=builder_spec,
-            mode=mode,
-            systems_file=systems_file,
-            metrics=metrics,
-            reference=reference,
-            outside=outside,
-            no_text=no_text,
-            against=baseline_file,
-            tolerance=tolerance,
-            write_baseline=write_baseline,
-            processing=processing,
-            engines=engines,
-            progress=progress,
-            fuse=fusions,
-            queries=questions,
-            qrels=judgments,
-            repeat=repeat,
-            all_queries=all_queries,
-        )
+    return tuple(outside)
+
+
+def _print_result(
+    result: CompareResult, *, as_json: bool, fail_on_regression: bool, baseline_file: str | Path | None
+) -> None:
+    """The table (or the JSON summary) on stdout; what was written and the gate's findings on stderr; the gate's
+    failure raised with --fail-on-regression."""
+    from ..eval.reporting.report import summary
+
     report, gate = result.report, result.gate
     if as_json:
         click.echo(json.dumps(summary(report, result.output, result.baseline_written), ensure_ascii=False, indent=2))
@@ -266,18 +247,20 @@ def compare_cmd(
     )
     if result.baseline_written is not None:
         click.echo(f"wrote baseline {result.baseline_written}", err=True)
-    if gate is not None:
-        for line in gate.lines():
-            click.echo(line, err=True)
-        click.echo(
-            f"gate: {counted(gate.compared, 'system')} compared with {baseline_file}: "
-            f"{counted(len(gate.regressions), 'regression')}, {counted(len(gate.improvements), 'improvement')}, "
-            f"{len(gate.stale)} stale",
-            err=True,
-        )
-        failure = gate.failure(str(baseline_file), report["gate"]["tolerance"]) if fail_on_regression else None
-        if failure is not None:
-            raise failure
+    if gate is None:
+        return
+    for line in gate.lines():
+        click.echo(line, err=True)
+    click.echo(
+        f"gate: {counted(gate.compared, 'system')} compared with {baseline_file}: "
+        f"{counted(len(gate.regressions), 'regression')}, {counted(len(gate.improvements), 'improvement')}, "
+        f"{len(gate.stale)} stale",
+        err=True,
+    )
+    tolerance = report.gate.tolerance if report.gate is not None else 0.0
+    failure = gate.failure(str(baseline_file), tolerance) if fail_on_regression else None
+    if failure is not None:
+        raise failure
 
 
 def _console() -> Console:
@@ -287,90 +270,93 @@ def _console() -> Console:
     return Console(width=None if sys.stdout.isatty() else 160)
 
 
-def print_comparison(report: dict[str, Any], console: Console) -> None:
+def print_comparison(report: Comparison | Mapping[str, Any], console: Console) -> None:
     """The quality table, fitted to the console's width without losing a value or an arrow.
 
     Columns that do not fit are moved to a further table with the system names repeated, rather than
     cut (rich would end a squeezed ``0.3930↓`` as ``0.39…``); the systems left out follow the table.
     """
-    from ..eval.metrics.measures import is_quality
-    from ..eval.reporting.report import arrow, labels
+    from ..eval.reporting.model import as_comparison
+    from ..eval.reporting.page import labels
 
-    metrics = report["metrics"]
-    rows = report["systems"]
+    report = as_comparison(report)
     # With one builder and mode for every system, the tokenizer alone names a row (fused and outside: their own).
     short, shared = labels(report)
-    label = lambda row: short[row["name"]]  # noqa: E731
+    console.print(_header(report, short, shared), highlight=False, markup=False)  # an id is not rich markup
+    tuned = report.tuned_split
+    for key, said in (("note", tuned and tuned.note), ("warning", tuned and tuned.warning)):
+        if said:  # which queries a tune recommendation is evaluated on, under the header
+            console.print(f"{key}: {said}", highlight=False, markup=False)
+    for group in _fit([short[row.name] for row in report.systems], _columns(report), console):
+        console.print(group)
+    for line in _after_table(report, short):
+        console.print(line, highlight=False, markup=False)
+
+
+def _header(report: Comparison, short: dict[str, str], shared: tuple[str, str] | None) -> str:
+    """The line above the table: the dataset, judged queries or questions, the shared setting, the reference and
+    the legend, the passages with their unit."""
     setting = f"builder {shared[0]}, mode {shared[1]}; " if shared else ""
-    synthetic = " (synthetic queries)" if report["dataset"].get("synthetic") else ""
+    dataset = report.dataset
+    synthetic = " (synthetic queries)" if dataset.synthetic else ""
     # The passages with their unit: an index of the same folder counts chunks, which split long sections.
-    units = report["dataset"].get("units")
-    passages = f"{counted(report['dataset']['stats']['passages'], 'passage')}" + (f" ({units})" if units else "")
-    if metrics:
-        # The arrows' legend only when a system was tested against the reference (not with one system).
-        tested = any(row.get("significance") for row in rows)
-        arrows = ", ↑/↓ = significantly better/worse (Holm p < 0.05)" if tested else ""
-        console.print(
-            f"{report['dataset']['id']}{synthetic}: {report['judged_queries']} judged queries; {setting}reference "
-            f"{short.get(report['reference'], report['reference'] or '')}; bold = best{arrows}; {passages}",
-            highlight=False,
-            markup=False,  # a dataset id such as handbook[held-back] is not rich markup
+    passages = counted((dataset.stats.passages if dataset.stats else None) or 0, "passage")
+    passages += f" ({dataset.units})" if dataset.units else ""
+    if not report.metrics:
+        return (
+            f"{dataset.id}{synthetic}: {report.questions or 0} questions, not judged: quality not "
+            f"measured; {setting}{passages}"
         )
-    else:
-        console.print(
-            f"{report['dataset']['id']}{synthetic}: {report.get('questions', 0)} questions, not judged: quality not "
-            f"measured; {setting}{passages}",
-            highlight=False,
-            markup=False,
-        )
-    tuned = report.get("tuned_split") or {}
-    for key in ("note", "warning"):  # which queries a tune recommendation is evaluated on, under the header
-        if tuned.get(key):
-            console.print(f"{key}: {tuned[key]}", highlight=False, markup=False)
+    # The arrows' legend only when a system was tested against the reference (not with one system).
+    tested = any(row.significance for row in report.systems)
+    arrows = ", ↑/↓ = significantly better/worse (Holm p < 0.05)" if tested else ""
+    reference = short.get(report.reference, report.reference) if report.reference else ""
+    return (
+        f"{dataset.id}{synthetic}: {report.judged_queries} judged queries; {setting}reference "
+        f"{reference}; bold = best{arrows}; {passages}"
+    )
+
+
+def _columns(report: Comparison) -> list[tuple[str, list[str]]]:
+    """The table's columns: each metric (best bold, arrows), p50, QPS, zero hits, Judged@10, false hits."""
+    from ..eval.metrics.measures import is_quality
+
+    rows = report.systems
     # Only a quality measure has a best value: the most documents retrieved (NumRet) is not the best.
-    best = {m: max(row["metrics"][m] for row in rows) for m in metrics if is_quality(m)}
+    best = {m: max(row.metrics[m] for row in rows) for m in report.metrics if is_quality(m)}
     columns: list[tuple[str, list[str]]] = []
-    for metric in metrics:
+    for metric in report.metrics:
         cells = []
         for row in rows:
-            text = f"{row['metrics'][metric]:.4f}{arrow(row, metric)}"
-            cells.append(f"[bold green]{text}[/]" if row["metrics"][metric] == best.get(metric) else text)
+            text = f"{row.metrics[metric]:.4f}{row.arrow(metric)}"
+            cells.append(f"[bold green]{text}[/]" if row.metrics[metric] == best.get(metric) else text)
         columns.append((metric, cells))
-    latency = [row.get("latency_ms", {}).get("search", {}).get("median") for row in rows]
-    if any(value is not None for value in latency):
-        columns.append(("p50 ms", ["-" if value is None else f"{value:.3f}" for value in latency]))
-    qps = [row.get("qps") for row in rows]
-    if any(value is not None for value in qps):
-        columns.append(("QPS", ["-" if value is None else f"{value:.0f}" for value in qps]))
-    for key, header, digits in (("zero_hit_rate", "zero hits", 3), ("judged@10", "Judged@10", 3)):
-        values = [row.get(key) for row in rows]
+    optional = (
+        ("p50 ms", [None if row.search is None else row.search.median for row in rows], 3),
+        ("QPS", [None if row.costs is None else row.costs.qps for row in rows], 0),
+        ("zero hits", [row.zero_hit_rate for row in rows], 3),
+        ("Judged@10", [row.judged.share if row.judged and row.judged.depth == 10 else None for row in rows], 3),
+        ("false hits", [None if row.costs is None else row.costs.no_answer_false_hit_rate for row in rows], 2),
+    )
+    for header, values, digits in optional:
         if any(value is not None for value in values):
             columns.append((header, ["-" if value is None else f"{value:.{digits}f}" for value in values]))
-    false_hits = [row.get("no_answer_false_hit_rate") for row in rows]
-    if any(value is not None for value in false_hits):
-        columns.append(("false hits", ["-" if value is None else f"{value:.2f}" for value in false_hits]))
-    names = [label(row) for row in rows]
-    for group in _fit(names, columns, console):
-        console.print(group)
-    without_labels = report.get("without_labels") or {}
-    if without_labels.get("overlap"):
-        pairs = sorted(without_labels["overlap"], key=lambda pair: pair["jaccard@10"] or 0)
-        console.print(
+    return columns
+
+
+def _after_table(report: Comparison, short: dict[str, str]) -> list[str]:
+    """The lines under the table: the overlap of the tops, the few-queries warning, the systems skipped."""
+    lines = []
+    section = report.without_labels
+    if section is not None and section.overlap:
+        pairs = sorted(section.overlap, key=lambda pair: pair.jaccard or 0)
+        lines.append(
             "overlap of the top 10 (Jaccard): "
-            + ", ".join(
-                f"{short.get(p['a'], p['a'])} ~ {short.get(p['b'], p['b'])} {p['jaccard@10']:.2f}" for p in pairs
-            ),
-            highlight=False,
-            markup=False,
+            + ", ".join(f"{short.get(p.a, p.a)} ~ {short.get(p.b, p.b)} {p.jaccard:.2f}" for p in pairs)
         )
-    if without_labels.get("warning"):
-        console.print(f"warning: {without_labels['warning']}", highlight=False, markup=False)
-    for item in report.get("skipped", []):
-        console.print(
-            f"{item['tokenizer']}: skipped, {item['reason']}" + (f"; {item['hint']}" if item.get("hint") else ""),
-            highlight=False,
-            markup=False,
-        )
+    if section is not None and section.warning:
+        lines.append(f"warning: {section.warning}")
+    return lines + [item.line() for item in report.skipped or ()]
 
 
 def _table(names: list[str], columns: list[tuple[str, list[str]]]) -> Table:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +12,9 @@ from ..eval.datasets.split import DEFAULT_BUDGET, DEFAULT_METRIC, DEV_FRACTION
 from . import cli
 from .params import TEXT
 from .progress import Bars
+
+if TYPE_CHECKING:
+    from ..eval.tuning.tune import TuneResult
 
 
 @cli.command("tune")
@@ -114,6 +118,11 @@ def tune_cmd(
             metric=metric,
             progress=progress,
         )
+    _print_tune(result, as_json=as_json)
+
+
+def _print_tune(result: TuneResult, *, as_json: bool) -> None:
+    """The paragraph and the warning (or tune.json's summary) on stdout, what was written on stderr."""
     if as_json:
         report = result.report
         keys = ("recommendation", "front", "tied_on_dev", "test", "paragraph", "warning", "split", "seconds")
