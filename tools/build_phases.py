@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rag_eval.engines import impact
 from rag_eval.engines.impact import write as impact_write
 from rag_eval.index import writer
 from rag_eval.index.store import connect
@@ -71,7 +72,7 @@ def main() -> None:
     arguments = [argument for argument in sys.argv[1:] if argument != "--into-given"]
     corpus, strategy, rounds = arguments[0], arguments[1], int(arguments[2])
     engine = arguments[3] if len(arguments) > 3 else "auto"
-    writer.write_impacts = timed("postings", writer.write_impacts)  # type: ignore[assignment]
+    impact.write_impacts = timed("postings", impact.write_impacts)  # type: ignore[assignment]
     impact_write._write_counted = timed("postings_counted", impact_write._write_counted)  # type: ignore[assignment]
     writer._checkpoint = timed("checkpoint", writer._checkpoint)  # type: ignore[assignment]
     writer.flush_to_disk = timed("sync_to_disk", writer.flush_to_disk)  # type: ignore[assignment]

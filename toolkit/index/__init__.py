@@ -1,1 +1,2 @@
-"""The index file: its store and meta, the build that writes it (chunks, tokens, postings), locks, verification."""
+"""The index file: its store and meta, the query processing it records, the build that writes it (chunks, tokens, an
+engine's postings), locks, the cached indexes compare builds, and verification (the file itself, its sources)."""

@@ -1,1 +1,2 @@
-"""Searching an index: the query compiler and processing, ranking, snippets, reads, the evidence result, batches."""
+"""Searching an index: the request, the query compiler, the rows every engine reads hits from, snippets, reads, the
+evidence result, batches and compare's searcher (engines rank; search asks them through the registry)."""
