@@ -17,7 +17,7 @@ from ...files.textio import control_character
 from ...index.locks import in_use_scope
 from ...index.processing import QueryProcessing
 from ...tokenizers import get_tokenizer, written_spec
-from ..datasets.formats import load_dataset
+from ..datasets.formats import dataset_builder, load_dataset
 from ..datasets.records import SYNTHETIC_KIND, Dataset, Qrel
 from ..datasets.shipped import read_from
 from ..datasets.sources import check_judgments, check_trec_ids, source_dataset
@@ -192,7 +192,7 @@ def metrics_names(metrics: list[str] | None) -> list[str]:
 def _checked_systems(dataset: Dataset, systems: list[System]) -> list[System]:
     """``systems`` with the dataset's builder and mode filled in and every spec in its written form, each checked
     (tokenizer available, builder able to read the dataset, mode, engine) before any index is built."""
-    default_builder = dataset.meta.get("builder") or "passages"
+    default_builder = dataset_builder(dataset)
     default_mode = dataset.meta.get("mode") or "or"
     systems = [
         System(

@@ -14,6 +14,7 @@ from ...files.textio import read_text
 from ...index.processing import QueryProcessing
 from ...search.query import MODES
 from ...tokenizers import TOKENIZERS, get_tokenizer, tokenizer_class
+from ..datasets.formats import dataset_builder
 from ..datasets.records import Dataset
 from ..datasets.split_record import TunedSplit, read_split_block
 from ..reporting.model import Skipped
@@ -35,7 +36,7 @@ class OutsideRun:
 def default_systems(dataset: Dataset, builder: str | None, mode: str | None) -> tuple[list[System], list[Skipped]]:
     """Every available tokenizer meant for default comparisons, with the dataset's builder and query mode,
     and the ones left out as unavailable (and why)."""
-    chosen_builder = builder or dataset.meta.get("builder") or "passages"
+    chosen_builder = builder or dataset_builder(dataset)
     chosen_mode = mode or dataset.meta.get("mode") or "or"
     systems, skipped = [], []
     for name in TOKENIZERS:

@@ -16,6 +16,7 @@ from ...tokenizers import written_spec
 from ..compare.compare import SystemProgress, compare
 from ..compare.fusion import Fusion
 from ..compare.runner import System
+from ..datasets.formats import dataset_builder
 from ..datasets.records import Dataset
 from ..datasets.split import DEFAULT_BUDGET, DEFAULT_METRIC, SALT, split_ids, subset
 from ..reporting.model import LatencySummary, RowLatency, SystemResult
@@ -156,7 +157,7 @@ def _samples(row: SystemResult) -> tuple[float, ...]:
 def _row_name(dataset: Dataset, system: System | None) -> str:
     """The name compare gives ``system`` on ``dataset`` (its builder and mode defaults filled in)."""
     assert system is not None
-    builder = system.builder or dataset.meta.get("builder") or "passages"
+    builder = system.builder or dataset_builder(dataset)
     mode = system.mode or dataset.meta.get("mode") or "or"
     query = QueryProcessing.parse(system.query).written if system.query else ""
     engine = written_engine(system.engine or DEFAULT_ENGINE)
