@@ -16,8 +16,9 @@ from rag_eval.eval.compare.runner import System
 from rag_eval.eval.compare.timing import run_system
 from rag_eval.eval.datasets.shipped import corpus_dir, datasets_root, load_shipped
 from rag_eval.eval.datasets.sources import question_id
-from rag_eval.eval.datasets.trec import evaluate_files, read_run
+from rag_eval.eval.datasets.trec import read_run
 from rag_eval.eval.metrics.measures import evaluate
+from rag_eval.eval.metrics.run_files import evaluate_files
 from rag_eval.files.runs import strict_run, trec_run_text
 from rag_eval.index.store import Index
 from rag_eval.index.writer import build

@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from rag_eval.eval.datasets.records import Qrel
-from rag_eval.eval.datasets.trec import evaluate_files
 from rag_eval.eval.metrics.measures import MetricError, RankedDoc, canonical_metric, evaluate, parse_metric
+from rag_eval.eval.metrics.run_files import evaluate_files
 
 CUTOFFS = (1, 3, 5, 10, 20)
 #: Every measure rag-eval's parser accepts, with parameters: cutoffs, rel levels, judged_only, gains, betas.

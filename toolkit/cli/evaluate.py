@@ -46,7 +46,7 @@ def evaluate_cmd(run_file: Path, qrels_file: Path, metrics: tuple[str, ...], per
       rag-eval evaluate my.run qrels.txt --metric nDCG@10 --metric 'P(rel=2)@5' --per-query
       rag-eval evaluate my.run qrels.txt --json
     """
-    from ..eval.datasets.trec import evaluate_files
+    from ..eval.metrics.run_files import evaluate_files
 
     means, values = evaluate_files(run_file, qrels_file, metrics)
     if as_json:
