@@ -8,9 +8,9 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+from helpers.engines import assert_same, fts5_top, impact_top
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_impact import assert_same, fts5_top, impact_top
 
 from rag_eval.engines import impact
 from rag_eval.engines.impact import write as impact_write

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from compare_calls import compare
+from helpers.compare_calls import compare
 
 from rag_eval.errors import IndexFileError
 from rag_eval.eval.compare import runner

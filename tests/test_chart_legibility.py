@@ -9,7 +9,7 @@ import functools
 from typing import Any
 
 import pytest
-from test_render_escaping_audit import small_study
+from helpers.studies import small_study
 
 from rag_eval.eval.judging.oracle_report import chart_figure
 from rag_eval.eval.reporting import charts, legibility

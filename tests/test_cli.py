@@ -11,10 +11,11 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from helpers import REPO
 
 from rag_eval.cli import cli
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = REPO / "README.md"
 
 
 @pytest.fixture

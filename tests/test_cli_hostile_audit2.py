@@ -10,25 +10,13 @@ from pathlib import Path
 
 import ir_measures
 import pytest
-from click.testing import CliRunner
+from helpers import invoke, one_error
 
-from rag_eval.cli import cli
 from rag_eval.eval.compare.fusion import NORMALISATIONS, normalised
 from rag_eval.eval.datasets.shipped import datasheet, shipped_ids
 
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq1 0 d4 2\nq2 0 d3 2\nq3 0 d5 1\n"
 RUN = "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d9 3 1.0 t\nq2 Q0 d3 1 1.0 t\nq3 Q0 d8 1 4.0 t\nq3 Q0 d5 2 3.5 t\n"
-
-
-def invoke(*args: object) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, [str(arg) for arg in args])
-    return result.exit_code, result.output
-
-
-def one_error(code: int, output: str) -> str:
-    lines = [line for line in output.splitlines() if line.startswith("error:")]
-    assert code != 0 and len(lines) == 1 and "Traceback" not in output, (code, output)
-    return lines[0]
 
 
 def _trec(text: str) -> dict[str, dict[str, float]]:
@@ -48,24 +36,22 @@ COUNTS_AND_MEANS = ["NumQ", "NumRet", "NumRel", "NumRet(rel=1)", "NumRet(rel=2)"
 def test_evaluate_aggregates_every_measure_as_trec_eval(tmp_path: Path, metric: str) -> None:
     (tmp_path / "run.txt").write_text(RUN, encoding="utf-8")
     (tmp_path / "qrels.txt").write_text(QRELS, encoding="utf-8")
-    code, output = invoke("evaluate", tmp_path / "run.txt", tmp_path / "qrels.txt", "--metric", metric, "--json")
-    assert code == 0, output
+    result = invoke("evaluate", tmp_path / "run.txt", tmp_path / "qrels.txt", "--metric", metric, "--json")
+    assert result.exit_code == 0, result.output
     measure = ir_measures.parse_measure(metric)
     qrels = {q: {d: int(g) for d, g in docs.items()} for q, docs in _trec(QRELS).items()}
     # ir-measures aggregates as trec_eval's all row: a sum for the counts, a mean for the rest
     expected = ir_measures.calc_aggregate([measure], qrels, _trec(RUN))[measure]
-    assert json.loads(output)["all"][metric] == pytest.approx(expected)
+    assert json.loads(result.output)["all"][metric] == pytest.approx(expected)
 
 
 def test_evaluate_counts_are_totals_over_the_judged_queries(tmp_path: Path) -> None:
     (tmp_path / "run.txt").write_text(RUN, encoding="utf-8")
     (tmp_path / "qrels.txt").write_text(QRELS, encoding="utf-8")
-    code, output = invoke(
-        "evaluate", tmp_path / "run.txt", tmp_path / "qrels.txt", "--metric", "NumQ", "--metric", "NumRet"
-    )
-    assert code == 0, output
-    assert "NumQ\tall\t3.0000" in output.splitlines()  # three judged queries, as num_q
-    assert "NumRet\tall\t6.0000" in output.splitlines()  # six lines retrieved in all
+    result = invoke("evaluate", tmp_path / "run.txt", tmp_path / "qrels.txt", "--metric", "NumQ", "--metric", "NumRet")
+    assert result.exit_code == 0, result.output
+    assert "NumQ\tall\t3.0000" in result.output.splitlines()  # three judged queries, as num_q
+    assert "NumRet\tall\t6.0000" in result.output.splitlines()  # six lines retrieved in all
 
 
 # --- fuse: scores near the float limit made combsum/combmnz write nan (minmax, sum) or crash (zmuv).
@@ -106,10 +92,10 @@ def test_fuse_writes_finite_scores_for_huge_input_scores(tmp_path: Path, method:
     fused = {}
     for name in ("huge", "small"):
         out = tmp_path / f"{name}-fused.run"
-        code, output = invoke(
+        result = invoke(
             "fuse", tmp_path / f"{name}.run", tmp_path / "other.run", "--method", method, "--normalise", how, "-o", out
         )
-        assert code == 0 and "Traceback" not in output, output
+        assert result.exit_code == 0 and "Traceback" not in result.output, result.output
         lines = out.read_text(encoding="utf-8").splitlines()
         assert all(math.isfinite(float(line.split()[4])) for line in lines), lines
         fused[name] = [line.split()[:5] for line in lines]
@@ -132,11 +118,11 @@ def test_show_describes_a_local_folder_named_like_a_shipped_set_as_itself(
 ) -> None:
     _beir(tmp_path / dataset_id)
     monkeypatch.chdir(tmp_path)
-    code, output = invoke("datasets", "show", dataset_id)
-    assert code == 0, output
-    assert "passages: 1" in output.splitlines()
+    result = invoke("datasets", "show", dataset_id)
+    assert result.exit_code == 0, result.output
+    assert "passages: 1" in result.output.splitlines()
     sheet = [line for line in datasheet(dataset_id).splitlines() if line.strip()]
-    assert not any(line in output.splitlines() for line in sheet[:3]), output
+    assert not any(line in result.output.splitlines() for line in sheet[:3]), result.output
 
 
 @pytest.mark.parametrize("dataset_id", shipped_ids())
@@ -144,10 +130,10 @@ def test_show_of_a_shipped_id_still_prints_its_datasheet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dataset_id: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    code, output = invoke("datasets", "show", dataset_id)
-    assert code == 0, output
+    result = invoke("datasets", "show", dataset_id)
+    assert result.exit_code == 0, result.output
     first = next(line for line in datasheet(dataset_id).splitlines() if line.strip())
-    assert first in output.splitlines()
+    assert first in result.output.splitlines()
 
 
 # --- datasets convert: a file with no question wrote an empty retrieval set and succeeded.
@@ -164,7 +150,7 @@ NO_QUESTIONS = {
 def test_convert_refuses_input_without_a_question(tmp_path: Path, case: str) -> None:
     source = tmp_path / "in.json"
     source.write_text(json.dumps(NO_QUESTIONS[case], ensure_ascii=False), encoding="utf-8")
-    line = one_error(*invoke("datasets", "convert", "squad", source, "-o", tmp_path / "out"))
+    line = one_error(invoke("datasets", "convert", "squad", source, "-o", tmp_path / "out"))
     assert "no question" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.json"]
 
@@ -179,7 +165,7 @@ def test_segeval_refuses_a_gold_file_without_words(tmp_path: Path, gold: bytes) 
     (data / "x_test_gold.utf8").write_bytes(gold)
     (data / "x_test.utf8").write_bytes(b"")
     (data / "x_training_words.utf8").write_text("我们\n", encoding="utf-8")
-    line = one_error(*invoke("segeval", "--data", data, "-t", "unigram"))
+    line = one_error(invoke("segeval", "--data", data, "-t", "unigram"))
     assert "x_test_gold.utf8" in line and "no gold word" in line
 
 
@@ -209,7 +195,7 @@ def test_dash_as_output_is_refused_not_written_as_a_file(
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    line = one_error(*invoke(*[arg.format(dir=tmp_path) for arg in args]))
+    line = one_error(invoke(*[arg.format(dir=tmp_path) for arg in args]))
     assert "standard output" in line
     assert list(work.iterdir()) == []
 
@@ -227,5 +213,5 @@ def test_dash_as_input_says_a_file_is_read(tmp_path: Path, monkeypatch: pytest.M
     (tmp_path / "a.run").write_text(RUN, encoding="utf-8")
     (tmp_path / "q.txt").write_text(QRELS, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    line = one_error(*invoke(*[arg.format(dir=tmp_path) for arg in args]))
+    line = one_error(invoke(*[arg.format(dir=tmp_path) for arg in args]))
     assert "not from standard input" in line

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import make_docs
+from helpers import make_docs
 
 from rag_eval.cli import cli
 from rag_eval.files import questions

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from make_corpus import make
 
-sys.path.insert(0, str(Path(__file__).parent / "seed"))
-from make_corpus import make  # noqa: E402
-
-from rag_eval.cli import cli  # noqa: E402
+from rag_eval.cli import cli
 
 
 @pytest.fixture

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import click
 from click.testing import CliRunner
+from helpers import REPO
 
 from rag_eval.cli import cli
 from rag_eval.index.writer import build
 
-DATASETS = Path(__file__).resolve().parents[1] / "datasets"
+DATASETS = REPO / "datasets"
 
 
 def _commands(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:

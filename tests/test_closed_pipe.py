@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 from rag_eval.index.writer import build
 
-DATASETS = Path(__file__).resolve().parents[1] / "datasets"
+DATASETS = REPO / "datasets"
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from compare_calls import compare
+from helpers.compare_calls import compare
 
 from rag_eval.builders.keys import unit_of
 from rag_eval.cli import cli

@@ -11,9 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from compare_calls import compare
-from conftest import ALL_SPECS
+from helpers import ALL_SPECS, invoke, one_error
+from helpers.compare_calls import compare
 from rich.cells import cell_len
 from rich.console import Console
 
@@ -29,10 +28,6 @@ from rag_eval.tokenizers import TOKENIZERS, get_tokenizer, tokenizer_class
 from rag_eval.tokenizers.bigram import BigramTokenizer
 
 
-def invoke(*args: str):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
 def tree_hash(folder: Path) -> str:
     """Every path under ``folder`` with its type, bytes or link target: equal hashes mean nothing changed."""
     digest = hashlib.sha256()
@@ -45,15 +40,6 @@ def tree_hash(folder: Path) -> str:
         else:
             digest.update(f"F {relative} {hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
     return digest.hexdigest()
-
-
-def one_error(outcome) -> str:
-    """The single ``error:`` line of a failed command (plus at most a hint), never a traceback."""
-    assert outcome.exit_code == 1, outcome.output + outcome.stderr
-    lines = outcome.stderr.splitlines()
-    assert lines and lines[0].startswith("error: "), outcome.stderr
-    assert all(line.startswith("hint: ") for line in lines[1:]) and "Traceback" not in outcome.stderr
-    return lines[0]
 
 
 @pytest.fixture
@@ -125,7 +111,7 @@ def test_output_that_rag_eval_did_not_write_is_refused_untouched(
     target = parent / "proj"
     make(target, report_folder) if make.__code__.co_argcount == 2 else make(target)
     before = tree_hash(parent)
-    error = one_error(invoke("compare", "evidence-mini", "-t", "bigram", "-o", target))
+    error = one_error(invoke("compare", "evidence-mini", "-t", "bigram", "-o", target), alone=True)
     assert "refusing to replace it" in error and str(target) in error
     assert tree_hash(parent) == before
 
@@ -139,7 +125,7 @@ def test_output_cannot_be_the_working_folder_or_a_parent(
     (work / "notes.txt").write_text("x\n", encoding="utf-8")
     monkeypatch.chdir(work)
     before = tree_hash(tmp_path)
-    error = one_error(invoke("compare", "evidence-mini", "-t", "bigram", "-o", target))
+    error = one_error(invoke("compare", "evidence-mini", "-t", "bigram", "-o", target), alone=True)
     assert "cannot be the current folder or one of its parents" in error
     assert tree_hash(tmp_path) == before
 
@@ -179,7 +165,8 @@ def test_baseline_target_that_rag_eval_did_not_write_is_refused_untouched(
     target.write_text(content, encoding="utf-8")
     before = tree_hash(tmp_path)
     error = one_error(
-        invoke("compare", "evidence-mini", "-t", "bigram", "--write-baseline", target, "-o", tmp_path / "out")
+        invoke("compare", "evidence-mini", "-t", "bigram", "--write-baseline", target, "-o", tmp_path / "out"),
+        alone=True,
     )
     assert "refusing to replace it" in error
     assert tree_hash(tmp_path) == before
@@ -198,7 +185,8 @@ def test_baseline_target_that_is_a_folder_or_inside_the_report_is_refused(tmp_pa
             tmp_path / "folder.json",
             "-o",
             tmp_path / "out",
-        )
+        ),
+        alone=True,
     )
     assert "inside the report folder" in one_error(
         invoke(
@@ -210,7 +198,8 @@ def test_baseline_target_that_is_a_folder_or_inside_the_report_is_refused(tmp_pa
             tmp_path / "out" / "b.json",
             "-o",
             tmp_path / "out",
-        )
+        ),
+        alone=True,
     )
     assert tree_hash(tmp_path) == before
 
@@ -241,7 +230,9 @@ def test_a_builder_that_cannot_read_the_dataset_layout_is_refused(tmp_path: Path
         ("handbook", "passages", "sections"),
         ("evidence-mini", "sections", "lines"),
     ]:
-        error = one_error(invoke("compare", dataset, "-t", "bigram", "--builder", builder, "-o", tmp_path / "out"))
+        error = one_error(
+            invoke("compare", dataset, "-t", "bigram", "--builder", builder, "-o", tmp_path / "out"), alone=True
+        )
         assert f"builder {builder!r} cannot read dataset" in error and f"only the {reader} builder reads" in error
     assert not (tmp_path / "out").exists()
 
@@ -270,13 +261,13 @@ def _beir(folder: Path, qrels: str) -> Path:
 
 def test_a_dataset_without_a_relevant_document_is_refused(tmp_path: Path, no_runs: None) -> None:
     dataset = _beir(tmp_path / "zero", "q1\tp1\t0\nq2\tp2\t0\n")
-    error = one_error(invoke("compare", dataset, "-t", "bigram", "-o", tmp_path / "out"))
+    error = one_error(invoke("compare", dataset, "-t", "bigram", "-o", tmp_path / "out"), alone=True)
     assert "no relevant document" in error
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q1 0 p1 0\nq2 0 p2 0\n", encoding="utf-8")
     run = tmp_path / "run.txt"
     run.write_text("q1 Q0 p1 1 2.0 x\n", encoding="utf-8")
-    assert "no relevant document" in one_error(invoke("evaluate", run, qrels))
+    assert "no relevant document" in one_error(invoke("evaluate", run, qrels), alone=True)
     assert not (tmp_path / "out").exists()
 
 
@@ -291,7 +282,8 @@ def test_a_run_in_another_id_style_is_an_error_naming_both(tmp_path: Path, repor
         encoding="utf-8",
     )
     error = one_error(
-        invoke("compare", "evidence-mini", "-t", "bigram", "--run", f"paths={foreign}", "-o", tmp_path / "out")
+        invoke("compare", "evidence-mini", "-t", "bigram", "--run", f"paths={foreign}", "-o", tmp_path / "out"),
+        alone=True,
     )
     assert "are not ids of dataset 'evidence-mini'" in error and "e.g. 'corpus/" in error
     assert f"ids like {sorted(evidence.corpus)[0]!r}" in error
@@ -323,7 +315,9 @@ def test_the_exported_handbook_never_reuses_the_shipped_index(tmp_path: Path, ow
     assert invoke("datasets", "export", "handbook", folder).exit_code == 0
     exported = load_dataset(str(folder))
     assert exported.checksum() == shipped.checksum()
-    error = one_error(invoke("compare", folder, "-t", "bigram", "--builder", "sections", "-o", tmp_path / "out"))
+    error = one_error(
+        invoke("compare", folder, "-t", "bigram", "--builder", "sections", "-o", tmp_path / "out"), alone=True
+    )
     assert "only the passages builder reads" in error and not (tmp_path / "out").exists()
     result = run_system(exported, System("bigram", "", "or"))
     assert result.build["cached"] is False and result.index_path != warm.index_path
@@ -508,11 +502,13 @@ def test_systems_with_one_name_are_refused_and_run_files_never_collide(
 ) -> None:
     from rag_eval.eval.reporting.report import run_file_names
 
-    error = one_error(invoke("compare", "evidence-mini", "-t", "bigram", "-t", "bigram", "-o", tmp_path / "out"))
+    error = one_error(
+        invoke("compare", "evidence-mini", "-t", "bigram", "-t", "bigram", "-o", tmp_path / "out"), alone=True
+    )
     assert "'bigram | lines | and' is given twice" in error
     run = report_folder / "runs" / "bigram_lines_and.run"
     error = one_error(
-        invoke("compare", "evidence-mini", "--run", f"x={run}", "--run", f"x={run}", "-o", tmp_path / "out")
+        invoke("compare", "evidence-mini", "--run", f"x={run}", "--run", f"x={run}", "-o", tmp_path / "out"), alone=True
     )
     assert "'x' is given twice" in error
     assert run_file_names(["a/b", "a b", "a_b"]) == {"a/b": "a_b", "a b": "a_b-2", "a_b": "a_b-3"}

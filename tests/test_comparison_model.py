@@ -12,14 +12,15 @@ from typing import Any
 import jsonschema
 import pytest
 from click.testing import CliRunner
-from compare_calls import run_compare
+from helpers import REPO
+from helpers.compare_calls import run_compare
 
 from rag_eval.cli import cli
 from rag_eval.eval.compare.compare import CompareRequest, OutsideRun
 from rag_eval.eval.reporting.model import BASELINE_SCHEMA, REPORT_SCHEMA, Comparison
 from rag_eval.eval.reporting.reader import read_report, report_schema
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 
 
 @pytest.fixture(scope="module")

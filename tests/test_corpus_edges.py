@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import make_docs
+from helpers import make_docs
 
 from rag_eval.errors import CorpusError
 from rag_eval.index.store import Index

@@ -11,8 +11,9 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "reports").rglob("*.md")])
 GUIDES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 SOURCES = sorted(

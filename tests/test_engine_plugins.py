@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import make_docs
+from helpers import make_docs
 
 from rag_eval.cli import cli
 from rag_eval.engines.base import ENGINES, Ranked, get_engine, search_engine_names

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import make_docs
+from helpers import make_docs
 
 from rag_eval.errors import IndexFileError
 from rag_eval.index.store import Index
@@ -118,6 +118,6 @@ def test_readers_see_the_old_or_the_new_snapshot(built, tmp_path: Path) -> None:
 
 
 def make_docs_text() -> str:
-    from conftest import DOCS
+    from helpers import DOCS
 
     return DOCS["guide/export.md"]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
-from conftest import tokenizer_for
+from helpers import tokenizer_for
+from helpers.fts5 import fts5_terms
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,18 +15,6 @@ SAMPLES = [
     "tab\tnew\nline\r\nnul\x00after zero\u200bwidth soft\u00adhyphen private\ue000use",
     "資料庫備份會保留三十天 導出",
 ]
-
-
-def fts5_terms(clause: str, text: str) -> list[str]:
-    """Terms FTS5 stores for ``text`` with tokenize=``clause``, in position order."""
-    db = sqlite3.connect(":memory:")
-    try:
-        db.execute(f'CREATE VIRTUAL TABLE t USING fts5(x, tokenize="{clause}")')
-        db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
-        db.execute("INSERT INTO t(x) VALUES (?)", (text,))
-        return [term for (term,) in db.execute("SELECT term FROM v ORDER BY offset")]
-    finally:
-        db.close()
 
 
 NATIVE = [

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from compare_calls import compare, run_compare
+from helpers import TESTS
+from helpers.compare_calls import compare, run_compare
 
 from rag_eval.cli import cli
 from rag_eval.eval.compare.fusion import (
@@ -31,7 +32,7 @@ from rag_eval.eval.metrics.measures import RankedDoc, evaluate
 
 # Three small runs and ranx 0.3.21's fuse of them under every method, normalisation and k offered here;
 # made once by tests/data/fusion/make_golden.py (the command is in its docstring; ranx is not a dependency).
-GOLDEN = Path(__file__).parent / "data" / "fusion"
+GOLDEN = TESTS / "data" / "fusion"
 CASES = json.loads((GOLDEN / "expected.json").read_text(encoding="utf-8"))
 
 

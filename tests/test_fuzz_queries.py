@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ALL_SPECS, make_docs
+from helpers import ALL_SPECS, make_docs
 from hypothesis import given
 from hypothesis import strategies as st
 

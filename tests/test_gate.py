@@ -7,21 +7,16 @@ import math
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from helpers import REPO, invoke
 
-from rag_eval.cli import cli
 from rag_eval.tokenizers import TOKENIZERS
 from rag_eval.tokenizers.bigram import BigramTokenizer
-
-
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args))
 
 
 @pytest.fixture
 def baseline(tmp_path: Path) -> Path:
     path = tmp_path / "baseline.json"
-    outcome = run(
+    outcome = invoke(
         "compare",
         "evidence-mini",
         "-t",
@@ -38,7 +33,7 @@ def baseline(tmp_path: Path) -> Path:
 
 
 def test_unchanged_run_passes(baseline: Path, tmp_path: Path) -> None:
-    outcome = run(
+    outcome = invoke(
         "compare",
         "evidence-mini",
         "-t",
@@ -64,7 +59,7 @@ def test_a_baseline_with_a_higher_number_fails(baseline: Path, tmp_path: Path) -
     bigram["metrics"]["nDCG@10"] = round(old + 0.1, 4)
     bigram["metrics"]["P@1"] = round(bigram["metrics"]["P@1"] - 0.1, 4)
     baseline.write_text(json.dumps(data), encoding="utf-8")
-    outcome = run(
+    outcome = invoke(
         "compare",
         "evidence-mini",
         "-t",
@@ -99,7 +94,7 @@ def test_a_plugin_that_silently_drops_tokens_fails_the_gate(tmp_path: Path, monk
     TOKENIZERS.register(Flaky)
     try:
         monkeypatch.setenv("RAG_EVAL_CACHE", str(tmp_path / "cache-1"))
-        first = run(
+        first = invoke(
             "compare",
             "handbook",
             "-t",
@@ -112,7 +107,7 @@ def test_a_plugin_that_silently_drops_tokens_fails_the_gate(tmp_path: Path, monk
         assert first.exit_code == 0, first.stderr
         monkeypatch.setattr(Flaky, "broken", True)
         monkeypatch.setenv("RAG_EVAL_CACHE", str(tmp_path / "cache-2"))
-        second = run(
+        second = invoke(
             "compare",
             "handbook",
             "-t",
@@ -135,7 +130,7 @@ def test_changed_spec_is_stale_not_a_regression(baseline: Path, tmp_path: Path) 
     jieba["tokenizer"] = jieba["tokenizer"].replace("jieba=0.42.1", "jieba=0.41.0")
     jieba["metrics"] = {k: 1.0 for k in jieba["metrics"]}
     baseline.write_text(json.dumps(data), encoding="utf-8")
-    outcome = run(
+    outcome = invoke(
         "compare",
         "evidence-mini",
         "-t",
@@ -157,9 +152,9 @@ def test_changed_spec_is_stale_not_a_regression(baseline: Path, tmp_path: Path) 
 
 
 def test_gate_needs_a_baseline(tmp_path: Path) -> None:
-    outcome = run("compare", "evidence-mini", "-t", "bigram", "--fail-on-regression", "-o", str(tmp_path / "x"))
+    outcome = invoke("compare", "evidence-mini", "-t", "bigram", "--fail-on-regression", "-o", str(tmp_path / "x"))
     assert outcome.exit_code == 2 and "--fail-on-regression needs --against FILE" in outcome.stderr
-    missing = run(
+    missing = invoke(
         "compare", "evidence-mini", "-t", "bigram", "--against", str(tmp_path / "none.json"), "-o", str(tmp_path / "x")
     )
     assert missing.exit_code == 1 and "no such baseline" in missing.stderr
@@ -169,9 +164,7 @@ def test_gate_needs_a_baseline(tmp_path: Path) -> None:
 def test_committed_baselines_match_the_shipped_data(dataset: str) -> None:
     from rag_eval.eval.datasets.formats import load_dataset
 
-    baseline = json.loads(
-        (Path(__file__).parents[1] / "reports" / "baseline" / f"{dataset}.json").read_text(encoding="utf-8")
-    )
+    baseline = json.loads((REPO / "reports" / "baseline" / f"{dataset}.json").read_text(encoding="utf-8"))
     assert baseline["dataset"]["checksum"] == load_dataset(dataset).checksum()
     assert [row["name"].split(" | ")[0] for row in baseline["systems"]] == [
         "unicode61",
@@ -209,7 +202,7 @@ def test_the_cli_refuses_such_a_tolerance_before_running(
     import rag_eval.eval.compare.compare as module
 
     monkeypatch.setattr(module, "run_systems", lambda *a, **k: pytest.fail("ran before checking the tolerance"))
-    outcome = run("compare", "evidence-mini", "-t", "bigram", "--tolerance", tolerance, "-o", str(tmp_path / "x"))
+    outcome = invoke("compare", "evidence-mini", "-t", "bigram", "--tolerance", tolerance, "-o", str(tmp_path / "x"))
     assert outcome.exit_code == 1 and outcome.stderr.startswith("error: tolerance must be a finite number"), (
         outcome.stderr
     )
@@ -233,7 +226,7 @@ def test_the_cli_refuses_such_a_tolerance_before_running(
 def test_a_baseline_the_gate_cannot_rely_on_is_one_error_line(content: str, tmp_path: Path) -> None:
     baseline = tmp_path / "b.json"
     baseline.write_text(content, encoding="utf-8")
-    outcome = run("compare", "evidence-mini", "-t", "bigram", "--against", str(baseline), "-o", str(tmp_path / "x"))
+    outcome = invoke("compare", "evidence-mini", "-t", "bigram", "--against", str(baseline), "-o", str(tmp_path / "x"))
     assert outcome.exit_code == 1 and outcome.stderr.startswith(f"error: {baseline}"), outcome.stderr
     assert "Traceback" not in outcome.stderr and not (tmp_path / "x").exists()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import regex
 from click.testing import CliRunner
-from conftest import tokenizer_for
+from helpers import invoke, one_error, tokenizer_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,16 +22,6 @@ from rag_eval.index.writer import build
 from rag_eval.search.read import read
 
 MANIFEST = '[{"doc_id": "a", "revision": "r1", "status": "current", "expires": null, "path": "%s"}]'
-
-
-def one_error(*args: str) -> str:
-    """The one ``error:`` line of a failing command (no traceback, exit status 1)."""
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exit_code == 1, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1 and "Traceback" not in result.output, result.output
-    return errors[0]
 
 
 def lines_corpus(folder: Path, text: str, name: str = "a.txt") -> Path:
@@ -93,11 +83,11 @@ def test_a_nul_in_corpus_text_is_one_error_and_the_previous_index_stays(
     build(source, index, builder=builder.split("-")[0], tokenizer=tokenizer)
     before = hashlib.sha256(index.read_bytes()).hexdigest()
     make(tmp_path / "src", "备份\x00策略 export")
-    line = one_error("index", "build", str(source), "-t", tokenizer, "-o", str(index))
+    line = one_error(invoke("index", "build", str(source), "-t", tokenizer, "-o", str(index)))
     assert message in line and "NUL" in line, line
     assert hashlib.sha256(index.read_bytes()).hexdigest() == before
     new = tmp_path / "new.sqlite"
-    one_error("index", "build", str(source), "-t", tokenizer, "-o", str(new))
+    one_error(invoke("index", "build", str(source), "-t", tokenizer, "-o", str(new)))
     assert not new.exists()
 
 
@@ -222,6 +212,8 @@ def test_two_files_that_make_one_key_are_both_named(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "a b.md").write_text("# 导出\n\n导出文件\n", encoding="utf-8")
     (folder / "a%20b.md").write_text("# 导出\n\n备份文件\n", encoding="utf-8")
-    error = one_error("index", "build", str(folder), "-b", "sections", "-t", "bigram", "-o", str(tmp_path / "i.sqlite"))
+    error = one_error(
+        invoke("index", "build", str(folder), "-b", "sections", "-t", "bigram", "-o", str(tmp_path / "i.sqlite"))
+    )
     assert "duplicate chunk key 'a%20b.md#导出'" in error and "'a b.md'" in error and "'a%20b.md'" in error
     assert not (tmp_path / "i.sqlite").exists()

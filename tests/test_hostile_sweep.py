@@ -15,14 +15,11 @@ import random
 import shutil
 import sqlite3
 import stat
-import threading
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import make_docs
+from helpers import invoke, make_docs
 
-from rag_eval.cli import cli
 from rag_eval.index.writer import build
 
 NOT_UTF8 = "caf\udce9"  # what Python makes of the bytes b"caf\xe9" in argv
@@ -355,16 +352,6 @@ CASES: list[tuple[list[str], str | None]] = [
 ]
 
 
-def invoke(args: list[str]) -> object:
-    """CliRunner.invoke under a hang guard."""
-    outcome: list[object] = []
-    worker = threading.Thread(target=lambda: outcome.append(CliRunner().invoke(cli, args)), daemon=True)
-    worker.start()
-    worker.join(timeout=120)
-    assert outcome, f"hung: {args}"
-    return outcome[0]
-
-
 @pytest.mark.parametrize(("args", "output"), CASES, ids=[" ".join(a[:4]).replace("{root}/", "") for a, _ in CASES])
 def test_hostile_input(hostile: Path, args: list[str], output: str | None) -> None:
     out = hostile / output if output else None
@@ -372,7 +359,7 @@ def test_hostile_input(hostile: Path, args: list[str], output: str | None) -> No
         shutil.rmtree(out, ignore_errors=True) if out.is_dir() else out.unlink(missing_ok=True)
     args = [a.replace("{root}", str(hostile)).replace("{out}", str(out)) for a in args]
     before = snapshot(hostile, out)
-    result = invoke(args)
+    result = invoke(*args, hang=120)
     assert result.exit_code in (0, 1), (result.exit_code, result.stderr)
     assert "Traceback" not in result.stderr + result.stdout, result.stderr
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import tokenizer_for
+from helpers import tokenizer_for
 
 from rag_eval.cli import cli
 from rag_eval.compat import DocIndex

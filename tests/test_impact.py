@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import tokenizer_for
+from helpers import tokenizer_for
+from helpers.engines import assert_same, fts5_top, impact_top
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag_eval.engines import impact
-from rag_eval.engines.fts5 import ranking_sql
 from rag_eval.engines.impact import rank as impact_rank
 from rag_eval.engines.impact import read as impact_read
 from rag_eval.engines.impact import write as impact_write
@@ -24,34 +24,8 @@ from rag_eval.index.store import Index, foreign_reason
 from rag_eval.index.writer import build
 from rag_eval.search.query import compile_query
 from rag_eval.search.searching import search
-from rag_eval.search.sql import filter_params
 
 STRATEGIES = ["bigram", "unicode61", "trigram", "unigram", "jieba", "pkuseg:model=mini"]
-
-
-def fts5_top(index: Index, text: str, mode: str, limit: int, **filters: Any) -> list[tuple[int, float]]:
-    """The plain FTS5 ranking statement (search's own), cut to ``limit``."""
-    compiled = compile_query(index.tokenizer, text, mode)
-    if compiled.expression is None:
-        return []
-    as_of, category, path_prefix = filters.get("as_of"), filters.get("category"), filters.get("path_prefix")
-    sql = ranking_sql(index, as_of is not None, category is not None, path_prefix is not None)
-    params = [compiled.expression, *filter_params(as_of, category, path_prefix), limit]
-    return [(row[0], row[1]) for row in index.db.execute(f"{sql} LIMIT ?", params)]
-
-
-def impact_top(index: Index, text: str, mode: str, limit: int, **filters: Any) -> list[tuple[int, float]]:
-    result = search(
-        index, text, mode=mode, limit=limit, deep=True, snippets=False, engine="impact", explain=True, **filters
-    )
-    assert result.explain["engine"] == "impact"
-    return [(hit.id, hit.score) for hit in result.hits]
-
-
-def assert_same(expected: list[tuple[int, float]], got: list[tuple[int, float]]) -> None:
-    assert [i for i, _ in got] == [i for i, _ in expected]
-    for (_, want), (_, score) in zip(expected, got, strict=True):
-        assert abs(score - want) <= 1e-9 * abs(want)
 
 
 def queries(dataset: str) -> list[str]:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import make_docs
-from largecorpus import generate
+from helpers import make_docs
+from helpers.largecorpus import generate
 
 from rag_eval.cli import cli
 from rag_eval.errors import IndexFileError

@@ -6,49 +6,32 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from helpers import REPO, invoke, one_error
+from helpers.studies import small_study
+from make_corpus import make
 
-sys.path.insert(0, str(Path(__file__).parent / "seed"))
-from make_corpus import make  # noqa: E402
-from test_render_escaping_audit import small_study  # noqa: E402
-
-from rag_eval.builders import get_builder  # noqa: E402
-from rag_eval.builders.lines import MANIFEST_KEYS  # noqa: E402
-from rag_eval.cli import cli  # noqa: E402
-from rag_eval.errors import CorpusError, DatasetError, QueryError, RagEvalError  # noqa: E402
-from rag_eval.eval.datasets import shipped  # noqa: E402
-from rag_eval.eval.judging.judgments import named_target  # noqa: E402
-from rag_eval.eval.judging.oracle import main as oracle_main  # noqa: E402
-from rag_eval.files.outputs import (  # noqa: E402
+from rag_eval.builders import get_builder
+from rag_eval.builders.lines import MANIFEST_KEYS
+from rag_eval.errors import CorpusError, DatasetError, QueryError, RagEvalError
+from rag_eval.eval.datasets import shipped
+from rag_eval.eval.judging.judgments import named_target
+from rag_eval.eval.judging.oracle import main as oracle_main
+from rag_eval.files.outputs import (
     SQLITE_SIDE_SUFFIXES,
     OutputError,
     check_file_target,
     checked_target,
     write_text_atomic,
 )
-from rag_eval.index.store import Index  # noqa: E402
-from rag_eval.index.verify import VERIFY_MAX_BYTES, verify_chunk, verify_index, verify_source  # noqa: E402
-from rag_eval.index.writer import build  # noqa: E402
-from rag_eval.search.read import read_chunk  # noqa: E402
-from rag_eval.search.searching import search  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def invoke(*args: object) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, [str(arg) for arg in args])
-    return result.exit_code, result.output
-
-
-def one_error(output: str) -> str:
-    lines = [line for line in output.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and "Traceback" not in output, output
-    return lines[0]
+from rag_eval.index.store import Index
+from rag_eval.index.verify import VERIFY_MAX_BYTES, verify_chunk, verify_index, verify_source
+from rag_eval.index.writer import build
+from rag_eval.search.read import read_chunk
+from rag_eval.search.searching import search
 
 
 @pytest.fixture
@@ -71,9 +54,9 @@ def edit_manifest(root: Path, change: Any) -> None:
 def test_a_misspelt_expires_is_refused_not_a_line_that_never_expires(corpus: Path, tmp_path: Path) -> None:
     """Bug: an entry with "expire" (for "expires") built, and its notice never expired."""
     edit_manifest(corpus, lambda m: m[4].update(expire=m[4].pop("expires")))
-    code, output = invoke("index", "build", corpus, "-t", "bigram", "-o", tmp_path / "x.sqlite")
-    line = one_error(output)
-    assert code == 1 and not (tmp_path / "x.sqlite").exists()
+    result = invoke("index", "build", corpus, "-t", "bigram", "-o", tmp_path / "x.sqlite")
+    line = one_error(result)
+    assert result.exit_code == 1 and not (tmp_path / "x.sqlite").exists()
     assert "manifest.json entry 5: unknown key 'expire' (did you mean 'expires'?)" in line
     assert str(corpus / "manifest.json") in line
     assert "allowed keys: doc_id, expires, path, revision, status" in line
@@ -206,13 +189,13 @@ def test_evaluate_json_calls_the_all_row_all_and_its_counts_are_totals(tmp_path:
     (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 1\nq2 0 d3 1\n", encoding="utf-8")
     (tmp_path / "run.txt").write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d9 2 1.0 x\nq2 Q0 d3 1 1.0 x\n", encoding="utf-8")
     args = ["evaluate", tmp_path / "run.txt", tmp_path / "qrels.txt", "--json"]
-    code, output = invoke(*args, "--metric", "NumRet", "--metric", "NumRel", "--metric", "P@1")
-    assert code == 0, output
-    found = json.loads(output)
+    result = invoke(*args, "--metric", "NumRet", "--metric", "NumRel", "--metric", "P@1")
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.output)
     assert "mean" not in found and found["num_q"] == 2
     assert found["all"] == {"NumRet": 3, "NumRel": 3, "P@1": 1.0}
-    code, help_text = invoke("evaluate", "--help")
-    assert "all (the all row: each metric's mean, the total" in " ".join(help_text.split())
+    result = invoke("evaluate", "--help")
+    assert "all (the all row: each metric's mean, the total" in " ".join(result.output.split())
 
 
 # -- 4. outputs over an index's side files, an input, or a name ending in '/' -----------------------------------
@@ -266,16 +249,16 @@ def test_no_command_writes_a_file_over_an_index_side_file_or_to_a_folder_name(
     output = target.format(**names)
     args = [arg.format(**names) if arg != "FILE" else output for arg in FILE_WRITERS[command]]
     before = _snapshot(workspace["root"])
-    code, out = invoke(*args)
-    line = one_error(out)
-    assert code == 1
+    result = invoke(*args)
+    line = one_error(result)
+    assert result.exit_code == 1
     assert ("ends in '/" in line) if target.startswith("{root}") else ("SQLite would take it for the -" in line)
     assert _snapshot(workspace["root"]) == before  # nothing written, the index as it was
 
 
 @pytest.mark.parametrize("given", ["index", "questions"])
 def test_batch_search_names_the_input_it_would_write_over(workspace: dict[str, Path], given: str) -> None:
-    code, out = invoke(
+    result = invoke(
         "search",
         workspace["index"],
         "--queries",
@@ -284,14 +267,14 @@ def test_batch_search_names_the_input_it_would_write_over(workspace: dict[str, P
         f"{workspace[given].parent}/./{workspace[given].name}",
     )
     kind = "index" if given == "index" else "queries file"
-    assert code == 1 and f"the run file cannot be written over the {kind} it reads" in one_error(out)
+    assert result.exit_code == 1 and f"the run file cannot be written over the {kind} it reads" in one_error(result)
 
 
 def test_fuse_names_the_run_it_would_write_over(workspace: dict[str, Path]) -> None:
     link = workspace["root"] / "link.run"
     link.symlink_to(workspace["b"])
-    code, out = invoke("fuse", workspace["a"], workspace["b"], "-o", link)
-    assert code == 1 and "the fused run cannot be written over the run it reads" in one_error(out)
+    result = invoke("fuse", workspace["a"], workspace["b"], "-o", link)
+    assert result.exit_code == 1 and "the fused run cannot be written over the run it reads" in one_error(result)
 
 
 #: Every writer of the shared output module, and the index build, given a target path.

@@ -8,62 +8,26 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import re
 import shutil
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import TESTS
+from helpers.judging import Server
 
 from rag_eval.eval.datasets.sources import question_id
 from rag_eval.eval.datasets.trec import read_trec_qrels
 from rag_eval.eval.judging.judgments import log_path
 
-ROOT = Path(__file__).resolve().parent
+ROOT = TESTS
 QUESTIONS = ROOT / "data" / "judge" / "questions.txt"
 #: Debian's chromium: Playwright drives it and never downloads a browser of its own.
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
-
-
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-class Server:
-    """``rag-eval judge`` in a child process; its URL read from the first line it prints."""
-
-    def __init__(self, output: Path, source: str = "handbook", questions: Path = QUESTIONS) -> None:
-        command = [sys.executable, "-m", "rag_eval", "judge", source, "--queries", str(questions)]
-        command += ["-t", "bigram", "-t", "unigram", "-o", str(output), "--idle-timeout", "3"]
-        self.process = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=os.environ.copy(),
-            # Ctrl-C as in a terminal: a test run started in the background (CI runners, `cmd &`) inherits
-            # SIGINT ignored, and Python keeps an ignored SIGINT ignored, so the clean stop below never came
-            preexec_fn=_default_sigint,
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert "http://127.0.0.1:" in line, line + self.stop()
-        self.url = line.split()[-1]
-        self.port = int(self.url.split(":")[2].split("/")[0])
-        self.token = self.url.split("token=")[1]
-
-    def stop(self, sig: int = signal.SIGKILL) -> str:
-        """Stop the server with ``sig``; its stderr."""
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-        _, err = self.process.communicate(timeout=30)
-        return err
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ import socket
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
+from helpers import REPO, invoke
 
 from rag_eval.cli import cli
 from rag_eval.eval.judging.judgments import Judgments, log_path
@@ -17,17 +18,17 @@ from rag_eval.eval.judging.pool import plan
 from rag_eval.eval.judging.session import query_marks
 from rag_eval.tokenizers import get_tokenizer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 QUESTIONS = ROOT / "tests" / "data" / "judge" / "questions.txt"
 CHEAP = ["-t", "bigram", "-t", "unigram"]
 
 
-def invoke(*args: str) -> tuple[int, str, str]:
+def judge(*args: str) -> Result:
+    """``rag-eval judge ARGS``."""
     # --idle-timeout: should a case ever reach the server, it stops by itself within seconds (a replay, --oracle,
     # serves no page and refuses it).
     timeout = [] if "--oracle" in args else ["--idle-timeout", "0.05"]
-    result = CliRunner().invoke(cli, ["judge", *args, *timeout])
-    return result.exit_code, result.output, result.stderr
+    return invoke("judge", *args, *timeout)
 
 
 def test_help_shows_examples() -> None:
@@ -87,10 +88,10 @@ CASES = [
 def test_bad_input_is_one_error_line_and_writes_nothing(tmp_path: Path, case: str) -> None:
     args, said = _bad_inputs(tmp_path)[case]
     before = sorted(p.name for p in tmp_path.iterdir())
-    code, _, stderr = invoke(*args)
-    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
-    assert code == 1 and len(errors) == 1, stderr
-    assert said in errors[0] and "Traceback" not in stderr
+    result = judge(*args)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 1 and len(errors) == 1, result.stderr
+    assert said in errors[0] and "Traceback" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
@@ -100,11 +101,11 @@ def test_judgments_of_another_pool_are_one_error_line(tmp_path: Path) -> None:
     with Judgments.open(out, identity, assessor="") as judgments:
         judgments.record(identity.questions[0], "accounts/invite-members.md#邀请成员", 2)
     before = out.read_bytes(), log_path(out).read_bytes()
-    code, _, stderr = invoke("handbook", "--queries", str(QUESTIONS), *CHEAP, "-o", str(out))
-    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
-    assert code == 1 and len(errors) == 1, stderr
+    result = judge("handbook", "--queries", str(QUESTIONS), *CHEAP, "-o", str(out))
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 1 and len(errors) == 1, result.stderr
     assert "belong to another pool: the depth differs (5 then, 10 now)" in errors[0]
-    assert "hint: use the same SOURCE" in stderr
+    assert "hint: use the same SOURCE" in result.stderr
     assert (out.read_bytes(), log_path(out).read_bytes()) == before
 
 
@@ -113,11 +114,11 @@ def test_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        code, _, stderr = invoke(
+        result = judge(
             "handbook", "--queries", str(QUESTIONS), *CHEAP, "--port", str(port), "-o", str(tmp_path / "h.qrels")
         )
-    assert code == 1, stderr
-    assert [line for line in stderr.splitlines() if line.startswith("error:")] == [
+    assert result.exit_code == 1, result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
         f"error: port {port} on 127.0.0.1 is in use"
     ]
     assert list(tmp_path.iterdir()) == []
@@ -201,10 +202,10 @@ def test_oracle_text_lists_every_judgment(small_set: tuple[Path, Path]) -> None:
 
 def test_oracle_with_too_few_judged_questions_for_a_sample_is_one_error_line(small_set: tuple[Path, Path]) -> None:
     questions, qrels = small_set
-    code, _, stderr = invoke("handbook", "--queries", str(questions), *CHEAP, "--oracle", str(qrels))
-    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
-    assert code == 1 and len(errors) == 1 and "fewer than the 50 a sample needs" in errors[0], stderr
-    assert "hint: use --sample-queries" in stderr
+    result = judge("handbook", "--queries", str(questions), *CHEAP, "--oracle", str(qrels))
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 1 and len(errors) == 1 and "fewer than the 50 a sample needs" in errors[0], result.stderr
+    assert "hint: use --sample-queries" in result.stderr
 
 
 def test_an_existing_replay_file_is_refused_before_any_work(
@@ -219,15 +220,17 @@ def test_an_existing_replay_file_is_refused_before_any_work(
         raise AssertionError("the pool was built before the output was checked")
 
     monkeypatch.setattr("rag_eval.eval.judging.judge.build_pool", no_build)
-    code, _, stderr = invoke("handbook", "--queries", str(questions), *CHEAP, "--oracle", str(qrels), "-o", str(out))
-    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
-    assert code == 1 and len(errors) == 1 and "refusing to replace it: it already exists" in errors[0], stderr
+    result = judge("handbook", "--queries", str(questions), *CHEAP, "--oracle", str(qrels), "-o", str(out))
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 1 and len(errors) == 1 and "refusing to replace it: it already exists" in errors[0], (
+        result.stderr
+    )
     assert out.read_text(encoding="utf-8") == "keep me\n"
 
 
 def test_judging_needs_an_output_file() -> None:
-    code, _, stderr = invoke("handbook", "--queries", str(QUESTIONS))
-    assert code == 2 and "error: missing option '-o'" in stderr
+    result = judge("handbook", "--queries", str(QUESTIONS))
+    assert result.exit_code == 2 and "error: missing option '-o'" in result.stderr
 
 
 def test_the_pool_does_not_depend_on_the_order_of_questions_or_how_a_spec_is_written(tmp_path: Path) -> None:

@@ -4,18 +4,17 @@ headers the server does not serve, and the wording of its messages."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers import REPO, invoke, one_error
+from helpers.judging import CHEAP, POOL, QUESTIONS, Running, make_change
 
 from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError
@@ -23,31 +22,16 @@ from rag_eval.eval.datasets.trec import read_trec_qrels
 from rag_eval.eval.judging.judge import check_idle_timeout
 from rag_eval.eval.judging.judgments import Judgments, JudgmentsError, PoolIdentity, log_path
 from rag_eval.eval.judging.log_records import JudgmentsWriteError
-from rag_eval.eval.judging.pool import build_pool, plan
+from rag_eval.eval.judging.pool import plan
 from rag_eval.eval.judging.selection import SelectionError, Selector
-from rag_eval.eval.judging.server import REQUEST_TIMEOUT, JudgeServer
-from rag_eval.eval.judging.session import Session
+from rag_eval.eval.judging.server import JudgeServer
 from rag_eval.eval.judging.settle import PRIOR, fit_logistic
 from rag_eval.index.store import RagEvalWarning
 
-ROOT = Path(__file__).resolve().parents[1]
-QUESTIONS = ROOT / "tests" / "data" / "judge" / "questions.txt"
-CHEAP = ["-t", "bigram", "-t", "unigram"]
+ROOT = REPO
 #: The handbook's example questions and their judgments, for the oracle.
 EXAMPLES = ROOT / "docs" / "examples" / "handbook-questions.txt"
 EXAMPLE_QRELS = ROOT / "docs" / "examples" / "handbook-questions.qrels"
-POOL = PoolIdentity(corpus="c" * 64, questions=("q1", "q2"), systems=("bigram", "unigram"), depth=10)
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["judge", *args])
-    return result.exit_code, result.output, result.stderr
-
-
-def one_error(code: int, stderr: str) -> str:
-    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
-    assert code == 1 and len(errors) == 1 and "Traceback" not in stderr, stderr
-    return errors[0]
 
 
 @pytest.fixture
@@ -68,8 +52,8 @@ def test_a_depth_over_1000_is_refused_before_anything_is_built(tmp_path: Path, n
     with pytest.raises(RagEvalError, match="--depth must be a whole number from 1 to 1000, not 1001"):
         plan("handbook", QUESTIONS, tokenizers=["bigram"], depth=1001)
     out = tmp_path / "x.qrels"
-    code, _, stderr = invoke("handbook", "--queries", str(QUESTIONS), *CHEAP, "--depth", "100000000", "-o", str(out))
-    assert "not 100000000" in one_error(code, stderr)
+    result = invoke("judge", "handbook", "--queries", str(QUESTIONS), *CHEAP, "--depth", "100000000", "-o", str(out))
+    assert "not 100000000" in one_error(result)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -90,8 +74,8 @@ def test_the_selector_walks_the_runs_not_the_depth() -> None:
 def test_a_negative_seed_is_one_error_line_before_any_work(method: str, no_build: None) -> None:
     """Regression: --oracle --seed -1 ended in numpy's traceback (expected non-negative integer)."""
     oracle = ["--oracle", str(EXAMPLE_QRELS), "--samples", "0", "--seed", "-1", "--method", method]
-    code, _, stderr = invoke("handbook", "--queries", str(EXAMPLES), *CHEAP, *oracle)
-    assert "--seed must be a whole number of at least 0, not -1" in one_error(code, stderr)
+    result = invoke("judge", "handbook", "--queries", str(EXAMPLES), *CHEAP, *oracle)
+    assert "--seed must be a whole number of at least 0, not -1" in one_error(result)
     with pytest.raises(SelectionError, match="seed must be a whole number of at least 0"):
         Selector({"a": {"q1": ["d1"]}}, seed=-1)
 
@@ -100,11 +84,11 @@ def test_a_negative_seed_is_one_error_line_before_any_work(method: str, no_build
 def test_a_negative_or_nan_idle_timeout_is_refused(tmp_path: Path, minutes: str, no_build: None) -> None:
     """Regression: --idle-timeout -1, nan and -inf were taken silently as "never stop"."""
     out = tmp_path / "x.qrels"
-    code, _, stderr = invoke(
-        "handbook", "--queries", str(QUESTIONS), *CHEAP, "-o", str(out), f"--idle-timeout={minutes}"
+    result = invoke(
+        "judge", "handbook", "--queries", str(QUESTIONS), *CHEAP, "-o", str(out), f"--idle-timeout={minutes}"
     )
     assert f"--idle-timeout must be a number of minutes of at least 0 (0: never stop), not {minutes}" in one_error(
-        code, stderr
+        result
     )
     assert list(tmp_path.iterdir()) == []
 
@@ -128,8 +112,8 @@ def test_an_output_inside_a_file_is_refused_before_any_work(tmp_path: Path, no_b
         ["-o", str(blocker / "x.qrels")],
         ["--oracle", str(EXAMPLE_QRELS), "--samples", "0", "-o", str(blocker / "r.json")],
     ):
-        code, _, stderr = invoke("handbook", "--queries", str(EXAMPLES), *CHEAP, *args)
-        assert f"cannot create it: {blocker} is not a folder" in one_error(code, stderr)
+        result = invoke("judge", "handbook", "--queries", str(EXAMPLES), *CHEAP, *args)
+        assert f"cannot create it: {blocker} is not a folder" in one_error(result)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["q.txt"]
 
 
@@ -137,9 +121,9 @@ def test_an_output_that_is_a_folder_is_called_a_folder(tmp_path: Path, no_build:
     """Regression: -o FOLDER said "(no FOLDER.jsonl beside it)", as if it were someone else's qrels file."""
     folder = tmp_path / "out"
     folder.mkdir()
-    code, _, stderr = invoke("handbook", "--queries", str(QUESTIONS), *CHEAP, "-o", str(folder))
-    assert "out: is a folder" in one_error(code, stderr) and ".jsonl" not in stderr
-    assert f"hint: name a file in it, e.g. -o {folder / 'kb.qrels'}" in stderr
+    result = invoke("judge", "handbook", "--queries", str(QUESTIONS), *CHEAP, "-o", str(folder))
+    assert "out: is a folder" in one_error(result) and ".jsonl" not in result.stderr
+    assert f"hint: name a file in it, e.g. -o {folder / 'kb.qrels'}" in result.stderr
 
 
 def test_an_empty_output_hints_at_a_judgments_file(
@@ -147,12 +131,12 @@ def test_an_empty_output_hints_at_a_judgments_file(
 ) -> None:
     """Regression: -o "" hinted "e.g. -o out/report", a report folder, for the judgments file."""
     monkeypatch.chdir(tmp_path)
-    code, _, stderr = invoke("handbook", "--queries", str(QUESTIONS), *CHEAP, "-o", "")
-    one_error(code, stderr)
-    assert "hint: name the judgments file, e.g. -o out/kb.qrels" in stderr
-    code, _, stderr = invoke("handbook", "--queries", str(EXAMPLES), *CHEAP, "--oracle", str(EXAMPLE_QRELS), "-o", "")
-    one_error(code, stderr)
-    assert "e.g. -o replay.json" in stderr
+    result = invoke("judge", "handbook", "--queries", str(QUESTIONS), *CHEAP, "-o", "")
+    one_error(result)
+    assert "hint: name the judgments file, e.g. -o out/kb.qrels" in result.stderr
+    result = invoke("judge", "handbook", "--queries", str(EXAMPLES), *CHEAP, "--oracle", str(EXAMPLE_QRELS), "-o", "")
+    one_error(result)
+    assert "e.g. -o replay.json" in result.stderr
 
 
 # -- an empty pool and the decision before any grade ------------------------------------------------------------
@@ -168,8 +152,8 @@ def test_a_pool_of_no_passage_is_one_error_line_and_no_server(tmp_path: Path, mo
 
     monkeypatch.setattr(JudgeServer, "serve", no_serve)
     out = tmp_path / "out" / "x.qrels"
-    code, _, stderr = invoke("handbook", "--queries", str(questions), "-t", "bigram", "-o", str(out))
-    assert "nothing to judge: no system found a passage for the question" in one_error(code, stderr)
+    result = invoke("judge", "handbook", "--queries", str(questions), "-t", "bigram", "-o", str(out))
+    assert "nothing to judge: no system found a passage for the question" in one_error(result)
     assert not out.parent.exists()
 
 
@@ -297,56 +281,6 @@ def test_a_torn_qrels_file_that_the_log_does_not_explain_is_left_alone(tmp_path:
 # -- the server ---------------------------------------------------------------------------------------------------
 
 
-class Running:
-    """A judging server on 127.0.0.1 in a thread of this process, over the handbook's test questions."""
-
-    def __init__(self, output: Path, *, request_timeout: float = REQUEST_TIMEOUT) -> None:
-        dataset, systems, skipped, identity = plan("handbook", QUESTIONS, tokenizers=["bigram", "unigram"])
-        pool = build_pool(dataset, systems, identity, skipped=skipped)
-        self.output = output
-        self.judgments = Judgments.open(output, identity, assessor="")
-        self.session = Session(pool, self.judgments, Selector(pool.runs))
-        self.server = JudgeServer.bind(0, request_timeout=request_timeout)
-        self.lines: list[str] = []  # what the server logs
-        self.server.log = self.lines.append
-        self.port = self.server.port
-        started = threading.Event()
-        self.thread = threading.Thread(
-            target=self.server.serve,
-            args=(self.session,),
-            kwargs={"announce": lambda _url: started.set(), "idle_timeout": 30.0},  # stops by itself
-            daemon=True,
-        )
-        self.thread.start()
-        started.wait(10)
-
-    def request(
-        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
-    ) -> tuple[int, dict[str, str], bytes]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        try:
-            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-            sent = {"Host": f"127.0.0.1:{self.port}", "X-Judge-Token": self.server.token}
-            sent |= {"Content-Type": "application/json", "Content-Length": str(len(body or b""))}
-            for key, value in (sent | (headers or {})).items():
-                connection.putheader(key, value)
-            connection.endheaders(body)
-            response = connection.getresponse()
-            return response.status, dict(response.getheaders()), response.read()
-        finally:
-            connection.close()
-
-    def post(self, path: str, data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        status, _, body = self.request("POST", path, json.dumps(data).encode())
-        return status, json.loads(body)
-
-    def stop(self) -> None:
-        self.server.httpd.shutdown()
-        self.thread.join(10)
-        self.server.close()
-        self.judgments.close()
-
-
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[Running]:
     server = Running(tmp_path / "kb.qrels")
@@ -436,8 +370,8 @@ def test_counts_of_one_are_singular(tmp_path: Path) -> None:
     qrels.write_text("".join(f"{line}\n" for line in lines if line.split()[0] == question_id(first)), "utf-8")
     one = tmp_path / "one.txt"
     one.write_text(first + "\n", encoding="utf-8")
-    code, _, stderr = invoke("handbook", "--queries", str(one), "-t", "bigram", "--oracle", str(qrels))
-    assert "1 question has a relevant passage, fewer than the 50 a sample needs" in one_error(code, stderr)
+    outcome = invoke("judge", "handbook", "--queries", str(one), "-t", "bigram", "--oracle", str(qrels))
+    assert "1 question has a relevant passage, fewer than the 50 a sample needs" in one_error(outcome)
     result = CliRunner().invoke(
         cli, ["judge", "handbook", "--queries", str(one), "-t", "bigram", "--oracle", str(qrels), "--samples", "0"]
     )
@@ -445,13 +379,3 @@ def test_counts_of_one_are_singular(tmp_path: Path) -> None:
     assert result.stdout.startswith(
         "Oracle replay (decisive order): 1 question (1 with a relevant passage), 1 system, "
     )
-
-
-def make_change(judgments: Judgments, change: str) -> None:
-    """One write of the kind ``change`` names: a grade of a new pair, a re-grade, or an undo."""
-    if change == "new pair":
-        judgments.record("q1", "c", 1)
-    elif change == "regrade":
-        judgments.record("q1", "a", 0)
-    else:
-        judgments.undo()

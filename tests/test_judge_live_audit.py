@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_judge_browser import Server
-from test_judge_inputs import CHEAP, POOL, QUESTIONS, Running, make_change, one_error
+from helpers import one_error
+from helpers.judging import CHEAP, POOL, QUESTIONS, Running, Server, make_change
 
 from rag_eval.cli import cli
 from rag_eval.eval.datasets.trec import read_trec_qrels
@@ -92,7 +92,7 @@ def test_reworded_questions_with_the_same_ids_are_another_pool(tmp_path: Path) -
     # --idle-timeout: should the pool be accepted, the server stops by itself within seconds.
     args = ["judge", "handbook", "--queries", str(questions), "-t", "bigram", "-o", str(out), "--idle-timeout", "0.05"]
     result = CliRunner().invoke(cli, args)
-    error = one_error(result.exit_code, result.stderr)
+    error = one_error(result)
     assert "belong to another pool: the questions' texts differ (the same ids, reworded)" in error
     assert (out.read_bytes(), log_path(out).read_bytes()) == before
     # The same texts, written in another Unicode normal form, are the same questions.
@@ -187,7 +187,7 @@ def test_a_second_judge_on_the_same_file_is_refused_before_anything_is_built(
         result = CliRunner().invoke(
             cli, ["judge", "handbook", "--queries", str(QUESTIONS), *CHEAP, "-o", str(out), "--idle-timeout", "0.05"]
         )
-        assert "another rag-eval judge is writing this file" in one_error(result.exit_code, result.stderr)
+        assert "another rag-eval judge is writing this file" in one_error(result)
         assert (out.read_bytes(), log_path(out).read_bytes()) == before
     assert len(Judgments.check(out, identity)) == 1  # once that session ends, the file is free again
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_judge_inputs import POOL
+from helpers.judging import POOL
 
 from rag_eval.eval.judging import judgments as judgments_module
 from rag_eval.eval.judging.judgments import Judgments, JudgmentsError, log_path

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from compare_calls import compare
+from helpers.compare_calls import compare
 
 from rag_eval.eval.compare.runner import System
 from rag_eval.eval.datasets.formats import load_dataset

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import REPO
 
 from rag_eval.cli import cli
 from rag_eval.errors import CorpusError
@@ -263,7 +264,7 @@ def test_a_markdown_folder_is_compared_as_sections(questions: Path, tmp_path: Pa
 
 def test_a_gate_on_unjudged_questions_is_refused_before_any_build(questions: Path, tmp_path: Path) -> None:
     args = ["compare", "handbook", "--queries", str(questions), "-t", "bigram", "-o", str(tmp_path / "out")]
-    baseline = Path(__file__).resolve().parents[1] / "reports" / "baseline" / "handbook.json"
+    baseline = REPO / "reports" / "baseline" / "handbook.json"
     for extra in (["--against", str(baseline)], ["--write-baseline", str(tmp_path / "b.json")]):
         result = CliRunner().invoke(cli, [*args, *extra])
         assert result.exit_code == 1 and "needs judged queries" in result.output

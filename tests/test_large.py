@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from largecorpus import generate
+from helpers.largecorpus import generate
 
 # Peak RSS from /proc/self/status VmHWM: the high-water mark of this process image. (ru_maxrss would
 # also count the forked parent's pages from before exec, which Linux carries over.)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from compare_calls import compare, run_compare
+from helpers.compare_calls import compare, run_compare
 
 from rag_eval.cli import cli
 from rag_eval.engines import base as engines

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from compare_calls import run_compare
-from test_report_render import CHROMIUM, CHROMIUM_ARGS
+from helpers.compare_calls import run_compare
+from helpers.pages import CHROMIUM, CHROMIUM_ARGS
 
 from rag_eval.eval.reporting.report import render_html
 from rag_eval.eval.tuning.report import dev_chart

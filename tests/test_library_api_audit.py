@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import make_docs
+from helpers import make_docs
 
 from rag_eval.errors import IndexFileError, QueryError, RagEvalError, ReadError, SpecError
 from rag_eval.index.store import Index

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from make_corpus import make
 
-sys.path.insert(0, str(Path(__file__).parent / "seed"))
-from make_corpus import make  # noqa: E402
-
-from rag_eval.builders.lines import split_lines  # noqa: E402
-from rag_eval.errors import CorpusError, MissingSourceError, QueryError  # noqa: E402
-from rag_eval.index.store import Index  # noqa: E402
-from rag_eval.index.verify import verify_index, verify_source  # noqa: E402
-from rag_eval.index.writer import build  # noqa: E402
-from rag_eval.search.evidence import search_tool  # noqa: E402
-from rag_eval.search.searching import search  # noqa: E402
+from rag_eval.builders.lines import split_lines
+from rag_eval.errors import CorpusError, MissingSourceError, QueryError
+from rag_eval.index.store import Index
+from rag_eval.index.verify import verify_index, verify_source
+from rag_eval.index.writer import build
+from rag_eval.search.evidence import search_tool
+from rag_eval.search.searching import search
 
 
 @pytest.fixture

@@ -6,21 +6,18 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from make_corpus import make
 
-sys.path.insert(0, str(Path(__file__).parent / "seed"))
-from make_corpus import make  # noqa: E402
-
-from rag_eval.compat import DocIndex, connect, expression, retrieve, search_tool, sync, verify_source  # noqa: E402
-from rag_eval.errors import CorpusError, IndexFileError, QueryError, ReadError, SpecError  # noqa: E402
-from rag_eval.index.store import Index  # noqa: E402
-from rag_eval.index.verify import verify_index  # noqa: E402
-from rag_eval.index.writer import build  # noqa: E402
-from rag_eval.search.searching import search  # noqa: E402
+from rag_eval.compat import DocIndex, connect, expression, retrieve, search_tool, sync, verify_source
+from rag_eval.errors import CorpusError, IndexFileError, QueryError, ReadError, SpecError
+from rag_eval.index.store import Index
+from rag_eval.index.verify import verify_index
+from rag_eval.index.writer import build
+from rag_eval.search.searching import search
 
 TODAY = "2026-10-07"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import regex
-from test_impact import assert_same, fts5_top, impact_top
+from helpers.engines import assert_same, fts5_top, impact_top
 
 from rag_eval.engines import impact
 from rag_eval.engines.impact import write as impact_write

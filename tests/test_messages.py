@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from conftest import make_docs
+from helpers import invoke, make_docs
 
 from rag_eval.builders import BUILDERS, get_builder
 from rag_eval.cli import cli
@@ -20,10 +20,6 @@ QUESTIONS = ["导出文件保留多久", "数据库备份保留几天"]
 #: A judged passage of make_docs's knowledge base, and the ids a person might have given the questions.
 QRELS = "q1 0 notes.md#_root 1\nq2 0 faq/fullwidth.md#資料庫備份 1\n"
 LEGEND = "significantly better/worse"
-
-
-def invoke(*args: object) -> click.testing.Result:
-    return CliRunner().invoke(cli, [str(arg) for arg in args])
 
 
 @pytest.fixture

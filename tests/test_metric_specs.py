@@ -7,7 +7,7 @@ from pathlib import Path
 import ir_measures
 import pytest
 from click.testing import CliRunner
-from conftest import metric_cli_args
+from helpers import metric_cli_args
 
 from rag_eval.cli import cli
 from rag_eval.eval.datasets.records import Qrel

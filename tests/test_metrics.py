@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import metric_cli_args
+from helpers import metric_cli_args
 
 from rag_eval.errors import RagEvalError
 from rag_eval.eval.datasets.records import MAX_RELEVANCE, Qrel

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
-from click.testing import CliRunner
+from helpers import invoke, one_error
+from helpers.trec_eval import SPECS, TOLERANCE, _trec_measure, _trec_order, cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_metrics_differential import SPECS, TOLERANCE, _trec_measure, _trec_order, cases
 
-from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError
 from rag_eval.eval.compare.gate import check, load_baseline
 from rag_eval.eval.compare.statistics import significance
@@ -28,19 +27,6 @@ COUNTS = [spec for spec in SPECS if parse_metric(spec).NAME in ("NumQ", "NumRel"
 QUALITY = [spec for spec in SPECS if spec not in COUNTS]
 
 
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args))
-
-
-def one_error_line(outcome, start: str) -> None:
-    """Exit 1, and an ``error:`` line (and at most a hint) starting with ``start``: no traceback."""
-    assert outcome.exit_code == 1, (outcome.exit_code, outcome.output, outcome.stderr)
-    lines = outcome.stderr.strip().splitlines()
-    assert lines[0].startswith(f"error: {start}"), outcome.stderr
-    assert len(lines) <= 2 and all(line.startswith(("error: ", "hint: ")) for line in lines), outcome.stderr
-    assert "Traceback" not in outcome.stderr
-
-
 # --- 1. a judged query the run does not contain ----------------------------------------------------------------
 
 
@@ -48,7 +34,9 @@ def test_numrel_counts_a_query_missing_from_the_run_as_trec_eval_c_does(tmp_path
     """Regression: NumRel of h002 (not in the run) was 0 and the all row 2; trec_eval -c prints 3 and 5."""
     (tmp_path / "two.qrels").write_text("h001 0 d1 1\nh001 0 d2 1\nh002 0 d3 1\nh002 0 d4 1\nh002 0 d5 2\n")
     (tmp_path / "one.run").write_text("h001 Q0 d1 1 2 t\n")
-    out = run("evaluate", "--metric", "NumRel", "--per-query", str(tmp_path / "one.run"), str(tmp_path / "two.qrels"))
+    out = invoke(
+        "evaluate", "--metric", "NumRel", "--per-query", str(tmp_path / "one.run"), str(tmp_path / "two.qrels")
+    )
     assert out.exit_code == 0, out.stderr
     rows = {tuple(line.split("\t")[:2]): float(line.split("\t")[2]) for line in out.stdout.splitlines()}
     assert rows[("NumRel", "h001")] == 2 and rows[("NumRel", "h002")] == 3 and rows[("NumRel", "all")] == 5
@@ -115,8 +103,8 @@ def test_counts_are_the_measures_trec_eval_totals_and_the_rest_lie_in_0_to_1() -
 @pytest.mark.parametrize("spec", COUNTS)
 def test_tune_refuses_a_count_as_its_quality_measure(spec: str, tmp_path: Path) -> None:
     """Regression: tune --metric NumRet recommended the system that retrieves the most ("NumRet 91.96")."""
-    outcome = run("tune", "evidence-mini", "--metric", spec, "-o", str(tmp_path / "t"))
-    one_error_line(outcome, "tune needs a quality measure")
+    outcome = invoke("tune", "evidence-mini", "--metric", spec, "-o", str(tmp_path / "t"))
+    assert one_error(outcome, alone=True).startswith("error: tune needs a quality measure")
     assert not (tmp_path / "t").exists()
     with pytest.raises(MetricError, match="needs a quality measure"):
         metrics.quality_metric(spec, "tune")
@@ -160,8 +148,8 @@ def test_a_baseline_with_values_or_names_the_gate_cannot_hold_is_one_error_line_
 ) -> None:
     path = tmp_path / "base.json"
     path.write_text(json.dumps(baseline), encoding="utf-8")
-    outcome = run("compare", "evidence-mini", "-t", "bigram", "--against", str(path), "-o", str(tmp_path / "x"))
-    one_error_line(outcome, f"{path}: {says}")
+    outcome = invoke("compare", "evidence-mini", "-t", "bigram", "--against", str(path), "-o", str(tmp_path / "x"))
+    assert one_error(outcome, alone=True).startswith(f"error: {path}: {says}")
     assert not (tmp_path / "x").exists()
 
 
@@ -198,7 +186,9 @@ def test_every_value_of_a_space_file_is_checked_at_load_naming_file_and_key(
     with pytest.raises(RagEvalError) as caught:
         load_space(path)
     assert str(caught.value).startswith(f"{path}: {says}"), caught.value
-    one_error_line(run("tune", "evidence-mini", "--space", str(path), "-o", str(tmp_path / "t")), f"{path}: {says}")
+    assert one_error(
+        invoke("tune", "evidence-mini", "--space", str(path), "-o", str(tmp_path / "t")), alone=True
+    ).startswith(f"error: {path}: {says}")
     assert not (tmp_path / "t").exists()
 
 
@@ -219,13 +209,13 @@ def test_a_systems_file_error_names_the_file_and_the_table(key: str, value: str,
     with pytest.raises(RagEvalError) as caught:
         load_systems_toml(path)
     assert str(caught.value).startswith(f"{path}: [[system]] number 1: {key}: {says}"), caught.value
-    outcome = run("compare", "evidence-mini", "--systems", str(path), "-o", str(tmp_path / "x"))
-    one_error_line(outcome, f"{path}: [[system]] number 1: {key}: {says}")
+    outcome = invoke("compare", "evidence-mini", "--systems", str(path), "-o", str(tmp_path / "x"))
+    assert one_error(outcome, alone=True).startswith(f"error: {path}: [[system]] number 1: {key}: {says}")
 
 
 def test_the_report_page_marks_no_best_value_of_a_count() -> None:
     """report.md and report.html bolded the highest NumRet as the best, as if returning more documents were better."""
-    from compare_calls import compare
+    from helpers.compare_calls import compare
 
     from rag_eval.eval.compare.runner import System
     from rag_eval.eval.datasets.formats import load_dataset

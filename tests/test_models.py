@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
-import pickle
 import signal
 import subprocess
 import sys
@@ -12,7 +10,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-import srsly
+from helpers.models import fake_sdist, sha256
 
 from rag_eval.errors import ModelError, RagEvalError, UnavailableError
 from rag_eval.models import (
@@ -25,31 +23,6 @@ from rag_eval.models import (
     resolve_pkuseg_model,
 )
 from rag_eval.tokenizers import get_tokenizer
-
-
-def fake_sdist(folder: Path) -> Path:
-    """A tarball laid out like pkuseg-0.0.25.tar.gz, holding the shipped small model in pkuseg's old format."""
-    features = srsly.read_msgpack(mini_model_dir() / "features.msgpack")
-    members = {
-        "pkuseg-0.0.25/setup.py": b"# not used\n",
-        "pkuseg-0.0.25/pkuseg/models/default/features.pkl": pickle.dumps(features),
-        "pkuseg-0.0.25/pkuseg/models/default/weights.npz": (mini_model_dir() / "weights.npz").read_bytes(),
-    }
-    return write_tarball(folder / "pkuseg-0.0.25.tar.gz", members)
-
-
-def write_tarball(path: Path, members: dict[str, bytes]) -> Path:
-    """A gzipped tarball at ``path`` holding ``members`` (name: bytes)."""
-    with tarfile.open(path, "w:gz") as archive:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return path
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_resolution_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_models import fake_sdist, sha256
+from helpers.models import fake_sdist, sha256
 
 from rag_eval import models
 from rag_eval.models import install_pkuseg_model

@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import pickle
 import shutil
-from collections.abc import Iterator
 from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,14 @@ import pytest
 import regex
 import srsly
 from click.testing import CliRunner
-from test_models import fake_sdist, sha256, write_tarball
-from test_plugin_contracts_audit import one_error
+from helpers import invoke, one_error
+from helpers.models import fake_sdist, sha256, write_tarball
+from helpers.plugins import (
+    ENTRY_POINT_PLUGINS,
+    DeclaresNoLibraries,
+    Fine,
+    _Words,
+)
 
 from rag_eval import models, registry
 from rag_eval.builders import BUILDERS, Builder
@@ -26,7 +31,7 @@ from rag_eval.errors import ModelError, RagEvalError, RegistryError, Unavailable
 from rag_eval.models import PKUSEG_MODEL_ENV, install_pkuseg_model, mini_model_dir, resolve_pkuseg_model
 from rag_eval.registry import Registry
 from rag_eval.spec import Option, OptionSet
-from rag_eval.tokenizers import TOKENIZERS, PythonTokenizer, Tokenizer, get_tokenizer
+from rag_eval.tokenizers import TOKENIZERS, Tokenizer, get_tokenizer
 from rag_eval.tokenizers.listing import describe_all
 
 MODEL_DIR = "pkuseg-0.0.25/pkuseg/models/default/"
@@ -120,7 +125,7 @@ def test_a_model_path_that_is_not_valid_text_is_refused_before_it_reaches_an_ind
         resolve_pkuseg_model("")
     with pytest.raises(UnavailableError, match="not valid Unicode"):
         resolve_pkuseg_model(str(folder))
-    error = one_error("index", "build", str(docs), "-t", "pkuseg", "-o", str(tmp_path / "i.sqlite"))
+    error = one_error(invoke("index", "build", str(docs), "-t", "pkuseg", "-o", str(tmp_path / "i.sqlite")))
     assert f"${PKUSEG_MODEL_ENV}" in error and "not valid Unicode" in error
     assert not (tmp_path / "i.sqlite").exists()
 
@@ -138,7 +143,7 @@ def test_a_model_folder_with_garbage_names_the_folder(tmp_path: Path) -> None:
     folder.mkdir()
     for name in models.MODEL_FILES:
         (folder / name).write_bytes(b"\x93garbage" * 10)
-    error = one_error("tokenize", "-t", f"pkuseg:model={folder}", "导出")
+    error = one_error(invoke("tokenize", "-t", f"pkuseg:model={folder}", "导出"))
     assert f"pkuseg model '{folder}' cannot be loaded" in error
 
 
@@ -199,12 +204,6 @@ def test_a_cache_that_is_a_file_lists_and_refuses_to_install(
 # --- plug-ins ---------------------------------------------------------------------------------------------------
 
 
-class _Words(PythonTokenizer):
-    def _spans(self, text: str) -> Iterator[tuple[int, int]]:
-        for match in regex.finditer(r"\S+", text):
-            yield match.span()
-
-
 def _declaring(attribute: str, value: object, base: type = _Words) -> type:
     return type(f"Declares_{attribute}", (base,), {"name": "audit-declares", attribute: value})
 
@@ -256,59 +255,13 @@ def test_every_registered_plug_in_passes_the_declaration_check() -> None:
             assert registry.declaration_problem(plugins[name], plugins.kind, plugins.base) is None, name
 
 
-class RaisesOnConstruction(_Words):
-    name = "audit-raises-init"
-
-    def __init__(self, **options: Any) -> None:
-        raise ValueError("boom in __init__")
-
-
-class RaisesOnAvailability(_Words):
-    name = "audit-raises-availability"
-
-    @classmethod
-    def availability(cls) -> str | None:
-        raise RuntimeError("boom in availability")
-
-
-class RaisesOnFingerprint(_Words):
-    name = "audit-raises-fingerprint"
-
-    def fingerprint(self) -> dict[str, str]:
-        raise KeyError("boom in fingerprint")
-
-
-class DeclaresNoLibraries(_Words):
-    name = "audit-libraries-none"
-    libraries = None  # type: ignore[assignment]
-
-
-class DeclaresStringOptions(_Words):
-    name = "audit-options-string"
-    option_set = "model=path"  # type: ignore[assignment]
-
-
-class Fine(_Words):
-    name = "audit-fine"
-
-
-ENTRY_POINT_PLUGINS = [
-    RaisesOnConstruction,
-    RaisesOnAvailability,
-    RaisesOnFingerprint,
-    DeclaresNoLibraries,
-    DeclaresStringOptions,
-    Fine,
-]
-
-
 @pytest.fixture
 def entry_point_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     """The test plug-ins arrive through entry points, beside the installed ones, in a freshly discovered
     TOKENIZERS (monkeypatch puts its state back)."""
     group = "rag_eval.tokenizers"
     installed = list(registry.entry_points(group=group))
-    ours = [EntryPoint(cls.name, f"{__name__}:{cls.__name__}", group) for cls in ENTRY_POINT_PLUGINS]
+    ours = [EntryPoint(cls.name, f"helpers.plugins:{cls.__name__}", group) for cls in ENTRY_POINT_PLUGINS]
 
     def entry_points(*, group: str) -> list[EntryPoint]:
         return installed + ours if group == "rag_eval.tokenizers" else []
@@ -341,8 +294,8 @@ def test_the_listing_names_each_misbehaving_plug_in_and_lists_the_rest(entry_poi
 
 
 def test_a_plug_in_with_a_declaration_problem_is_one_error_when_named(entry_point_plugins: None) -> None:
-    assert "declares libraries = None" in one_error("tokenize", "-t", "audit-libraries-none", "x")
-    assert "declares option_set" in one_error("tokenize", "-t", "audit-options-string", "x")
+    assert "declares libraries = None" in one_error(invoke("tokenize", "-t", "audit-libraries-none", "x"))
+    assert "declares option_set" in one_error(invoke("tokenize", "-t", "audit-options-string", "x"))
 
 
 def test_a_fresh_registry_refuses_what_the_shared_one_refuses() -> None:

@@ -8,19 +8,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import one_error
 
 from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError, SpecError
 from rag_eval.eval.datasets.squad import export_squad
 from rag_eval.eval.tuning.tune import candidates, load_space
 from rag_eval.tokenizers import get_tokenizer
-
-
-def one_error(result: object) -> str:
-    output = result.output  # type: ignore[attr-defined]
-    lines = [line for line in output.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and "Traceback" not in output, output
-    return lines[0]
 
 
 @pytest.mark.parametrize("strategy", ["jieba", "jieba:mode=precise", "pkuseg:model=mini"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
-from conftest import tokenizer_for
+from helpers import tokenizer_for
 
 from rag_eval.errors import InvalidTextError
 from rag_eval.tokenizers import get_tokenizer, normalise, normalise_with_offsets

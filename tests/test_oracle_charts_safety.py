@@ -7,12 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_render_escaping_audit import small_study
+from helpers import REPO
+from helpers.studies import small_study
 
 from rag_eval.errors import RagEvalError
 from rag_eval.eval.judging.oracle_report import _a_chart, write_charts
 
-REPORTS = Path(__file__).parent.parent / "reports" / "judging"
+REPORTS = REPO / "reports" / "judging"
 
 
 def test_charts_are_redrawn_over_charts_it_drew(tmp_path: Path) -> None:

@@ -11,9 +11,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from helpers import invoke, one_error
 
-from rag_eval.cli import cli
 from rag_eval.eval.datasets.shipped import corpus_dir
 
 QUESTIONS = "如何导出团队的数据\n审计日志保留多久\n"
@@ -34,33 +33,25 @@ def questions(tmp_path: Path) -> Path:
     return path
 
 
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.output
-
-
-def one_error(output: str) -> str:
-    lines = [line for line in output.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and "Traceback" not in output, output
-    return lines[0]
-
-
 def test_a_run_file_the_report_did_not_write_is_refused_not_deleted(kb: Path, questions: Path, tmp_path: Path) -> None:
     report = tmp_path / "report"
-    code, output = run("compare", str(kb), "--queries", str(questions), "-t", "bigram", "-o", str(report))
-    assert code == 0, output
+    result = invoke("compare", str(kb), "--queries", str(questions), "-t", "bigram", "-o", str(report))
+    assert result.exit_code == 0, result.output
     written = sorted(path.name for path in (report / "runs").iterdir())
     assert json.loads((report / "report.json").read_text(encoding="utf-8"))["run_files"] == written
     # compare replaces its own report, run files included
-    code, output = run("compare", str(kb), "--queries", str(questions), "-t", "bigram", "-o", str(report))
-    assert code == 0, output
+    result = invoke("compare", str(kb), "--queries", str(questions), "-t", "bigram", "-o", str(report))
+    assert result.exit_code == 0, result.output
     mine = report / "runs" / "other-engine.run"
     shutil.copy(report / "runs" / written[0], mine)
     before = {path.name: path.read_bytes() for path in (report / "runs").iterdir()}
     args = ["compare", str(kb), "--queries", str(questions), "-t", "bigram", "-o", str(report)]
     for extra in ([], ["--run", f"other={mine}"]):
-        code, output = run(*args, *extra)
-        assert code != 0 and "runs/other-engine.run, which is not part of a compare report folder" in one_error(output)
+        result = invoke(*args, *extra)
+        assert (
+            result.exit_code != 0
+            and "runs/other-engine.run, which is not part of a compare report folder" in one_error(result)
+        )
         assert {path.name: path.read_bytes() for path in (report / "runs").iterdir()} == before
 
 
@@ -69,27 +60,27 @@ def test_a_report_written_before_run_files_were_recorded_is_still_replaced(
 ) -> None:
     report = tmp_path / "report"
     args = ["compare", str(kb), "--queries", str(questions), "-t", "bigram", "-t", "unigram", "-o", str(report)]
-    assert run(*args)[0] == 0
+    assert invoke(*args).exit_code == 0
     data = json.loads((report / "report.json").read_text(encoding="utf-8"))
     del data["run_files"]  # as an older rag-eval wrote it: its systems name its run files
     (report / "report.json").write_text(json.dumps(data), encoding="utf-8")
-    code, output = run(*args)
-    assert code == 0, output
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
     (report / "runs" / "x.run").write_text("", encoding="utf-8")
     data = json.loads((report / "report.json").read_text(encoding="utf-8"))
     del data["run_files"]
     (report / "report.json").write_text(json.dumps(data), encoding="utf-8")
-    code, output = run(*args)
-    assert code != 0 and "runs/x.run" in one_error(output)
+    result = invoke(*args)
+    assert result.exit_code != 0 and "runs/x.run" in one_error(result)
 
 
 @pytest.mark.parametrize("inside", ["report", "sub/report", "."])
 def test_a_report_inside_the_knowledge_base_is_refused(kb: Path, questions: Path, inside: str) -> None:
     target = kb / inside if inside != "." else kb
     before = sorted(str(path.relative_to(kb)) for path in kb.rglob("*"))
-    code, output = run("compare", str(kb), "--queries", str(questions), "-t", "bigram", "-o", str(target))
-    assert code != 0
-    line = one_error(output)
+    result = invoke("compare", str(kb), "--queries", str(questions), "-t", "bigram", "-o", str(target))
+    assert result.exit_code != 0
+    line = one_error(result)
     assert "cannot go inside the source folder" in line or "refusing to replace it" in line
     assert sorted(str(path.relative_to(kb)) for path in kb.rglob("*")) == before
 
@@ -108,12 +99,12 @@ def test_ids_a_trec_file_cannot_hold_are_refused(tmp_path: Path, what: str) -> N
     else:
         questions = tmp_path / "q.txt"
         questions.write_text("导出\n", encoding="utf-8")
-    code, output = run("compare", str(folder), "--queries", str(questions), "-t", "bigram", "-o", str(tmp_path / "o"))
-    assert code != 0 and f"{what} id" in one_error(output) and "TREC" in one_error(output)
+    result = invoke("compare", str(folder), "--queries", str(questions), "-t", "bigram", "-o", str(tmp_path / "o"))
+    assert result.exit_code != 0 and f"{what} id" in one_error(result) and "TREC" in one_error(result)
     assert not (tmp_path / "o").exists()
     if what == "passage":
-        code, output = run("queries", "synth", str(folder), "-n", "1", "-o", str(tmp_path / "synth"))
-        assert code != 0 and "passage id" in one_error(output)
+        result = invoke("queries", "synth", str(folder), "-n", "1", "-o", str(tmp_path / "synth"))
+        assert result.exit_code != 0 and "passage id" in one_error(result)
         assert not (tmp_path / "synth").exists()
 
 
@@ -150,10 +141,10 @@ def test_markdown_names_with_whitespace_are_compared_judged_and_read(tmp_path: P
     spaced, em_spaced = keys["my notes.md"], keys["em\u2003space.md"]
     qrels.write_text(f"{q0} 0 {spaced} 2\n{q2} 0 {em_spaced} 2\n", encoding="utf-8")
     out = tmp_path / "report"
-    code, output = run(
+    result = invoke(
         "compare", str(folder), "--queries", str(questions), "--qrels", str(qrels), "-t", "bigram", "-o", str(out)
     )
-    assert code == 0, output
+    assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     bigram = next(row for row in report["systems"] if row["name"].startswith("bigram"))
     assert bigram["metrics"]["nDCG@10"] == pytest.approx(1.0)
@@ -161,16 +152,16 @@ def test_markdown_names_with_whitespace_are_compared_judged_and_read(tmp_path: P
     lines = run_file.read_text(encoding="utf-8").splitlines()
     assert lines and all(len(line.split()) == 6 for line in lines)
     assert {line.split()[2] for line in lines} <= set(keys.values())
-    code, output = run("evaluate", str(run_file), str(qrels), "--metric", "nDCG@10")
-    assert code == 0 and "1.0000" in output, output
+    result = invoke("evaluate", str(run_file), str(qrels), "--metric", "nDCG@10")
+    assert result.exit_code == 0 and "1.0000" in result.output, result.output
     index = tmp_path / "kb.sqlite"
     build(folder, index, builder="sections", tokenizer="bigram")
     for number, name in enumerate(AWKWARD_NAMES):
         for target in (keys[name], f"{name}#导出{number}", key_path(name), name):  # a section, or the whole file
-            code, output = run("read", str(index), target)
-            assert code == 0 and f"第{number}个导出文件" in output, (target, output)
-    code, output = run("queries", "synth", str(folder), "-n", "6", "--kinds", "heading", "-o", str(tmp_path / "synth"))
-    assert code == 0, output
+            result = invoke("read", str(index), target)
+            assert result.exit_code == 0 and f"第{number}个导出文件" in result.output, (target, result.output)
+    result = invoke("queries", "synth", str(folder), "-n", "6", "--kinds", "heading", "-o", str(tmp_path / "synth"))
+    assert result.exit_code == 0, result.output
     labels = (tmp_path / "synth" / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]
     assert {line.split("\t")[1] for line in labels} == set(keys.values())
 
@@ -186,8 +177,8 @@ def test_markdown_names_with_whitespace_are_compared_judged_and_read(tmp_path: P
 def test_an_output_under_a_file_is_refused_up_front(tmp_path: Path, command: list[str]) -> None:
     blocker = tmp_path / "notes.txt"
     blocker.write_text("mine\n", encoding="utf-8")
-    code, output = run(*(part.replace("{file}", str(blocker)) for part in command))
-    assert code != 0 and "is not a folder" in one_error(output)
+    result = invoke(*(part.replace("{file}", str(blocker)) for part in command))
+    assert result.exit_code != 0 and "is not a folder" in one_error(result)
     assert blocker.read_text(encoding="utf-8") == "mine\n"
 
 
@@ -195,8 +186,8 @@ def test_synth_into_an_existing_folder_says_it_writes_only_new_ones(tmp_path: Pa
     existing = tmp_path / "synth"
     existing.mkdir()
     (existing / "keep.txt").write_text("mine\n", encoding="utf-8")
-    code, output = run("queries", "synth", "handbook", "-n", "5", "-o", str(existing))
-    assert code != 0 and "only to a new path" in one_error(output)
+    result = invoke("queries", "synth", "handbook", "-n", "5", "-o", str(existing))
+    assert result.exit_code != 0 and "only to a new path" in one_error(result)
     assert (existing / "keep.txt").read_text(encoding="utf-8") == "mine\n"
 
 
@@ -223,26 +214,27 @@ def test_read_takes_every_builders_keys_and_refuses_a_root_that_is_not_a_folder(
     ]
     corpus.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
     index = tmp_path / "p.sqlite"
-    assert run("index", "build", str(corpus), "-b", "passages", "-o", str(index))[0] == 0
-    assert run("read", str(index), "doc2") == (0, "导出文件保留三十天。\n")
-    code, output = run("read", str(index), "a#b", "--json")
-    assert code == 0 and json.loads(output)["key"] == "a#b"
-    code, output = run("read", str(index), "doc3")
-    assert code != 0 and one_error(output)
+    assert invoke("index", "build", str(corpus), "-b", "passages", "-o", str(index)).exit_code == 0
+    result = invoke("read", str(index), "doc2")
+    assert (result.exit_code, result.output) == (0, "导出文件保留三十天。\n")
+    result = invoke("read", str(index), "a#b", "--json")
+    assert result.exit_code == 0 and json.loads(result.output)["key"] == "a#b"
+    result = invoke("read", str(index), "doc3")
+    assert result.exit_code != 0 and one_error(result)
     for command in (["read", str(index), "doc2"], ["index", "verify", str(index)]):
         for root in (tmp_path / "nowhere", corpus):
-            code, output = run(*command, "--root", str(root))
-            assert code != 0 and "--root" in one_error(output)
+            result = invoke(*command, "--root", str(root))
+            assert result.exit_code != 0 and "--root" in one_error(result, code=2)
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\u3000"])
 def test_an_empty_query_is_an_error_not_no_hits(tmp_path: Path, query: str) -> None:
     index = tmp_path / "h.sqlite"
     handbook = str(corpus_dir("handbook"))
-    code, output = run("index", "build", handbook, "-b", "sections", "-t", "bigram", "-o", str(index))
-    assert code == 0, output
-    code, output = run("search", str(index), query)
-    assert code != 0 and "error: the query is empty" in one_error(output)
+    result = invoke("index", "build", handbook, "-b", "sections", "-t", "bigram", "-o", str(index))
+    assert result.exit_code == 0, result.output
+    result = invoke("search", str(index), query)
+    assert result.exit_code != 0 and "error: the query is empty" in one_error(result, code=2)
 
 
 def test_an_empty_database_left_by_a_stopped_first_build_says_so(tmp_path: Path) -> None:
@@ -253,9 +245,9 @@ def test_an_empty_database_left_by_a_stopped_first_build_says_so(tmp_path: Path)
     db.execute("PRAGMA user_version = 1")  # a database file with no table, as a killed first build leaves it
     db.commit()
     db.close()
-    code, output = run("index", "info", str(path))
-    assert code != 0 and "a first build into it may have been stopped" in one_error(output)
-    assert f"index build SOURCE -o {path}" in output
+    result = invoke("index", "info", str(path))
+    assert result.exit_code != 0 and "a first build into it may have been stopped" in one_error(result)
+    assert f"index build SOURCE -o {path}" in result.output
 
 
 def test_a_first_build_killed_leaves_no_index_and_the_next_build_clears_what_it_left(tmp_path: Path) -> None:
@@ -289,8 +281,8 @@ def test_a_first_build_killed_leaves_no_index_and_the_next_build_clears_what_it_
     assert not path.exists()  # nothing under the index's name: as before the build
     left = [p.name for p in path.parent.iterdir()]
     assert left and all(name.startswith(".new.sqlite.") for name in left)
-    code, output = run("index", "build", str(corpus_dir("handbook")), "-b", "sections", "-t", "bigram", "-o", str(path))
-    assert code == 0, output
+    result = invoke("index", "build", str(corpus_dir("handbook")), "-b", "sections", "-t", "bigram", "-o", str(path))
+    assert result.exit_code == 0, result.output
     assert [p.name for p in path.parent.iterdir()] == ["new.sqlite"]
 
 
@@ -341,9 +333,9 @@ def test_a_folder_of_another_command_is_refused_by_name(tmp_path: Path) -> None:
     """tune into a compare report folder: refused, saying the file is not part of a tune output folder (it said
     rag-eval did not write it, which was false)."""
     out = tmp_path / "report"
-    code, output = run("compare", "evidence-mini", "-t", "bigram", "-o", str(out))
-    assert code == 0, output
+    result = invoke("compare", "evidence-mini", "-t", "bigram", "-o", str(out))
+    assert result.exit_code == 0, result.output
     before = sorted(path.name for path in out.rglob("*"))
-    code, output = run("tune", "evidence-mini", "--budget", "2", "-o", str(out))
-    assert code != 0 and "which is not part of a tune output folder" in one_error(output)
+    result = invoke("tune", "evidence-mini", "--budget", "2", "-o", str(out))
+    assert result.exit_code != 0 and "which is not part of a tune output folder" in one_error(result)
     assert sorted(path.name for path in out.rglob("*")) == before

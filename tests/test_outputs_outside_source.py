@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from conftest import make_docs
+from helpers import make_docs, one_error
 
 from rag_eval.cli import cli
 from rag_eval.eval.datasets import shipped
@@ -131,13 +131,6 @@ READS_NO_CORPUS = {("fuse", "output"), ("datasets convert", "output"), ("models 
 
 def filled(args: list[str], place: dict[str, Path]) -> list[str]:
     return [arg.format(**{key: str(value) for key, value in place.items()}) for arg in args]
-
-
-def one_error(result: object) -> str:
-    stderr = result.stderr  # type: ignore[attr-defined]
-    lines = [line for line in stderr.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and "Traceback" not in stderr + result.output, stderr  # type: ignore[attr-defined]
-    return lines[0]
 
 
 @pytest.mark.parametrize(

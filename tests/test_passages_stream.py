@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from largecorpus import generate_passages
+from helpers.largecorpus import generate_passages
 
 from rag_eval.builders import get_builder
 from rag_eval.builders.base import SourceFile

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_models_plugins_audit import (
+from helpers import invoke, one_error
+from helpers.plugins import (
     Fine,
     RaisesOnAvailability,
     RaisesOnConstruction,
     RaisesOnFingerprint,
-    one_error,
 )
 
 from rag_eval import registry
@@ -28,9 +28,7 @@ PLUG_INS = [RaisesOnConstruction, RaisesOnAvailability, RaisesOnFingerprint]
 def plug_ins(monkeypatch: pytest.MonkeyPatch) -> None:
     """The raising plug-ins arrive through entry points beside every installed plug-in (builders included)."""
     found = registry.entry_points
-    ours = [
-        EntryPoint(cls.name, f"test_models_plugins_audit:{cls.__name__}", "rag_eval.tokenizers") for cls in PLUG_INS
-    ]
+    ours = [EntryPoint(cls.name, f"helpers.plugins:{cls.__name__}", "rag_eval.tokenizers") for cls in PLUG_INS]
 
     def entry_points(*, group: str) -> list[EntryPoint]:
         return list(found(group=group)) + (ours if group == "rag_eval.tokenizers" else [])
@@ -49,7 +47,7 @@ RAISING = {
 
 @pytest.mark.parametrize("name", sorted(RAISING))
 def test_tokenize_with_a_raising_plug_in_is_one_error_naming_it(name: str) -> None:
-    message = one_error("tokenize", "-t", name, "导出文件")
+    message = one_error(invoke("tokenize", "-t", name, "导出文件"))
     assert f"tokenizer {name!r} {RAISING[name]}" in message
 
 
@@ -59,7 +57,7 @@ def test_index_build_with_a_raising_plug_in_is_one_error_and_writes_nothing(name
     docs.mkdir()
     (docs / "a.md").write_text("# 标题\n\n导出文件保留三十天。\n", encoding="utf-8")
     message = one_error(
-        "index", "build", str(docs), "--builder", "sections", "-t", name, "-o", str(tmp_path / "kb.sqlite")
+        invoke("index", "build", str(docs), "--builder", "sections", "-t", name, "-o", str(tmp_path / "kb.sqlite"))
     )
     assert f"tokenizer {name!r}" in message and "boom" in message
     assert sorted(path.name for path in tmp_path.iterdir()) == ["docs"]
@@ -71,7 +69,7 @@ def test_a_plug_in_under_a_hybrid_looking_name_is_not_run_as_a_hybrid(monkeypatc
     found = registry.entry_points
 
     def with_hybrid_name(*, group: str) -> list[EntryPoint]:
-        extra = [EntryPoint("bigram+jieba", f"test_models_plugins_audit:{Fine.__name__}", group)]
+        extra = [EntryPoint("bigram+jieba", f"helpers.plugins:{Fine.__name__}", group)]
         return list(found(group=group)) + (extra if group == "rag_eval.tokenizers" else [])
 
     monkeypatch.setattr(registry, "entry_points", with_hybrid_name)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import regex
 from click.testing import CliRunner
+from helpers import invoke, one_error
 
 from rag_eval.builders import BUILDERS, Builder, QueryDefaults, SourceFile
 from rag_eval.builders.base import FileRef
@@ -146,16 +147,6 @@ def corpus(tmp_path: Path) -> Path:
     return folder
 
 
-def one_error(*args: str) -> str:
-    """The command fails with exit status 1 and exactly one ``error:`` line, no traceback."""
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exit_code == 1, (args, result.output, result.exception)
-    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result.exception
-    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and "Traceback" not in result.output, result.output
-    return lines[0]
-
-
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
@@ -175,7 +166,7 @@ def test_a_broken_tokenizer_is_one_error_and_no_index(
     plugins: None, corpus: Path, tmp_path: Path, spec: str, expected: str
 ) -> None:
     index = tmp_path / "kb.sqlite"
-    line = one_error("index", "build", str(corpus), "-b", "sections", "-t", spec, "-o", str(index))
+    line = one_error(invoke("index", "build", str(corpus), "-b", "sections", "-t", spec, "-o", str(index)))
     assert expected in line
     assert not index.exists()
 
@@ -184,13 +175,13 @@ def test_a_broken_tokenizer_keeps_the_previous_index(plugins: None, corpus: Path
     index = tmp_path / "kb.sqlite"
     CliRunner().invoke(cli, ["index", "build", str(corpus), "-b", "sections", "-t", "bigram", "-o", str(index)])
     before = index.read_bytes()
-    one_error("index", "build", str(corpus), "-b", "sections", "-t", "audit-raises", "-o", str(index))
+    one_error(invoke("index", "build", str(corpus), "-b", "sections", "-t", "audit-raises", "-o", str(index)))
     assert index.read_bytes() == before
 
 
 def test_a_broken_tokenizer_in_tokenize_and_search(plugins: None) -> None:
-    assert "RuntimeError: boom" in one_error("tokenize", "-t", "audit-raises", "备份 文件")
-    assert "holds ' '" in one_error("tokenize", "-t", "audit-spaced", "导出 文件")
+    assert "RuntimeError: boom" in one_error(invoke("tokenize", "-t", "audit-raises", "备份 文件"))
+    assert "holds ' '" in one_error(invoke("tokenize", "-t", "audit-spaced", "导出 文件"))
 
 
 def test_a_class_that_is_no_tokenizer_is_refused_and_listed_unavailable(tmp_path: Path) -> None:
@@ -255,7 +246,7 @@ def test_a_broken_builder_is_one_error_and_no_index(
     plugins: None, corpus: Path, tmp_path: Path, builder: str, expected: str
 ) -> None:
     index = tmp_path / "kb.sqlite"
-    line = one_error("index", "build", str(corpus), "-b", builder, "-t", "bigram", "-o", str(index))
+    line = one_error(invoke("index", "build", str(corpus), "-b", builder, "-t", "bigram", "-o", str(index)))
     assert expected in line
     assert not index.exists()
 
@@ -272,7 +263,9 @@ def test_no_builder_recognises_names_what_builders_declare(tmp_path: Path) -> No
     BUILDERS.register(TxtBuilder)
     try:
         (tmp_path / "empty").mkdir()
-        line = one_error("index", "build", str(tmp_path / "empty"), "-t", "bigram", "-o", str(tmp_path / "x.sqlite"))
+        line = one_error(
+            invoke("index", "build", str(tmp_path / "empty"), "-t", "bigram", "-o", str(tmp_path / "x.sqlite"))
+        )
         assert "a lines manifest.json, a corpus.jsonl, Markdown files or audit .txt paragraphs" in line
     finally:
         BUILDERS.unregister("audit-txt")

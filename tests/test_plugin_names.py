@@ -9,6 +9,8 @@ import importlib
 import inspect
 from pathlib import Path
 
+from helpers import REPO
+
 from rag_eval.builders import BUILDERS
 from rag_eval.builders.base import SNIPPET_STYLES
 from rag_eval.engines.base import ENGINES
@@ -16,7 +18,7 @@ from rag_eval.eval.datasets.formats import DATASET_FORMATS
 from rag_eval.registry import Registry
 from rag_eval.tokenizers import TOKENIZERS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 REGISTRIES: dict[str, Registry] = {
     "engine": ENGINES,
     "builder": BUILDERS,

@@ -12,6 +12,7 @@ from typing import ClassVar
 import pytest
 import regex
 from click.testing import CliRunner
+from helpers import REPO
 
 from rag_eval.builders import BUILDERS, Builder, QueryDefaults, SourceFile
 from rag_eval.builders.base import FileRef, locate
@@ -22,7 +23,7 @@ from rag_eval.records import Chunk
 from rag_eval.spec import Option, OptionSet
 from rag_eval.tokenizers import TOKENIZERS, PythonTokenizer, Token, Tokenizer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 
 
 class WhitespaceTokenizer(PythonTokenizer):
@@ -203,7 +204,7 @@ def test_plugins_work_through_every_command(plugins: None, dataset: Path, tmp_pa
 
 
 def test_the_native_plugin_mirror_equals_fts5(plugins: None) -> None:
-    from test_fts5_parity import fts5_terms
+    from helpers.fts5 import fts5_terms
 
     tokenizer = AsciiTokenizer()
     text = "Wi-Fi 密码 v2.3 ＡＢＣ naïve 导出文件"

@@ -9,11 +9,11 @@ import importlib.util
 import json
 import math
 import tomllib
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from helpers import REPO
 
 from rag_eval.eval.compare.agreement import ALPHA, POWER, power_table
 from rag_eval.eval.metrics.significance import PERMUTATIONS, SEED, randomization_test
@@ -21,7 +21,7 @@ from rag_eval.eval.metrics.significance import PERMUTATIONS, SEED, randomization
 scipy_stats = pytest.importorskip("scipy.stats")
 scipy_optimize = pytest.importorskip("scipy.optimize")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 SHIPPED = ROOT / "eval" / "data" / "power_table.json"
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers import REPO
 
 import rag_eval.eval.tuning.search as tune_search
 from rag_eval.cli import cli
@@ -17,7 +18,7 @@ from rag_eval.eval.compare.agreement import FEW_QUERIES
 from rag_eval.eval.judging.oracle import sampling_study
 from rag_eval.eval.tuning.tune import Candidate, Trial, few_queries_warning, pick
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 
 RUNS = {
     "a": {"q1": ["x", "y", "n1"], "q2": ["z", "n2"], "q3": ["w", "v"]},

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ALL_SPECS, tokenizer_for
+from helpers import ALL_SPECS, tokenizer_for
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from helpers import REPO
+
 from rag_eval.index.store import Index
 from rag_eval.index.writer import build
 from rag_eval.search.searching import search
 
-DATASETS = Path(__file__).resolve().parents[1] / "datasets"
+DATASETS = REPO / "datasets"
 
 
 def _marked(snippets: list[str]) -> set[str]:

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import REPO
 
 from rag_eval.cli import cli
 from rag_eval.errors import DatasetError
 from rag_eval.eval.datasets.trec import read_any_qrels
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 QUESTIONS = ROOT / "docs" / "examples" / "handbook-questions.txt"
 JUDGMENTS = ROOT / "docs" / "examples" / "handbook-questions.qrels"
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import make_docs
+from click.testing import CliRunner, Result
+from helpers import make_docs, one_error
 
 from rag_eval.cli import cli
 from rag_eval.errors import DatasetError, SpecError
@@ -334,12 +334,11 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return docs, index
 
 
-def _one_safe_error(result: object) -> str:
-    stderr = result.stderr  # type: ignore[attr-defined]
-    errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
-    assert result.exit_code == 1 and len(errors) == 1 and "Traceback" not in stderr, stderr  # type: ignore[attr-defined]
-    _safe(stderr)
-    return errors[0]
+def _one_safe_error(result: Result) -> str:
+    """The one ``error:`` line of a failed command, whose stderr shows no character raw."""
+    line = one_error(result)
+    _safe(result.stderr)
+    return line
 
 
 @pytest.mark.parametrize("command", ["search", "compare", "judge"])

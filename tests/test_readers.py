@@ -13,53 +13,26 @@ import json
 import os
 import re
 import socket
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from helpers import HANG_SECONDS, finishes, invoke, one_error
 
 import rag_eval.eval.datasets.beir as beir
 import rag_eval.eval.datasets.shipped as shipped
 from rag_eval.builders import get_builder
-from rag_eval.cli import cli
 from rag_eval.errors import CorpusError, DatasetError, RagEvalError
 from rag_eval.eval.datasets.squad import convert_squad
 from rag_eval.eval.datasets.trec import read_any_qrels, read_run, read_trec_qrels
 from rag_eval.files.questions import read_topics
 from rag_eval.index.writer import build
 
-HANG_SECONDS = 10
 # rag_eval.files.textio's limits, spelled out so the behavioural tests below also run against code without it.
 MAX_JSON_DEPTH = 64
 MAX_JSON_INT_DIGITS = 100
-
-
-def finishes(call: Callable[[], Any], fifos: tuple[Path, ...] = ()) -> dict[str, Any]:
-    """Run ``call`` in a thread; fail the test (and unblock the thread) if it blocks, e.g. reading a FIFO."""
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = call()
-        except BaseException as exc:  # noqa: BLE001 - handed back to the test
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(HANG_SECONDS)
-    if thread.is_alive():
-        for fifo in fifos:  # a writer that opens and closes at once gives the blocked reader end-of-file
-            try:
-                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-            except OSError:
-                pass
-        thread.join(5)
-        pytest.fail(f"the reader was still blocked after {HANG_SECONDS} s")
-    return outcome
 
 
 def refused(call: Callable[[], Any], fifos: tuple[Path, ...] = ()) -> RagEvalError:
@@ -596,24 +569,6 @@ def test_iter_lines_numbers_lines_as_an_editor_does(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- through the command line
 
 
-def one_error_line(result: Result, *words: str) -> str:
-    """Exit 1 with exactly one ``error:`` line on stderr (a ``hint:`` may follow) and no traceback."""
-    assert result.exit_code == 1, (result.exit_code, result.output, result.stderr)
-    assert "Traceback" not in result.output + result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and result.stderr.startswith("error:"), result.stderr
-    assert all(line.startswith(("error:", "hint:")) for line in result.stderr.splitlines()), result.stderr
-    for word in words:
-        assert word in errors[0], errors[0]
-    return errors[0]
-
-
-def invoke(args: list[str], fifos: tuple[Path, ...] = ()) -> Result:
-    outcome = finishes(lambda: CliRunner().invoke(cli, [str(a) for a in args]), fifos)
-    assert "error" not in outcome, outcome
-    return outcome["value"]
-
-
 def _beir_folder(
     root: Path,
     corpus: str = _jsonl(),
@@ -643,7 +598,7 @@ def _beir_folder(
 )
 def test_datasets_show_reports_one_error(tmp_path: Path, folder: dict[str, str], words: tuple[str, ...]) -> None:
     root = _beir_folder(tmp_path / "set", **folder)
-    one_error_line(invoke(["datasets", "show", root]), *words)
+    one_error(invoke("datasets", "show", root, hang=HANG_SECONDS), *words, alone=True)
 
 
 def test_datasets_show_accepts_boms(tmp_path: Path) -> None:
@@ -654,7 +609,7 @@ def test_datasets_show_accepts_boms(tmp_path: Path) -> None:
         bom + '{"_id": "q1", "text": "甲"}\n',
         bom + "query-id\tcorpus-id\tscore\nq1\td1\t1\n",
     )
-    result = invoke(["datasets", "show", root, "--json"])
+    result = invoke("datasets", "show", root, "--json", hang=HANG_SECONDS)
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.output)["qrels"] == 1
 
@@ -682,7 +637,11 @@ def test_datasets_convert_reports_one_error_and_writes_nothing(
     (tmp_path / ".out.partial").mkdir()  # the user's own folder, which rag-eval must not touch
     (tmp_path / ".out.partial" / "mine.txt").write_text("keep", encoding="utf-8")
     before = tree(tmp_path)
-    one_error_line(invoke(["datasets", "convert", "squad", source, "-o", out], fifos=(source,)), *words)
+    one_error(
+        invoke("datasets", "convert", "squad", source, "-o", out, hang=HANG_SECONDS, fifos=(source,)),
+        *words,
+        alone=True,
+    )
     assert tree(tmp_path) == before
 
 
@@ -721,9 +680,10 @@ def test_a_failing_convert_leaves_no_half_folder(tmp_path: Path, monkeypatch: py
     (tmp_path / ".out.partial").mkdir()
     (tmp_path / ".out.partial" / "mine.txt").write_text("keep", encoding="utf-8")
     before = tree(tmp_path)
-    one_error_line(
-        invoke(["datasets", "convert", "squad", tmp_path / "squad.json", "-o", tmp_path / "out"]),
+    one_error(
+        invoke("datasets", "convert", "squad", tmp_path / "squad.json", "-o", tmp_path / "out", hang=HANG_SECONDS),
         "writing failed (simulated)",
+        alone=True,
     )
     assert tree(tmp_path) == before
 
@@ -734,13 +694,21 @@ def test_export_never_touches_anything_outside_its_new_folder(tmp_path: Path, mo
     (tmp_path / ".out.partial" / "mine.txt").write_text("keep", encoding="utf-8")
     (tmp_path / "existing").mkdir()
     before = tree(tmp_path)
-    one_error_line(invoke(["datasets", "export", "evidence-mini", tmp_path / "existing"]), "already exists")
+    one_error(
+        invoke("datasets", "export", "evidence-mini", tmp_path / "existing", hang=HANG_SECONDS),
+        "already exists",
+        alone=True,
+    )
     assert tree(tmp_path) == before
     monkeypatch.setattr(shipped, "write_beir", _failing_write(beir.write_beir))
-    one_error_line(invoke(["datasets", "export", "evidence-mini", tmp_path / "out"]), "writing failed (simulated)")
+    one_error(
+        invoke("datasets", "export", "evidence-mini", tmp_path / "out", hang=HANG_SECONDS),
+        "writing failed (simulated)",
+        alone=True,
+    )
     assert tree(tmp_path) == before
     monkeypatch.undo()
-    assert invoke(["datasets", "export", "evidence-mini", tmp_path / "out"]).exit_code == 0
+    assert invoke("datasets", "export", "evidence-mini", tmp_path / "out", hang=HANG_SECONDS).exit_code == 0
     assert (tmp_path / ".out.partial" / "mine.txt").read_text(encoding="utf-8") == "keep"
     assert (tmp_path / "out" / "corpus" / "manifest.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == [".out.partial", "existing", "out"]
@@ -767,12 +735,22 @@ def test_index_build_lines_reports_one_error(tmp_path: Path, change: str, words:
     elif change == "bom":
         (root / "manifest.json").write_bytes(b"\xef\xbb\xbf" + (root / "manifest.json").read_bytes())
     result = invoke(
-        ["index", "build", root, "-b", "lines", "-t", "bigram", "-o", tmp_path / "x.sqlite"], fifos=(root / "a.txt",)
+        "index",
+        "build",
+        root,
+        "-b",
+        "lines",
+        "-t",
+        "bigram",
+        "-o",
+        tmp_path / "x.sqlite",
+        hang=HANG_SECONDS,
+        fifos=(root / "a.txt",),
     )
     if change == "bom":
         assert result.exit_code == 0, result.stderr
         return
-    one_error_line(result, *words)
+    one_error(result, *words, alone=True)
     assert not (tmp_path / "x.sqlite").exists()
 
 
@@ -780,9 +758,10 @@ def test_index_build_sections_refuses_a_newline_in_a_file_name(tmp_path: Path) -
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a\nb.md").write_text("# 标题\n", encoding="utf-8")
-    one_error_line(
-        invoke(["index", "build", docs, "-b", "sections", "-o", tmp_path / "x.sqlite"]),
+    one_error(
+        invoke("index", "build", docs, "-b", "sections", "-o", tmp_path / "x.sqlite", hang=HANG_SECONDS),
         "'a\\nb.md': the file name contains a control character (U+000A)",
+        alone=True,
     )
 
 
@@ -804,4 +783,4 @@ def test_index_build_sections_refuses_a_newline_in_a_file_name(tmp_path: Path) -
 def test_evaluate_reports_one_error(tmp_path: Path, run: str, qrels: str, words: tuple[str, ...]) -> None:
     (tmp_path / "run.txt").write_text(run, encoding="utf-8")
     (tmp_path / "qrels.txt").write_text(qrels, encoding="utf-8")
-    one_error_line(invoke(["evaluate", tmp_path / "run.txt", tmp_path / "qrels.txt"]), *words)
+    one_error(invoke("evaluate", tmp_path / "run.txt", tmp_path / "qrels.txt", hang=HANG_SECONDS), *words, alone=True)

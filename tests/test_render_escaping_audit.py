@@ -10,10 +10,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from compare_calls import run_compare
-from test_report_render import CHROMIUM, CHROMIUM_ARGS, Page, markdown_html
+from helpers.compare_calls import run_compare
+from helpers.pages import CHROMIUM, CHROMIUM_ARGS, Page, markdown_html
+from helpers.studies import small_study
 
-from rag_eval.eval.judging.oracle import sampling_study, summarise
 from rag_eval.eval.judging.oracle_report import render_tables, write_charts
 from rag_eval.eval.judging.server import JudgeServer
 from rag_eval.eval.reporting.report import render_html, render_markdown
@@ -33,15 +33,6 @@ def base_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 @pytest.fixture
 def report(base_report: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(base_report))
-
-
-def small_study() -> dict[str, Any]:
-    """A judging study of two systems on two queries, with its summary."""
-    runs = {"a": {"q1": ["x", "y", "n1"], "q2": ["z", "n2"]}, "b": {"q1": ["y", "x", "n3"], "q2": ["n2", "z"]}}
-    qrels = {"q1": {"x": 2, "y": 1}, "q2": {"z": 1}}
-    found = sampling_study(runs, qrels, samples=3, sample_queries=2, budget=4, until_settled=4, mc_samples=50)
-    found["summary"] = summarise(found)
-    return found
 
 
 @pytest.fixture(scope="module")

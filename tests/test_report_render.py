@@ -6,35 +6,25 @@ from __future__ import annotations
 import copy
 import json
 import re
-import shutil
 import subprocess
 import sys
 from fnmatch import fnmatch
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
-from compare_calls import run_compare
+from helpers import REPO
+from helpers.compare_calls import run_compare
+from helpers.pages import CHROMIUM, CHROMIUM_ARGS, Page, markdown_html
 
 from rag_eval.eval.compare.compare import OutsideRun
 from rag_eval.eval.reporting.charts import pareto_front
 from rag_eval.eval.reporting.report import labels, render_html, render_markdown
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 HOSTILE_NAME = '<script>alert("x")</script> & 外部'
 HOSTILE_TEXT = "<b>粗体</b> & *星* `代码` | 管道"
 CHARTS = ["chart-which", *(f"chart-bars-{i}" for i in range(1, 7)), "chart-recall", "chart-latency", "chart-kinds"]
-#: Debian's chromium: Playwright drives it and never downloads a browser of its own.
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 
 
 @pytest.fixture(scope="module")
@@ -68,42 +58,6 @@ def html(folders: dict[str, Path]) -> str:
 def markdown(folders: dict[str, Path]) -> str:
     """report.md as compare wrote it."""
     return (folders["second"] / "report.md").read_text(encoding="utf-8")
-
-
-class Page(HTMLParser):
-    """Tags, ids and text of an HTML page (or of Markdown rendered to HTML)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[str] = []
-        self.ids: list[str] = []
-        self.text: list[str] = []
-        self.headings: list[str] = []
-        self._heading: list[str] | None = None
-        self.feed(text)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append(tag)
-        self.ids += [value or "" for name, value in attrs if name == "id"]
-        if tag in ("h1", "h2"):
-            self._heading = []
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("h1", "h2") and self._heading is not None:
-            self.headings.append("".join(self._heading).strip())
-            self._heading = None
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-        if self._heading is not None:
-            self._heading.append(data)
-
-
-def markdown_html(markdown: str) -> str:
-    """Markdown as a CommonMark renderer with GFM tables shows it, raw HTML allowed (as GitHub's input is)."""
-    from markdown_it import MarkdownIt
-
-    return MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
 
 
 def test_hostile_names_and_query_texts_show_as_text(report: dict[str, Any]) -> None:

@@ -17,24 +17,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import make_docs
+from helpers import REPO, invoke, make_docs, one_error
 
-from rag_eval.cli import cli
 from rag_eval.files.outputs import publish_folder, write_text_atomic
 
 RUN = "q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\n"
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.output
-
-
-def one_error(code: int, output: str) -> str:
-    lines = [line for line in output.splitlines() if line.startswith("error:")]
-    assert code == 1 and len(lines) == 1 and "Traceback" not in output, (code, output)
-    return lines[0]
 
 
 def tree(folder: Path) -> list[str]:
@@ -100,8 +87,8 @@ def test_a_previous_folder_moved_aside_by_a_killed_write_is_put_back(tmp_path: P
 def test_compare_killed_leaves_no_staging_folder_after_the_next_compare(tmp_path: Path) -> None:
     (tmp_path / ".out.abcd1234.partial").mkdir()
     (tmp_path / ".out.abcd1234.partial" / "report.json").write_text("{}")
-    code, output = run("compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "out"))
-    assert code == 0, output
+    result = invoke("compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]
 
 
@@ -112,8 +99,8 @@ def test_a_baseline_that_cannot_be_written_leaves_the_previous_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     report = tmp_path / "report"
-    code, output = run("compare", "evidence-mini", "-t", "bigram", "-o", str(report))
-    assert code == 0, output
+    result = invoke("compare", "evidence-mini", "-t", "bigram", "-o", str(report))
+    assert result.exit_code == 0, result.output
     before = {name: (report / name).read_bytes() for name in ("report.json", "report.md")}
     real_fsync = os.fsync
 
@@ -124,8 +111,8 @@ def test_a_baseline_that_cannot_be_written_leaves_the_previous_report(
 
     monkeypatch.setattr(os, "fsync", full_disk_for_the_baseline)
     args = ["compare", "evidence-mini", "-t", "bigram", "-t", "unigram", "-o", str(report)]
-    code, output = run(*args, "--write-baseline", str(tmp_path / "base.json"))
-    assert "No space left" in one_error(code, output)
+    result = invoke(*args, "--write-baseline", str(tmp_path / "base.json"))
+    assert "No space left" in one_error(result)
     assert {name: (report / name).read_bytes() for name in before} == before
     assert sorted(path.name for path in tmp_path.iterdir()) == ["report"]
 
@@ -147,7 +134,7 @@ def test_an_empty_run_file_is_one_error_not_zeros(tmp_path: Path, command: str) 
         "fuse": ["fuse", str(empty), str(good), "-o", str(out)],
         "compare": ["compare", "evidence-mini", "-t", "bigram", "--run", f"mine={empty}", "-o", str(out)],
     }[command]
-    assert "empty.run: no results" in one_error(*run(*args))
+    assert "empty.run: no results" in one_error(invoke(*args))
     assert not out.exists()
 
 
@@ -158,7 +145,9 @@ def test_models_install_from_a_fifo_is_refused_without_blocking(tmp_path: Path) 
     fifo = tmp_path / "pkuseg.tar.gz"
     os.mkfifo(fifo)
     outcome: list[tuple[int, str]] = []
-    worker = threading.Thread(target=lambda: outcome.append(run("models", "install", "pkuseg", "--sdist", str(fifo))))
+    worker = threading.Thread(
+        target=lambda: outcome.append(invoke("models", "install", "pkuseg", "--sdist", str(fifo)))
+    )
     worker.daemon = True
     worker.start()
     worker.join(timeout=30)
@@ -167,7 +156,7 @@ def test_models_install_from_a_fifo_is_refused_without_blocking(tmp_path: Path) 
             pass
         worker.join(timeout=10)
         pytest.fail("models install --sdist FIFO blocked reading the FIFO")
-    assert "FIFO" in one_error(*outcome[0])
+    assert "FIFO" in one_error(outcome[0])
 
 
 def test_an_index_path_ending_in_dotdot_is_refused_and_creates_nothing(tmp_path: Path, monkeypatch) -> None:
@@ -177,7 +166,7 @@ def test_an_index_path_ending_in_dotdot_is_refused_and_creates_nothing(tmp_path:
     monkeypatch.chdir(work)
     (tmp_path / "other").mkdir()
     for target in ("a/../..", str(tmp_path / "other" / "new" / "..")):
-        one_error(*run("index", "build", str(docs), "-t", "bigram", "-o", target))
+        one_error(invoke("index", "build", str(docs), "-t", "bigram", "-o", target))
     assert tree(work) == [] and tree(tmp_path / "other") == []
     assert sorted(path.name for path in tmp_path.iterdir()) == ["docs", "other", "work"]
 
@@ -185,19 +174,19 @@ def test_an_index_path_ending_in_dotdot_is_refused_and_creates_nothing(tmp_path:
 def test_a_failed_build_leaves_no_folder_it_created(tmp_path: Path) -> None:
     docs = make_docs(tmp_path / "docs")
     (docs / "broken.md").write_bytes(b"# \xff\n")
-    one_error(*run("index", "build", str(docs), "-t", "bigram", "-o", str(tmp_path / "new" / "sub" / "kb.sqlite")))
+    one_error(invoke("index", "build", str(docs), "-t", "bigram", "-o", str(tmp_path / "new" / "sub" / "kb.sqlite")))
     assert not (tmp_path / "new").exists()
 
 
 def test_a_failed_convert_leaves_no_folder_it_created(tmp_path: Path) -> None:
     bad = tmp_path / "squad.json"
     bad.write_text('{"data": [{"paragraphs": [{"context": "", "qas": []}]}]}', encoding="utf-8")
-    one_error(*run("datasets", "convert", "squad", str(bad), "-o", str(tmp_path / "new" / "sub" / "set")))
+    one_error(invoke("datasets", "convert", "squad", str(bad), "-o", str(tmp_path / "new" / "sub" / "set")))
     assert sorted(path.name for path in tmp_path.iterdir()) == ["squad.json"]
 
 
 RAG_EVAL = Path(sys.executable).with_name("rag-eval")  # the console script: outputs record its command line
-EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+EXAMPLES = REPO / "docs" / "examples"
 
 
 def console(*args: str | bytes, cwd: Path) -> tuple[int, str]:
@@ -251,7 +240,7 @@ def test_a_copy_that_fails_for_many_files_is_one_short_error_line(tmp_path: Path
         raise shutil.Error(failed)
 
     monkeypatch.setattr("rag_eval.eval.datasets.shipped.shutil.copytree", no_space)
-    line = one_error(*run("datasets", "export", "handbook", str(tmp_path / "hb")))
+    line = one_error(invoke("datasets", "export", "handbook", str(tmp_path / "hb")))
     assert "No space left on device" in line and "(and 39 more)" in line and len(line) < 200
     assert list(tmp_path.iterdir()) == []
 
@@ -259,24 +248,24 @@ def test_a_copy_that_fails_for_many_files_is_one_short_error_line(tmp_path: Path
 def test_write_baseline_never_replaces_another_commands_record(tmp_path: Path) -> None:
     """--write-baseline replaced any JSON with a rag-eval/ schema: a report folder's report.json (the folder then
     refused as no longer a report) or tune's tune.json, each lost for a 1 KB baseline."""
-    code, output = run("compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "r1"))
-    assert code == 0, output
-    code, output = run("compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "r0"))
-    assert code == 0, output
+    result = invoke("compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "r1"))
+    assert result.exit_code == 0, result.output
+    result = invoke("compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "r0"))
+    assert result.exit_code == 0, result.output
     tune = tmp_path / "tune.json"  # tune's own record, as it writes it
     tune.write_text(json.dumps({"schema": "rag-eval/tune/1", "trials": []}), encoding="utf-8")
     for target in (tmp_path / "r1" / "report.json", tune):
         before = target.read_bytes()
         args = ["compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "r2")]
-        assert "refusing to replace it" in one_error(*run(*args, "--write-baseline", str(target)))
+        assert "refusing to replace it" in one_error(invoke(*args, "--write-baseline", str(target)))
         assert target.read_bytes() == before
     # a report's JSON kept as a file of its own, and a baseline, are still replaced
     kept = tmp_path / "kept.json"
     shutil.copy(tmp_path / "r0" / "report.json", kept)
     for _ in range(2):
         args = ["compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "r2"), "--write-baseline", str(kept)]
-        code, output = run(*args)
-        assert code == 0, output
+        result = invoke(*args)
+        assert result.exit_code == 0, result.output
     assert json.loads(kept.read_text(encoding="utf-8"))["schema"].startswith("rag-eval/baseline/")
 
 
@@ -289,7 +278,7 @@ def test_fuse_refuses_one_run_file_named_twice_by_another_path(tmp_path: Path) -
     os.link(first, tmp_path / "hard.run")
     for other in (tmp_path / "link.run", tmp_path / "hard.run", tmp_path / "sub" / ".." / "a.run"):
         (tmp_path / "sub").mkdir(exist_ok=True)
-        line = one_error(*run("fuse", str(first), str(other), "-o", str(tmp_path / "out.run")))
+        line = one_error(invoke("fuse", str(first), str(other), "-o", str(tmp_path / "out.run")))
         assert "given twice" in line
     assert not (tmp_path / "out.run").exists()
 
@@ -299,10 +288,10 @@ def test_a_report_inside_the_dataset_folder_is_refused(tmp_path: Path, command: 
     """Only compare --queries refused a report inside its source: compare or tune on a dataset folder (such as
     `datasets export` writes, whose corpus/ is a Markdown knowledge base) put report.md into corpus/, and the next
     `index build .../corpus` indexed the report as documents."""
-    code, output = run("datasets", "export", "evidence-mini", str(tmp_path / "set"))
-    assert code == 0, output
+    result = invoke("datasets", "export", "evidence-mini", str(tmp_path / "set"))
+    assert result.exit_code == 0, result.output
     before = tree(tmp_path / "set")
     args = ["-t", "bigram"] if command == "compare" else ["--budget", "2"]
-    line = one_error(*run(command, str(tmp_path / "set"), *args, "-o", str(tmp_path / "set" / "corpus" / "report")))
+    line = one_error(invoke(command, str(tmp_path / "set"), *args, "-o", str(tmp_path / "set" / "corpus" / "report")))
     assert "cannot go inside" in line
     assert tree(tmp_path / "set") == before

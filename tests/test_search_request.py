@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_docs
+from helpers import make_docs
 
 from rag_eval.errors import QueryError, RagEvalError
 from rag_eval.index.processing import QueryProcessing

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import ALL_SPECS
+from helpers import ALL_SPECS
 
 from rag_eval.builders.sections import AnchorSet, Section, slugify, split_markdown, split_oversized
 from rag_eval.compat import DocIndex

@@ -7,16 +7,13 @@ seed's tokenizer). No assertion is relaxed to let a tokenizer pass: the table sa
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import ALL_SPECS
+from make_corpus import make
 
-sys.path.insert(0, str(Path(__file__).parent / "seed"))
-from conftest import ALL_SPECS  # noqa: E402
-from make_corpus import make  # noqa: E402
-
-from rag_eval.compat import connect, retrieve, search_tool, sync, verify_source  # noqa: E402
+from rag_eval.compat import connect, retrieve, search_tool, sync, verify_source
 
 TODAY = "2026-10-07"
 SEGMENTING = {"docs": {"handbook", "meeting", "compact"}, "daochu_finds_compact": True}

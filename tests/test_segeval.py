@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import tokenizer_for
+from helpers import REPO, tokenizer_for
 
 from rag_eval.cli import cli
 from rag_eval.errors import DatasetError
@@ -25,7 +25,7 @@ from rag_eval.files.textio import read_text, split_lines
 from rag_eval.tokenizers import TOKENIZERS, Token
 
 #: The shared SIGHAN 2005 test sets (research use only: never copied into the project), when present.
-SIGHAN = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "segmentation"
+SIGHAN = REPO.parent / "shared" / "datasets" / "segmentation"
 
 # Our own sentences. Gold: 我们|喜欢|北京|。 and 研究生|命|起源; the training list lacks 研究生 and 命 (OOV).
 GOLD = ["我们  喜欢  北京  。", "研究生  命  起源"]

@@ -13,7 +13,7 @@ from typing import Any
 import mcp_types
 import pytest
 from click.testing import CliRunner
-from test_serve import AS_OF, DATASETS, child_env, server_args
+from helpers.serve import AS_OF, DATASETS, child_env, server_args
 
 from rag_eval.cli import cli
 from rag_eval.errors import QueryError, ServeError

@@ -7,12 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 from rag_eval.errors import ReadError
 from rag_eval.index.writer import build
 from rag_eval.serve.served import IndexSet
 
-DATASETS = Path(__file__).resolve().parents[1] / "datasets"
+DATASETS = REPO / "datasets"
 
 
 def test_a_source_swapped_for_a_link_out_of_the_root_is_reported_without_the_root(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_judge_inputs import Running as ServerInThread
+from helpers.judging import Running as ServerInThread
 
 from rag_eval.eval.datasets.trec import read_trec_qrels
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import ALL_SPECS
-from test_input_audit_3 import invoke, one_error
+from helpers import ALL_SPECS, REPO, invoke, one_error
 
 from rag_eval.builders import BUILDERS, get_builder
 from rag_eval.cli import cli
@@ -29,7 +28,7 @@ from rag_eval.serve.served import IndexSet
 from rag_eval.serve.server import serve
 from rag_eval.tokenizers import get_tokenizer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 EVIDENCE = ROOT / "datasets" / "evidence-mini" / "corpus"
 HANDBOOK_QUESTIONS = ROOT / "docs" / "examples" / "handbook-questions.txt"
 HANDBOOK_QRELS = ROOT / "docs" / "examples" / "handbook-questions.qrels"
@@ -100,9 +99,9 @@ def test_search_run_over_something_not_a_file_does_not_claim_it_replaces_runs(
     """Bug: `search --run DIR` said "rag-eval only replaces a run file it wrote"; it never replaces one."""
     (tmp_path / "q.txt").write_text("退款\n", encoding="utf-8")
     target = _not_regular(tmp_path, kind)
-    code, output = invoke("search", indexes[0], "--queries", tmp_path / "q.txt", "--run", target)
-    line = one_error(output)
-    assert code == 1 and "it wrote" not in line, line
+    result = invoke("search", indexes[0], "--queries", tmp_path / "q.txt", "--run", target)
+    line = one_error(result)
+    assert result.exit_code == 1 and "it wrote" not in line, line
 
 
 # -- 2. serve --root with an unknown index name -----------------------------------------------------------------
@@ -143,8 +142,8 @@ def test_serve_refuses_host_and_port_over_stdio(tmp_path: Path, options: dict[st
     with pytest.raises(ServeError, match=f"{named} only with --transport http"):
         serve([tmp_path / "missing.sqlite"], transport="stdio", **options)  # type: ignore[arg-type]
     argv = [f"--{key}={value}" for key, value in options.items()]
-    code, output = invoke("serve", tmp_path / "missing.sqlite", "--transport", "stdio", *argv)
-    assert code == 1 and f"{named} only with --transport http" in one_error(output)
+    result = invoke("serve", tmp_path / "missing.sqlite", "--transport", "stdio", *argv)
+    assert result.exit_code == 1 and f"{named} only with --transport http" in one_error(result)
 
 
 @pytest.mark.parametrize(
@@ -163,8 +162,8 @@ def test_serve_refuses_host_and_port_over_stdio(tmp_path: Path, options: dict[st
 def test_judge_refuses_options_of_the_other_mode(tmp_path: Path, extra: list[object], named: str) -> None:
     """Bug: `judge --oracle ... --idle-timeout nan --port 99999` ignored both (refused without --oracle)."""
     # A missing questions file: the old code failed on it only after taking the options silently.
-    code, output = invoke("judge", "handbook", "--queries", tmp_path / "missing.txt", *extra)
-    assert code == 2 and named in one_error(output)
+    result = invoke("judge", "handbook", "--queries", tmp_path / "missing.txt", *extra)
+    assert result.exit_code == 2 and named in one_error(result, code=2)
 
 
 # -- 4. the assessor's name ---------------------------------------------------------------------------------------
@@ -181,8 +180,8 @@ def test_an_empty_or_multiline_assessor_is_refused_before_any_work(
 
     monkeypatch.setattr("rag_eval.eval.judging.judge.plan", no_plan)
     out = tmp_path / "j.qrels"
-    code, output = invoke("judge", "handbook", "--queries", HANDBOOK_QUESTIONS, "--assessor", name, "-o", out)
-    assert code == 1 and "--assessor" in one_error(output) and not out.exists()
+    result = invoke("judge", "handbook", "--queries", HANDBOOK_QUESTIONS, "--assessor", name, "-o", out)
+    assert result.exit_code == 1 and "--assessor" in one_error(result) and not out.exists()
 
 
 # -- 5. file-valued tokenizer options that are not regular files -------------------------------------------------
@@ -245,8 +244,8 @@ def test_an_empty_option_list_is_refused_in_fusions_and_query_processing() -> No
         parse_fusion("rrf:(bigram, unigram)")
     with pytest.raises(SpecError, match=r"no options after ':'"):
         QueryProcessing.parse("query:")
-    code, output = invoke("tokenize", "-t", "bigram:", "导出")
-    assert code == 1 and "no options after ':'" in one_error(output)
+    result = invoke("tokenize", "-t", "bigram:", "导出")
+    assert result.exit_code == 1 and "no options after ':'" in one_error(result)
 
 
 # -- 7. a document listed twice in a run --------------------------------------------------------------------------
@@ -262,11 +261,11 @@ def test_a_document_listed_twice_names_the_file_and_both_lines(tmp_path: Path, c
     other.write_text("q1 Q0 d2 1 1.0 t\n", encoding="utf-8")
     (tmp_path / "q.qrels").write_text("q1 0 d1 1\n", encoding="utf-8")
     if command == "evaluate":
-        code, output = invoke("evaluate", run, tmp_path / "q.qrels")
+        result = invoke("evaluate", run, tmp_path / "q.qrels")
     else:
-        code, output = invoke("fuse", run, other, "-o", tmp_path / "out.run")
-    line = one_error(output)
-    assert code == 1 and f"{run}:3: query 'q1' returns document 'd1' twice (first on line 1)" in line, line
+        result = invoke("fuse", run, other, "-o", tmp_path / "out.run")
+    line = one_error(result)
+    assert result.exit_code == 1 and f"{run}:3: query 'q1' returns document 'd1' twice (first on line 1)" in line, line
     assert not (tmp_path / "out.run").exists()
 
 
@@ -298,8 +297,8 @@ def test_converting_one_file_twice_is_refused(tmp_path: Path, spelling: str) -> 
         os.link(source, again)
     with pytest.raises(DatasetError, match="given twice"):
         convert_squad([source, again])
-    code, output = invoke("datasets", "convert", "squad", source, again, "-o", tmp_path / "out")
-    assert code == 1 and "given twice" in one_error(output) and not (tmp_path / "out").exists()
+    result = invoke("datasets", "convert", "squad", source, again, "-o", tmp_path / "out")
+    assert result.exit_code == 1 and "given twice" in one_error(result) and not (tmp_path / "out").exists()
 
 
 # -- 9. fused scores written in full ------------------------------------------------------------------------------
@@ -318,8 +317,8 @@ def test_fused_scores_keep_their_value_and_stay_strictly_decreasing(tmp_path: Pa
     (tmp_path / "b.run").write_text(
         "".join(f"q1 Q0 {d} {n + 1} {30 - n} b\n" for n, d in enumerate(reversed(docs))), "utf-8"
     )
-    code, output = invoke("fuse", tmp_path / "a.run", tmp_path / "b.run", "--k", k, "-o", tmp_path / "f.run")
-    assert code == 0, output
+    result = invoke("fuse", tmp_path / "a.run", tmp_path / "b.run", "--k", k, "-o", tmp_path / "f.run")
+    assert result.exit_code == 0, result.output
     fused = read_run(tmp_path / "f.run")
     scores = [doc.score for doc in fused]
     assert len(scores) == 30 and all(score > 0 for score in scores)  # every document was returned: all above 0
@@ -327,8 +326,8 @@ def test_fused_scores_keep_their_value_and_stay_strictly_decreasing(tmp_path: Pa
     top = 1 / (int(k) + 1) + 1 / (int(k) + 30)
     assert scores[0] == pytest.approx(top, rel=1e-12)
     assert all(_float32(a) > _float32(b) for a, b in zip(scores, scores[1:], strict=False))  # trec_eval's floats
-    code, output = invoke("fuse", tmp_path / "f.run", tmp_path / "a.run", "--method", "combsum", "-o", tmp_path / "g")
-    assert code == 0, output
+    result = invoke("fuse", tmp_path / "f.run", tmp_path / "a.run", "--method", "combsum", "-o", tmp_path / "g")
+    assert result.exit_code == 0, result.output
 
 
 # -- 10. batch search in a category no chunk has ----------------------------------------------------------------

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from benchtext import bench_text
+from helpers.benchtext import bench_text
 from hypothesis import example, given
 from hypothesis import strategies as st
 

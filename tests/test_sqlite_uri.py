@@ -7,13 +7,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 from rag_eval.files.paths import sqlite_uri
 from rag_eval.index.meta import recorded_meta
 from rag_eval.index.store import Index
 from rag_eval.index.writer import build
 
-DATASETS = Path(__file__).resolve().parents[1] / "datasets"
+DATASETS = REPO / "datasets"
 
 
 @pytest.mark.parametrize("folder", ["a?b", "c#d", "e%20f", "g h", "%3F?#"])

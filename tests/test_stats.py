@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.stats import scipy_p
 
 from rag_eval.eval.metrics.significance import holm, randomization_test, win_tie_loss
 
-scipy_stats = pytest.importorskip("scipy.stats")
-
 A = [0.9, 0.5, 1.0, 0.3, 0.8, 0.0, 0.6, 0.7]
 B = [0.6, 0.5, 0.7, 0.1, 0.9, 0.0, 0.2, 0.4]
-
-
-def scipy_p(a: list[float], b: list[float], n_resamples: int, random_state: int = 1) -> float:
-    result = scipy_stats.permutation_test(
-        (np.array(a), np.array(b)),
-        lambda x, y, axis: np.mean(x - y, axis=axis),
-        permutation_type="samples",
-        n_resamples=n_resamples,
-        alternative="two-sided",
-        random_state=random_state,
-    )
-    return float(result.pvalue)
 
 
 def test_exact_case_matches_scipy() -> None:

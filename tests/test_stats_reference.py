@@ -30,7 +30,7 @@ from rag_eval.eval.metrics.significance import (
 )
 
 scipy_stats = pytest.importorskip("scipy.stats")
-from test_stats import scipy_p  # noqa: E402 - after the skip: test_stats needs scipy too
+from helpers.stats import scipy_p  # noqa: E402 - after the skip: test_stats needs scipy too
 
 GRIDS = st.sampled_from([1, 3, 7, 10, 20, 100, 1000])
 

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import ALL_SPECS, tokenizer_for
+from helpers import ALL_SPECS, tokenizer_for
 
 from rag_eval.errors import CorpusError, IndexFileError, MissingSourceError
 from rag_eval.index.store import Index, RagEvalWarning, build_lock
@@ -243,9 +243,6 @@ def test_opening_with_another_tokenizer_is_an_error(docs: Path, tmp_path: Path) 
 
 
 def test_compat_connection_with_another_tokenizer(tmp_path: Path) -> None:
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent / "seed"))
     from make_corpus import make
 
     from rag_eval.compat import connect, retrieve, sync

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ALL_SPECS, tokenizer_for
+from helpers import ALL_SPECS, tokenizer_for
 
 from rag_eval.tokenizers import get_tokenizer, normalise
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import regex
-from conftest import tokenizer_for
+from helpers import tokenizer_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from helpers import TESTS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,7 @@ from rag_eval.eval.datasets.trec import read_run, read_trec_qrels
 from rag_eval.eval.metrics.measures import evaluate
 from rag_eval.files.runs import strict_run
 
-DATA = Path(__file__).parent / "data" / "trec"
+DATA = TESTS / "data" / "trec"
 NAMES = {"ndcg_cut_10": "nDCG@10", "recall_10": "R@10", "recip_rank": "RR", "P_1": "P@1", "map_cut_100": "MAP@100"}
 
 

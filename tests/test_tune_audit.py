@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import one_error
 
 from rag_eval.cli import cli
 from rag_eval.errors import RagEvalError
@@ -27,14 +28,6 @@ def _space(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def _one_error(outcome) -> str:
-    assert outcome.exit_code == 1, outcome.output + outcome.stderr
-    lines = outcome.stderr.splitlines()
-    assert lines and lines[0].startswith("error: "), outcome.stderr
-    assert all(line.startswith("hint: ") for line in lines[1:]) and "Traceback" not in outcome.stderr
-    return lines[0]
-
-
 @pytest.mark.parametrize(
     "text",
     [
@@ -48,7 +41,7 @@ def test_a_space_without_a_plain_single_tokenizer_is_one_error_before_any_run(tm
     outcome = CliRunner().invoke(
         cli, ["tune", "evidence-mini", "--space", str(_space(tmp_path, text)), "-o", str(tmp_path / "out")]
     )
-    assert "no single tokenizer without query processing" in _one_error(outcome)
+    assert "no single tokenizer without query processing" in one_error(outcome, alone=True)
     assert not (tmp_path / "out").exists()
 
 

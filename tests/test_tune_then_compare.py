@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers import one_error
 
 from rag_eval.cli import cli
 from rag_eval.eval.datasets.formats import load_dataset
@@ -41,14 +42,6 @@ def _compare(output: Path, dataset: str, systems: Path, *extra: str) -> tuple[An
     outcome = CliRunner().invoke(cli, ["compare", dataset, "--systems", str(systems), *extra, "-o", str(output)])
     assert outcome.exit_code == 0, outcome.output + outcome.stderr
     return outcome, json.loads((output / "report.json").read_text(encoding="utf-8"))
-
-
-def _one_error(outcome: Any) -> str:
-    assert outcome.exit_code == 1, outcome.output + outcome.stderr
-    lines = outcome.stderr.splitlines()
-    assert lines and lines[0].startswith("error: "), outcome.stderr
-    assert all(line.startswith("hint: ") for line in lines[1:]) and "Traceback" not in outcome.stderr
-    return lines[0]
 
 
 def _pick_row(report: dict[str, Any], result: TuneResult) -> dict[str, Any]:
@@ -145,11 +138,11 @@ def test_all_queries_evaluates_every_query_with_a_warning_as_a_file_without_the_
     refused = CliRunner().invoke(
         cli, ["compare", "evidence-mini", "--systems", str(plain), "--all-queries", "-o", str(tmp_path / "x")]
     )
-    assert "--all-queries applies to a --systems file tune wrote" in _one_error(refused)
+    assert "--all-queries applies to a --systems file tune wrote" in one_error(refused, alone=True)
     alone = CliRunner().invoke(
         cli, ["compare", "evidence-mini", "-t", "bigram", "--all-queries", "-o", str(tmp_path / "y")]
     )
-    assert "--all-queries applies to a --systems file tune wrote" in _one_error(alone)
+    assert "--all-queries applies to a --systems file tune wrote" in one_error(alone, alone=True)
     assert not (tmp_path / "x").exists()
 
 
@@ -229,7 +222,7 @@ def test_a_malformed_record_is_one_error_naming_the_file_and_key(
     ):
         if args[0] == "index" and tuned.recommendation.system is None:
             continue  # index build --from takes one system
-        line = _one_error(CliRunner().invoke(cli, args))
+        line = one_error(CliRunner().invoke(cli, args), alone=True)
         assert line.startswith(f"error: {rec}: ") and message in line, line
     assert not (tmp_path / "out").exists() and not (tmp_path / "x.sqlite").exists()
 
@@ -243,8 +236,9 @@ def test_a_record_that_does_not_describe_the_data_is_one_error(
 ) -> None:
     """The checksum matches, but the counts or the ids the split gives do not: edited, or another split rule."""
     rec = _with_block(tmp_path, tuned.output / "recommendation.toml", _set(key, value))
-    line = _one_error(
-        CliRunner().invoke(cli, ["compare", "evidence-mini", "--systems", str(rec), "-o", str(tmp_path / "out")])
+    line = one_error(
+        CliRunner().invoke(cli, ["compare", "evidence-mini", "--systems", str(rec), "-o", str(tmp_path / "out")]),
+        alone=True,
     )
     assert f"{rec}: tuned-on: {key} is " in line and "the block does not describe this data" in line
     assert not (tmp_path / "out").exists()
@@ -264,5 +258,5 @@ def test_nothing_held_back_is_an_error_naming_all_queries(tuned: TuneResult, tmp
         ),
     )
     refused = CliRunner().invoke(cli, ["compare", "evidence-mini", "--systems", str(rec), "-o", str(tmp_path / "o")])
-    assert "tune held back none of evidence-mini's 24 queries" in _one_error(refused)
+    assert "tune held back none of evidence-mini's 24 queries" in one_error(refused, alone=True)
     assert "--all-queries" in refused.stderr

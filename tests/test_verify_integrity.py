@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import make_docs
-from test_read_closed import CORPORA
+from helpers import make_docs
+from helpers.closed_reads import CORPORA
 
 from rag_eval.cli import cli
 from rag_eval.index.integrity import check_index

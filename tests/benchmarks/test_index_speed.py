@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from benchtext import bench_text
-from conftest import ALL_SPECS
+from helpers import ALL_SPECS
+from helpers.benchtext import bench_text
 
 from rag_eval.engines.fts5 import top_statement
 from rag_eval.index.store import Index

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from benchtext import bench_text
-from conftest import tokenizer_for
+from helpers import tokenizer_for
+from helpers.benchtext import bench_text
 
 from rag_eval.index.store import Index
 from rag_eval.index.writer import build

@@ -6,8 +6,8 @@ Run with: pytest tests/benchmarks -o addopts="" --benchmark-only
 from __future__ import annotations
 
 import pytest
-from benchtext import bench_text
-from conftest import ALL_SPECS, REAL_PKUSEG_MODEL, tokenizer_for
+from helpers import ALL_SPECS, REAL_PKUSEG_MODEL, tokenizer_for
+from helpers.benchtext import bench_text
 
 SPECS = ALL_SPECS + (["pkuseg:model=default-real"] if REAL_PKUSEG_MODEL else [])
 

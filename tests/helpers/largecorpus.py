@@ -7,7 +7,7 @@ import random
 import sys
 from pathlib import Path
 
-from benchtext import bench_text
+from helpers.benchtext import bench_text
 
 
 def generate(folder: Path, megabytes: float, *, file_kb: int = 100, seed: int = 7) -> int:

@@ -1,0 +1,31 @@
+"""Small corpora the tests build indexes from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+LONG_PARAGRAPH = "备份策略说明。" * 50  # 350 characters
+DOCS = {
+    "guide/export.md": (
+        "本手册介绍数据导出。\n\n"
+        "# 导出指南\n\n导出文件保留三十天，到期后自动清理。\n\n"
+        "## 导出文件\n\n在设置页面点击导出按钮，选择 CSV 或 Excel 格式。\n\n"
+        "```bash\n# 这不是标题\nexport --all\n```\n\n"
+        "## A\n\n第一个 A。\n\n## A\n\n第二个 A。\n\n## A-2\n\n名为 A-2 的标题。\n\n"
+        "### 深层 标题\n\n#### 第四层\n\n四级标题下的内容。\n"
+    ),
+    "guide/long.md": "# 备份\n\n" + "\n\n".join([LONG_PARAGRAPH] * 8) + "\n\n" + "超长段落" * 600 + "\n",
+    "faq/fullwidth.md": (
+        "# ＦＡＱ\n\nＷｉ－Ｆｉ 密碼在設定頁面，版本 Ｖ２．３。\n\n# 資料庫備份\n\n資料庫備份會保留三十天。\n"
+    ),
+    "notes.md": "没有标题的笔记：导出前请确认权限。\n",
+}
+
+
+def make_docs(root: Path) -> Path:
+    """A small Markdown knowledge base exercising every sections-builder rule."""
+    for name, text in DOCS.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
