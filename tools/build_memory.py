@@ -1,7 +1,7 @@
 """Build one index in this process and print its peak RSS, time and size as JSON (reports/builds.md).
 
 Usage: python tools/build_memory.py SOURCE INDEX BUILDER TOKENIZER
-Peak RSS is /proc/self/status VmHWM (Linux), as tests/test_large.py measures it. The build's engine is the
+Peak RSS is /proc/self/status VmHWM (Linux), as tests/index/test_large.py measures it. The build's engine is the
 default (``auto``: impact postings), named in the output.
 """
 

@@ -1,7 +1,7 @@
 """Fusion of ranked runs: reciprocal rank fusion, CombSUM and CombMNZ, with ranx's definitions.
 
 A fused system ranks the union of its members' top ``depth`` documents per query and is cut to ``depth``.
-The definitions are those of ranx's ``fuse`` (``tests/test_fusion.py`` checks this module against golden
+The definitions are those of ranx's ``fuse`` (``tests/eval/compare/test_fusion.py`` checks this module against golden
 files ranx produced):
 
 - ``rrf``: the sum of ``w / (k + rank)`` over the members that returned the document (ranks from 1, k = 60).

@@ -1,4 +1,4 @@
-"""Writes the golden files of tests/test_fusion.py: three small TREC runs (a.run, b.run, c.run) and
+"""Writes the golden files of tests/eval/compare/test_fusion.py: three small TREC runs (a.run, b.run, c.run) and
 expected.json, ranx's ``fuse`` of them under every method, normalisation and k rag-eval offers.
 
 ranx is not a dependency of rag-eval (it pulls numba, ir_datasets and pandas, 700 MB); the files were made once with:

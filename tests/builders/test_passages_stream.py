@@ -21,7 +21,7 @@ from rag_eval.errors import CorpusError, RagEvalError
 from rag_eval.index.store import Index
 from rag_eval.index.writer import build
 
-# Peak RSS from /proc/self/status VmHWM (as tests/test_large.py measures it).
+# Peak RSS from /proc/self/status VmHWM (as tests/index/test_large.py measures it).
 CHILD = """
 import json, sys
 from rag_eval.index.writer import build

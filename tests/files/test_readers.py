@@ -436,7 +436,7 @@ def test_two_manifest_entries_naming_one_file_are_refused(tmp_path: Path, second
     root = _lines_corpus(tmp_path / "corpus", ["a.txt", second])
     (root / "sub").mkdir()
     (root / "link.txt").symlink_to("a.txt")
-    # A '..' is refused whatever it names (read and verify refuse it: tests/test_lines_compat_audit.py).
+    # A '..' is refused whatever it names (read and verify refuse it: tests/compat/test_lines_compat_audit.py).
     expected = "has a '..' component" if ".." in second else r"names the same file as entry 1 \('a.txt'\)"
     with pytest.raises(CorpusError, match=rf"manifest.json entry 2: path '{second}' {expected}"):
         build(root, tmp_path / "index.sqlite", builder="lines", tokenizer="bigram")
