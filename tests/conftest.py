@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import REAL_PKUSEG_MODEL, make_docs
 from hypothesis import HealthCheck, settings
+from make_corpus import make
 
 from rag_eval.models import PKUSEG_MODEL_ENV
 
@@ -50,8 +51,19 @@ def docs(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """Seed 000's corpus (a lines manifest and its six documents) in a folder of this test's own; a test module may
+    define a corpus of its own under the same name."""
+    root = tmp_path / "corpus"
+    make(root)
+    return root
+
+
+@pytest.fixture
 def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty cache folder of this test's own (what ``cache clear`` and cached builds see)."""
+    """An empty cache folder of this test's own (what ``cache clear`` and cached builds see), never the real cache
+    (it holds the installed default model), with no pkuseg model named by the environment."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("RAG_EVAL_CACHE", str(cache))
+    monkeypatch.delenv(PKUSEG_MODEL_ENV, raising=False)
     return cache

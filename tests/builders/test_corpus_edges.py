@@ -3,11 +3,14 @@ as documented, and a failed build leaves the previous index answering identicall
 
 from __future__ import annotations
 
+import hashlib
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
-from helpers import make_docs
+from helpers import invoke, make_docs, one_error
+from helpers.corpora import lines_corpus, passages_corpus, sections_corpus
 
 from rag_eval.errors import CorpusError
 from rag_eval.index.store import Index
@@ -100,3 +103,63 @@ def test_lines_manifest_with_non_string_fields(tmp_path: Path) -> None:
     )
     with pytest.raises(CorpusError, match=r"manifest.json entry 1: invalid doc_id 7"):
         build(root, tmp_path / "index.sqlite", builder="lines", tokenizer="bigram")
+
+
+NUL_CORPORA = {
+    "lines": (lambda folder, text: lines_corpus(folder, f"导出文件\n{text}\n"), "a.txt: a NUL character at line 2"),
+    "sections": (
+        lambda folder, text: sections_corpus(folder, f"# 导出\n\n导出文件\n{text}\n"),
+        "a.md: a NUL character at line 4",
+    ),
+    "passages": (lambda folder, text: passages_corpus(folder, text), "corpus.jsonl:2: the text holds a NUL"),
+    "passages-title": (
+        lambda folder, text: passages_corpus(folder, "备份策略", title=text),
+        "corpus.jsonl:2: the title holds a NUL",
+    ),
+}
+
+
+def test_fts5_ends_text_at_nul_in_snippets_and_trigram() -> None:
+    """Why a NUL is refused: FTS5's snippet() drops what follows a NUL up to the next token, and its trigram
+    tokenizer indexes nothing after one (if SQLite ever stops doing either, this fails and the refusal can go)."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+    db.execute("CREATE VIRTUAL TABLE g USING fts5(x, tokenize='trigram')")
+    db.execute("INSERT INTO t VALUES ('aa' || char(0) || 'bb cc')")
+    db.execute("INSERT INTO g VALUES ('aa' || char(0) || 'bbb')")
+    assert db.execute("SELECT snippet(t, 0, '[', ']', '…', 8) FROM t WHERE t MATCH 'cc'").fetchone()[0] == "aa[cc]"
+    assert db.execute("SELECT count(*) FROM g WHERE g MATCH 'bbb'").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("builder", sorted(NUL_CORPORA))
+@pytest.mark.parametrize("tokenizer", ["unicode61", "trigram", "bigram"])
+def test_a_nul_in_corpus_text_is_one_error_and_the_previous_index_stays(
+    tmp_path: Path, builder: str, tokenizer: str
+) -> None:
+    """Regression: a NUL in a source text was indexed; a lines index under unicode61 then quoted 'aa\\0bb cc' as
+    'aa[cc]' (FTS5's snippet), and trigram made everything after the NUL unsearchable."""
+    make, message = NUL_CORPORA[builder]
+    source = make(tmp_path / "src", "备份策略 export")
+    index = tmp_path / "index.sqlite"
+    build(source, index, builder=builder.split("-")[0], tokenizer=tokenizer)
+    before = hashlib.sha256(index.read_bytes()).hexdigest()
+    make(tmp_path / "src", "备份\x00策略 export")
+    line = one_error(invoke("index", "build", str(source), "-t", tokenizer, "-o", str(index)))
+    assert message in line and "NUL" in line, line
+    assert hashlib.sha256(index.read_bytes()).hexdigest() == before
+    new = tmp_path / "new.sqlite"
+    one_error(invoke("index", "build", str(source), "-t", tokenizer, "-o", str(new)))
+    assert not new.exists()
+
+
+def test_two_files_that_make_one_key_are_both_named(tmp_path: Path) -> None:
+    """``a b.md`` and a file literally named ``a%20b.md`` make the same key; the error named only the key."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a b.md").write_text("# 导出\n\n导出文件\n", encoding="utf-8")
+    (folder / "a%20b.md").write_text("# 导出\n\n备份文件\n", encoding="utf-8")
+    error = one_error(
+        invoke("index", "build", str(folder), "-b", "sections", "-t", "bigram", "-o", str(tmp_path / "i.sqlite"))
+    )
+    assert "duplicate chunk key 'a%20b.md#导出'" in error and "'a b.md'" in error and "'a%20b.md'" in error
+    assert not (tmp_path / "i.sqlite").exists()

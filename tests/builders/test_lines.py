@@ -4,25 +4,22 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
+from helpers import REPO, invoke, one_error
 from make_corpus import make
 
-from rag_eval.builders.lines import split_lines
+from rag_eval.builders import get_builder
+from rag_eval.builders.lines import MANIFEST_KEYS, split_lines
 from rag_eval.errors import CorpusError, MissingSourceError, QueryError
+from rag_eval.eval.datasets import shipped
 from rag_eval.index.store import Index
 from rag_eval.index.verify import verify_index, verify_source
 from rag_eval.index.writer import build
 from rag_eval.search.evidence import search_tool
 from rag_eval.search.searching import search
-
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    root = tmp_path / "corpus"
-    make(root)
-    return root
 
 
 def edit_manifest(root: Path, change) -> None:
@@ -182,3 +179,101 @@ def test_stored_offsets_give_the_same_snippets_as_tokenizing(corpus: Path, tmp_p
         index.db.execute("UPDATE chunks SET offsets = NULL")
         tokenized = [h.snippet for h in search(index, "导出 保留", as_of="2026-10-07").hits]
     assert stored == tokenized and "[导出]文件[保留]三十天" in stored
+
+
+# -- 1. manifest keys -------------------------------------------------------------------------------------------
+
+
+def test_a_misspelt_expires_is_refused_not_a_line_that_never_expires(corpus: Path, tmp_path: Path) -> None:
+    """Bug: an entry with "expire" (for "expires") built, and its notice never expired."""
+    edit_manifest(corpus, lambda m: m[4].update(expire=m[4].pop("expires")))
+    result = invoke("index", "build", corpus, "-t", "bigram", "-o", tmp_path / "x.sqlite")
+    line = one_error(result)
+    assert result.exit_code == 1 and not (tmp_path / "x.sqlite").exists()
+    assert "manifest.json entry 5: unknown key 'expire' (did you mean 'expires'?)" in line
+    assert str(corpus / "manifest.json") in line
+    assert "allowed keys: doc_id, expires, path, revision, status" in line
+
+
+def _misspelt(key: str) -> str:
+    return key[:-1] if len(key) > 4 else key + "s"
+
+
+@pytest.mark.parametrize("key", MANIFEST_KEYS)
+def test_every_manifest_key_misspelt_is_refused_with_the_key_meant(corpus: Path, key: str) -> None:
+    """Every key the manifest fixes: a near miss is named, with the allowed key it is closest to."""
+    wrong = _misspelt(key)
+    edit_manifest(corpus, lambda m: m[0].update({wrong: m[0].get(key)}))
+    with pytest.raises(CorpusError) as caught:
+        get_builder("lines").plan(corpus)
+    message = str(caught.value)
+    assert f"entry 1: unknown key {wrong!r} (did you mean {key!r}?)" in message
+    assert all(name in message for name in MANIFEST_KEYS)
+
+
+def test_an_unknown_key_far_from_any_gets_no_guess(corpus: Path) -> None:
+    edit_manifest(corpus, lambda m: m[2].update(notes="归档说明"))
+    with pytest.raises(CorpusError, match=r"entry 3: unknown key 'notes'; allowed keys: doc_id, expires"):
+        get_builder("lines").plan(corpus)
+
+
+def test_every_manifest_the_project_ships_still_loads_and_a_misspelt_copy_does_not(tmp_path: Path) -> None:
+    """The key check holds for what rag-eval ships (datasets/, tests/data/, docs/examples/, seed 000's corpus):
+    each loads as it is, and the same manifest with one key misspelt is refused."""
+    shipped.manifest.cache_clear()
+    assert set(shipped.manifest()) >= {"evidence-mini", "handbook"}
+    found = [
+        p for folder in ("datasets", "tests/data", "docs/examples") for p in (REPO / folder).rglob("manifest.json")
+    ]
+    corpora = [path.parent for path in found if path != REPO / "datasets" / "manifest.json"]
+    make(tmp_path / "seed")  # seed 000's own corpus
+    corpora.append(tmp_path / "seed")
+    assert len(corpora) >= 2
+    for number, corpus in enumerate(corpora):
+        copy = tmp_path / f"copy{number}"
+        shutil.copytree(corpus, copy)
+        assert get_builder("lines").plan(copy)[1]
+        edit_manifest(copy, lambda m: m[-1].update(Status=m[-1].pop("status")))
+        with pytest.raises(CorpusError, match=r"unknown key 'Status' \(did you mean 'status'\?\)"):
+            get_builder("lines").plan(copy)
+
+
+TODAY = "2026-10-07"
+
+
+def one_document(root: Path, relative: str) -> Path:
+    (root / "sub").mkdir(parents=True, exist_ok=True)
+    (root / "a.txt").write_text("导出 文件\n", encoding="utf-8")
+    (root / "sub" / "b.txt").write_text("导出 文件\n", encoding="utf-8")
+    entry = {"doc_id": "a", "revision": "r1", "status": "current", "expires": None, "path": relative}
+    (root / "manifest.json").write_text(json.dumps([entry]), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("relative", ["a.txt", "./a.txt", "sub/b.txt", "sub//b.txt", "sub/./b.txt", "link/b.txt"])
+def test_every_manifest_path_the_build_takes_verifies_on_the_fresh_index(tmp_path: Path, relative: str) -> None:
+    root = one_document(tmp_path / "corpus", relative)
+    os.symlink("sub", root / "link")  # a symlinked folder inside the root
+    build(root, tmp_path / "index.sqlite", builder="lines", tokenizer="unicode61")
+    with Index.open(tmp_path / "index.sqlite") as index:
+        hit = search(index, "导出", as_of=TODAY).hits[0]
+        assert verify_source(root, hit.as_dict())
+        assert [status.status for status in verify_index(index)] == ["ok"]
+
+
+@pytest.mark.parametrize("relative", ["sub/../a.txt", "./sub/../sub/b.txt", "sub/b.txt/../b.txt"])
+def test_a_dotdot_path_that_stays_inside_is_refused_as_verify_refuses_it(tmp_path: Path, relative: str) -> None:
+    """Bug: 'sub/../a.txt' was indexed, then every verify of its evidence said 'missing'."""
+    root = one_document(tmp_path / "corpus", "a.txt")
+    build(root, tmp_path / "index.sqlite", builder="lines", tokenizer="unicode61")
+    one_document(root, relative)
+    with pytest.raises(CorpusError, match=r"manifest.json entry 1: .*'\.\.'"):
+        build(root, tmp_path / "index.sqlite", builder="lines", tokenizer="unicode61")
+    with Index.open(tmp_path / "index.sqlite") as index:  # the previous index is kept
+        assert [hit.chunk.path for hit in search(index, "导出", as_of=TODAY).hits] == ["a.txt"]
+
+
+def test_a_dotdot_path_out_of_the_root_keeps_its_own_message(tmp_path: Path) -> None:
+    root = one_document(tmp_path / "corpus", "../outside.txt")
+    with pytest.raises(CorpusError, match="resolves outside the corpus root"):
+        build(root, tmp_path / "index.sqlite", builder="lines", tokenizer="unicode61")

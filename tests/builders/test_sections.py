@@ -1,4 +1,5 @@
-"""Seed 001's behaviours through the sections builder and the DocIndex compatibility class."""
+"""The sections builder: seed 001's behaviours through it and the DocIndex compatibility class, and CRLF files split
+as their LF twins."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers import ALL_SPECS
+from helpers.corpora import sections_corpus
 
 from rag_eval.builders.sections import AnchorSet, Section, slugify, split_markdown, split_oversized
 from rag_eval.compat import DocIndex
@@ -200,3 +202,32 @@ def test_docindex_defaults_to_jieba_in_memory(docs: Path) -> None:
     index.build()
     assert index.db_path == ":memory:" and index.tokenizer == "jieba"
     assert [h.anchor for h in index.search("导出", limit=2)] == ["导出指南", "导出文件"]
+
+
+def test_a_crlf_markdown_file_has_the_sections_of_its_lf_twin() -> None:
+    """Regression: in a CRLF file a heading's closing #s stayed in its title and heading path ('标题 #'), and no
+    blank line was seen between paragraphs, so an oversized section was cut mid-paragraph."""
+    lines = ["# 标题 #", "", "a" * 800, "", "b" * 800, "  ", "```", "# 代码", "```", "", "c" * 800, "## 二 ##", "x", ""]
+    sections = {}
+    for newline in ("\n", "\r\n"):
+        sections[newline] = [
+            (part.anchor, part.title, part.heading_path, part.text.replace("\r", ""))
+            for section in split_markdown(newline.join(lines), "a")
+            for part in split_oversized(section, 2000)
+        ]
+    assert sections["\r\n"] == sections["\n"]
+    assert [(anchor, title, path) for anchor, title, path, _ in sections["\n"]] == [
+        ("标题", "标题", "标题"),
+        ("标题~2", "标题", "标题"),
+        ("二", "二", "标题 > 二"),
+    ]
+    assert sections["\n"][1][3] == "c" * 800  # split at the blank line, not inside a paragraph
+
+
+def test_a_crlf_section_text_ends_where_its_lf_twin_ends(tmp_path: Path) -> None:
+    """A CRLF section read back ends at its last line, not at a stray carriage return."""
+    sections_corpus(tmp_path / "docs", "# 导出\r\n\r\n导出文件保留三十天\r\n\r\n## 备份\r\n\r\n备份策略\r\n")
+    build(tmp_path / "docs", tmp_path / "index.sqlite", builder="sections", tokenizer="bigram")
+    with Index.open(tmp_path / "index.sqlite") as index:
+        assert read(index, "a.md#导出") == "# 导出\r\n\r\n导出文件保留三十天"
+        assert read(index, "a.md#备份") == "## 备份\r\n\r\n备份策略"

@@ -187,3 +187,19 @@ def test_an_index_held_elsewhere_without_its_report_is_one_error(
         assert index.exists() and waits == list(range(runner.BUILD_ATTEMPTS))
     finally:
         os.close(other)
+
+
+def test_cache_clear_keeps_an_index_a_running_compare_reads(own_cache: Path) -> None:
+    """A clear while compare ran its queries removed the index under it: compare failed at its end ("SQLite: unable
+    to open database file") after all its work."""
+    cleared = []
+
+    def progress(_name: str, phase: str, done: int, _total: int) -> None:
+        if phase == "queries" and done == 3:  # the index is open, queries are running
+            cleared.append(clear_indexes())
+
+    report, _runs = compare(load_dataset("evidence-mini"), [System("bigram", "", "")], progress=progress)
+    assert [(c.removed, c.busy) for c in cleared] == [(0, 1)]
+    assert report["systems"][0]["tokens_per_passage"] > 0
+    assert clear_indexes().removed == 1  # once compare is done with it
+    assert list((own_cache / "indexes").iterdir()) == []

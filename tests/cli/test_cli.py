@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from helpers import REPO
+from helpers import REPO, make_docs, one_error
 
 from rag_eval.cli import cli
 
@@ -156,3 +158,80 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert "rag-eval" in blocks[0] and "pytest" in blocks[1]
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert "readme_command" in ci
+
+
+def test_tokenize_refuses_standard_input_over_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rag_eval.cli import tokenize as tokenize_cli
+
+    monkeypatch.setattr(tokenize_cli, "MAX_STDIN_BYTES", 100)
+    result = CliRunner().invoke(cli, ["tokenize", "-t", "bigram", "-"], input="导出" * 100)
+    assert result.exit_code != 0 and "over 100 bytes" in one_error(result)
+    result = CliRunner().invoke(cli, ["tokenize", "-t", "bigram", "-"], input="导出文件")
+    assert result.exit_code == 0 and "导出" in result.output
+
+
+RAG_EVAL = Path(sys.executable).with_name("rag-eval")  # the console script: outputs record its command line
+
+
+EXAMPLES = REPO / "docs" / "examples"
+
+
+def console(*args: str | bytes, cwd: Path) -> tuple[int, str]:
+    done = subprocess.run([RAG_EVAL, *args], cwd=cwd, capture_output=True, check=False)
+    return done.returncode, (done.stdout + done.stderr).decode("utf-8", "backslashreplace")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compare", "evidence-mini", "-t", "bigram", "-o", b"r\xff"],
+        ["compare", "evidence-mini", "-t", "bigram", "--against", b"b\xff", "-o", "out"],
+        ["tune", "evidence-mini", "--budget", "2", "-o", b"t\xff"],
+        ["judge", "handbook", "--queries", "questions.txt", "-t", "bigram", "--oracle", b"j\xff.qrels"]
+        + ["--samples", "0", "-o", "replay.json"],
+    ],
+    ids=["compare -o", "compare --against", "tune -o", "judge --oracle"],
+)
+def test_a_file_name_that_is_not_utf8_is_recorded_escaped_not_a_traceback(tmp_path: Path, args: list) -> None:
+    """report.json, tune.json and the replay record the command line and input paths: a file name with a byte that
+    is not UTF-8 (a lone surrogate in Python) ended in a UnicodeEncodeError traceback after the whole run."""
+    code, output = console(
+        "compare", "evidence-mini", "-t", "bigram", "-o", "base", "--write-baseline", "b.json", cwd=tmp_path
+    )
+    assert code == 0, output
+    os.rename(tmp_path / "b.json", os.fsdecode(bytes(tmp_path) + b"/b\xff"))
+    shutil.copy(EXAMPLES / "handbook-questions.txt", tmp_path / "questions.txt")
+    shutil.copy(EXAMPLES / "handbook-questions.qrels", os.fsdecode(bytes(tmp_path) + b"/j\xff.qrels"))
+    code, output = console(*args, cwd=tmp_path)
+    assert code == 0 and "Traceback" not in output, output
+    written = [path for path in tmp_path.rglob("*.json") if path.name in ("report.json", "tune.json", "replay.json")]
+    assert any("\\xff" in path.read_text(encoding="utf-8") for path in written if "base" not in path.parts)
+
+
+def test_an_index_source_that_is_not_utf8_is_one_error_before_any_work(tmp_path: Path) -> None:
+    """The index records its source path in its meta table, which holds UTF-8 text only: refused up front (it was
+    a UnicodeEncodeError traceback after tokenizing the whole source)."""
+    make_docs(Path(os.fsdecode(bytes(tmp_path) + b"/docs\xff")))
+    code, output = console("index", "build", b"docs\xff", "-t", "bigram", "-o", "kb.sqlite", cwd=tmp_path)
+    lines = [line for line in output.splitlines() if line.startswith("error:")]
+    assert code == 1 and len(lines) == 1 and "Traceback" not in output, output
+    assert "not valid UTF-8" in lines[0]
+    assert sorted(os.listdir(tmp_path)) == [os.fsdecode(b"docs\xff")]
+
+
+def _leaf_commands(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
+    if isinstance(command, click.Group):
+        return [found for name, sub in command.commands.items() for found in _leaf_commands(sub, (*path, name))]
+    return [(path, command)]
+
+
+def test_every_command_help_ends_with_examples() -> None:
+    runner = CliRunner()
+    missing = []
+    for path, _command in _leaf_commands(cli):
+        shown = runner.invoke(cli, [*path, "--help"])
+        assert shown.exit_code == 0, shown.output
+        examples = shown.output.split("Examples:", 1)
+        if len(examples) < 2 or f"rag-eval {' '.join(path)}" not in examples[1]:
+            missing.append(" ".join(path))
+    assert missing == []

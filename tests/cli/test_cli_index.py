@@ -6,10 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+import regex
 from click.testing import CliRunner
+from helpers import REPO
+from helpers.corpora import lines_corpus, passages_corpus, sections_corpus
 from make_corpus import make
 
 from rag_eval.cli import cli
+from rag_eval.index.writer import build
 
 
 @pytest.fixture
@@ -212,3 +216,81 @@ def test_plain_search_prints_one_hit_per_line(tmp_path: Path) -> None:
     lines = shown.stdout.splitlines()
     assert len(lines) == len(hits) == 10 and all(len(line.split("\t")) == 4 for line in lines)
     assert [line.split("\t")[2] for line in lines] == [hit["key"] for hit in hits]
+
+
+@pytest.mark.parametrize(
+    ("builder", "make"),
+    [
+        ("passages", lambda folder: passages_corpus(folder, "备份策略", title="第一行\n第二行\t第二列\r\x85\u2028末")),
+        ("sections", lambda folder: sections_corpus(folder, "# 标题\t第二列\n\n备份策略\n")),
+    ],
+)
+def test_index_list_prints_one_line_of_three_columns_per_entry(tmp_path: Path, builder: str, make) -> None:
+    """Regression: a passage title holding a line break (any JSON string may) or a heading holding a tab broke
+    index list's one entry per line, three tab-separated columns."""
+    source = make(tmp_path / "src")
+    build(source, tmp_path / "index.sqlite", builder=builder, tokenizer="bigram")
+    result = CliRunner().invoke(cli, ["index", "list", str(tmp_path / "index.sqlite")])
+    assert result.exit_code == 0, result.output
+    rows = result.output.splitlines()
+    assert len(rows) == (2 if builder == "passages" else 1), rows
+    assert all(len(row.split("\t")) == 3 for row in rows), rows
+
+
+def test_read_takes_the_place_search_prints_for_a_line_in_a_file_named_with_a_hash(tmp_path: Path) -> None:
+    """Regression: search printed 'a#b.txt:2' for a lines corpus file 'a#b.txt', and read refused it ('no section
+    'a#b.txt:2''): the target split at its '#' and PATH:N was never tried."""
+    source = lines_corpus(tmp_path / "src", "导出文件\n保留三十天\n", name="a#b.txt")
+    build(source, tmp_path / "index.sqlite", builder="lines", tokenizer="bigram")
+    found = CliRunner().invoke(cli, ["search", str(tmp_path / "index.sqlite"), "保留"])
+    assert found.exit_code == 0 and found.output.split("\t")[2] == "a#b.txt:2", found.output
+    result = CliRunner().invoke(cli, ["read", str(tmp_path / "index.sqlite"), "a#b.txt:2"])
+    assert result.exit_code == 0 and result.output == "保留三十天\n", result.output
+
+
+@pytest.mark.parametrize("spec", ["unicode61", "bigram"])
+def test_search_output_cannot_drive_the_terminal(tmp_path: Path, spec: str) -> None:
+    """A corpus's ESC sequences (and other control characters) reached the terminal raw in search's plain
+    output; they are shown as their Unicode pictures, and each hit stays one line of four columns."""
+    text = "导出文件 \x1b[2J\x1b]0;pwned\x07 备份\x7f数据\x9b31m"
+    source = passages_corpus(tmp_path / "c", text, title="标题\x1b[1m")
+    path = tmp_path / "i.sqlite"
+    build(source, path, builder="passages", tokenizer=spec)
+    result = CliRunner().invoke(cli, ["search", str(path), "导出 备份"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines and all(line.count("\t") == 3 for line in lines)
+    assert not regex.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", result.output)
+    assert "␛[2J" in result.output and "␇" in result.output
+    listed = CliRunner().invoke(cli, ["index", "list", str(path)])
+    assert listed.exit_code == 0 and not regex.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", listed.output)
+
+
+DATASETS = REPO / "datasets"
+
+
+def test_a_missing_section_suggests_a_trailing_hash_only_for_a_file_the_index_holds(tmp_path: Path) -> None:
+    index = tmp_path / "handbook.sqlite"
+    build(DATASETS / "handbook" / "docs", index, builder="sections", tokenizer="bigram")
+    runner = CliRunner()
+    missing = runner.invoke(cli, ["read", str(index), "guide/export.md#导出指南"])
+    assert missing.exit_code == 1
+    assert "no section 'guide/export.md#导出指南'" in missing.stderr
+    assert "trailing '#'" not in missing.stderr and "rag-eval index list" in missing.stderr
+    section = runner.invoke(cli, ["read", str(index), "data/export-data.md#支持的导出格式"])
+    assert section.exit_code == 0 and section.stdout.startswith("## 支持的导出格式")
+
+
+def test_a_category_no_chunk_has_is_named_beside_no_hits(tmp_path: Path) -> None:
+    index = tmp_path / "handbook.sqlite"
+    build(DATASETS / "handbook" / "docs", index, builder="sections", tokenizer="bigram")
+    runner = CliRunner()
+    unknown = runner.invoke(cli, ["search", str(index), "导出", "--category", "guide"])
+    assert unknown.exit_code == 0 and unknown.stdout == ""
+    assert unknown.stderr == (
+        "no hits\nhint: no chunk has category 'guide'; see the categories with: rag-eval index list INDEX\n"
+    )
+    known = runner.invoke(cli, ["search", str(index), "熊猫", "--category", "data"])  # a category, just no match
+    assert known.exit_code == 0 and known.stderr == "no hits\n"
+    found = runner.invoke(cli, ["search", str(index), "导出", "--category", "data"])
+    assert found.stdout and found.stderr == ""

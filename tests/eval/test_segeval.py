@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import REPO, tokenizer_for
+from helpers import REPO, invoke, one_error, tokenizer_for
 
 from rag_eval.cli import cli
 from rag_eval.errors import DatasetError
@@ -246,3 +246,29 @@ def test_sighan_2005_when_present() -> None:
         assert pku[spec].f1 == pytest.approx(_naive_f1(gold_lines, text_lines, spec), abs=1e-12)
     # jieba 0.42.1, precise mode, HMM on (reports/segmentation.md).
     assert pku["jieba:mode=precise"].f1 == pytest.approx(0.821, abs=0.0005)
+
+
+def test_segeval_finds_the_project_data_from_any_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rag_eval.cli import segeval as segeval_cli
+
+    monkeypatch.chdir(tmp_path)
+    found = segeval_cli._default_data()
+    project_data = Path(segeval_cli.__file__).resolve().parents[2] / segeval_cli.DEFAULT_DATA
+    if not project_data.is_dir():
+        assert found == segeval_cli.DEFAULT_DATA  # nothing beside the project: the relative default and its error
+        pytest.skip("no ../shared/datasets/segmentation beside this checkout")
+    assert found == project_data and found.is_dir()
+
+
+# --- segeval: an empty or blank gold file was "0 gold words", nothing scored, exit 0.
+
+
+@pytest.mark.parametrize("gold", [b"", b"\n\n", b"\xef\xbb\xbf", b" \r\n\t\r\n", "\u3000\n".encode()])
+def test_segeval_refuses_a_gold_file_without_words(tmp_path: Path, gold: bytes) -> None:
+    data = tmp_path / "seg"
+    data.mkdir()
+    (data / "x_test_gold.utf8").write_bytes(gold)
+    (data / "x_test.utf8").write_bytes(b"")
+    (data / "x_training_words.utf8").write_text("我们\n", encoding="utf-8")
+    line = one_error(invoke("segeval", "--data", data, "-t", "unigram"))
+    assert "x_test_gold.utf8" in line and "no gold word" in line

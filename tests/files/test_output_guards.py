@@ -7,13 +7,27 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from helpers import invoke, one_error
+from helpers import invoke, make_docs, one_error
 
+from rag_eval.errors import RagEvalError
 from rag_eval.eval.datasets.shipped import corpus_dir
+from rag_eval.eval.judging.judgments import named_target
+from rag_eval.files.outputs import (
+    SQLITE_SIDE_SUFFIXES,
+    OutputError,
+    check_file_target,
+    checked_target,
+    publish_folder,
+    write_text_atomic,
+)
+from rag_eval.index.writer import build
 
 QUESTIONS = "如何导出团队的数据\n审计日志保留多久\n"
 
@@ -251,9 +265,6 @@ def test_an_empty_database_left_by_a_stopped_first_build_says_so(tmp_path: Path)
 
 
 def test_a_first_build_killed_leaves_no_index_and_the_next_build_clears_what_it_left(tmp_path: Path) -> None:
-    import signal
-    import subprocess
-    import sys
     import time
 
     path = tmp_path / "out" / "new.sqlite"
@@ -339,3 +350,199 @@ def test_a_folder_of_another_command_is_refused_by_name(tmp_path: Path) -> None:
     result = invoke("tune", "evidence-mini", "--budget", "2", "-o", str(out))
     assert result.exit_code != 0 and "which is not part of a tune output folder" in one_error(result)
     assert sorted(path.name for path in out.rglob("*")) == before
+
+
+# -- 4. outputs over an index's side files, an input, or a name ending in '/' -----------------------------------
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, corpus: Path) -> dict[str, Path]:
+    index = tmp_path / "idx.sqlite"
+    build(corpus, index, builder="lines", tokenizer="unicode61")
+    questions = tmp_path / "q.txt"
+    questions.write_text("导出 保留\n薄荷\n", encoding="utf-8")
+    runs = []
+    for name in ("a.run", "b.run"):
+        runs.append(tmp_path / name)
+        runs[-1].write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\n", encoding="utf-8")
+    return {"root": tmp_path, "corpus": corpus, "index": index, "questions": questions, "a": runs[0], "b": runs[1]}
+
+
+#: Every command that writes a file, with FILE where its output goes.
+FILE_WRITERS = {
+    "search --run": ["search", "{index}", "--queries", "{questions}", "--run", "FILE"],
+    "fuse -o": ["fuse", "{a}", "{b}", "-o", "FILE"],
+    "index build -o": ["index", "build", "{corpus}", "-t", "unicode61", "-o", "FILE"],
+    "compare --write-baseline": [
+        "compare",
+        "evidence-mini",
+        "-t",
+        "unicode61",
+        "--write-baseline",
+        "FILE",
+        "-o",
+        "{root}/r",
+    ],
+}
+
+
+#: Hostile outputs: a side file SQLite keeps beside the index, and a file name that ends in a separator.
+HOSTILE = [f"{{index}}{suffix}" for suffix in SQLITE_SIDE_SUFFIXES] + ["{root}/out.run/", "{root}/out.run/."]
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("target", HOSTILE)
+@pytest.mark.parametrize("command", sorted(FILE_WRITERS))
+def test_no_command_writes_a_file_over_an_index_side_file_or_to_a_folder_name(
+    workspace: dict[str, Path], command: str, target: str
+) -> None:
+    """Bug: --run INDEX-wal (or -shm, -journal) wrote a file SQLite then took for the index's journal, and
+    --run o.run/ wrote a file o.run; the same held for fuse -o, index build -o and compare --write-baseline."""
+    names = {key: str(value) for key, value in workspace.items()}
+    output = target.format(**names)
+    args = [arg.format(**names) if arg != "FILE" else output for arg in FILE_WRITERS[command]]
+    before = _snapshot(workspace["root"])
+    result = invoke(*args)
+    line = one_error(result)
+    assert result.exit_code == 1
+    assert ("ends in '/" in line) if target.startswith("{root}") else ("SQLite would take it for the -" in line)
+    assert _snapshot(workspace["root"]) == before  # nothing written, the index as it was
+
+
+@pytest.mark.parametrize("given", ["index", "questions"])
+def test_batch_search_names_the_input_it_would_write_over(workspace: dict[str, Path], given: str) -> None:
+    result = invoke(
+        "search",
+        workspace["index"],
+        "--queries",
+        workspace["questions"],
+        "--run",
+        f"{workspace[given].parent}/./{workspace[given].name}",
+    )
+    kind = "index" if given == "index" else "queries file"
+    assert result.exit_code == 1 and f"the run file cannot be written over the {kind} it reads" in one_error(result)
+
+
+def test_fuse_names_the_run_it_would_write_over(workspace: dict[str, Path]) -> None:
+    link = workspace["root"] / "link.run"
+    link.symlink_to(workspace["b"])
+    result = invoke("fuse", workspace["a"], workspace["b"], "-o", link)
+    assert result.exit_code == 1 and "the fused run cannot be written over the run it reads" in one_error(result)
+
+
+#: Every writer of the shared output module, and the index build, given a target path.
+WRITERS = {
+    "checked_target (a folder)": lambda path, _corpus: checked_target(path, what="report folder"),
+    "check_file_target": lambda path, _corpus: check_file_target(path, owned=None, what="x"),
+    "write_text_atomic": lambda path, _corpus: write_text_atomic(path, "x", owned=None, what="x"),
+    "judge's named_target": lambda path, _corpus: named_target(path, what="judgments file", example="out/kb.qrels"),
+    "writer.build": lambda path, corpus: build(corpus, path, builder="lines", tokenizer="unicode61"),
+}
+
+
+@pytest.mark.parametrize("suffix", SQLITE_SIDE_SUFFIXES)
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_the_shared_output_check_refuses_side_files_for_every_writer(
+    workspace: dict[str, Path], writer: str, suffix: str
+) -> None:
+    side = f"{workspace['index']}{suffix}"
+    with pytest.raises(RagEvalError, match=f"SQLite would take it for the {suffix} file"):
+        WRITERS[writer](side, workspace["corpus"])
+    assert not Path(side).exists()
+
+
+def test_the_shared_output_check_refuses_a_file_named_as_a_folder(workspace: dict[str, Path]) -> None:
+    for path in ("out.txt/", "out.txt/."):
+        with pytest.raises(OutputError, match="which names a folder"):
+            write_text_atomic(str(workspace["root"]) + "/" + path, "x", owned=None, what="x")
+        with pytest.raises(OutputError, match="which names a folder"):
+            named_target(str(workspace["root"]) + "/" + path, what="judgments file", example="out/kb.qrels")
+    assert not (workspace["root"] / "out.txt").exists()
+    # A folder output may end in '/', and a name that only looks like a side file is fine.
+    assert checked_target(str(workspace["root"]) + "/report/", what="report folder").name == "report"
+    assert checked_target(str(workspace["root"]) + "/notes-wal", what="x", file=True).name == "notes-wal"
+
+
+# -- 1. refusals that name the rule that refused ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["file", "folder", "fifo", "symbolic link"])
+def test_a_never_replaced_output_says_it_is_never_replaced(tmp_path: Path, kind: str) -> None:
+    """Bug: a replay rag-eval wrote was refused with "rag-eval only replaces a replay it wrote"."""
+    target = tmp_path / "replay.json"
+    if kind == "file":
+        write_text_atomic(target, "{}\n", owned=None, what="replay")  # rag-eval wrote it
+    elif kind == "folder":
+        target.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(OutputError) as raised:
+        check_file_target(target, owned=None, what="replay")
+    message = str(raised.value)
+    assert "refusing to replace it" in message and "it wrote" not in message
+    assert "rag-eval never replaces a replay: it writes one only to a new path" in message
+    with pytest.raises(OutputError, match="it wrote"):  # outputs rag-eval does replace keep their rule
+        check_file_target(target, owned=lambda _path: "it is not a study", what="study")
+
+
+def test_a_folder_written_only_to_a_new_path_says_so(tmp_path: Path) -> None:
+    """Bug: a new-only folder found in place was refused as "rag-eval only replaces a dataset folder it wrote"."""
+    (tmp_path / "out").mkdir()
+    with pytest.raises(OutputError) as raised, publish_folder(tmp_path / "out", owned=None, what="dataset folder"):
+        pass
+    assert "it already exists; rag-eval never replaces a dataset folder" in str(raised.value)
+
+
+RUN = "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d9 3 1.0 t\nq2 Q0 d3 1 1.0 t\nq3 Q0 d8 1 4.0 t\nq3 Q0 d5 2 3.5 t\n"
+
+
+# --- "-" names standard output to most tools: -o - wrote a file (or folder) named "-" in the working folder.
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["fuse", "{dir}/a.run", "{dir}/b.run", "-o", "-"],
+        ["datasets", "export", "evidence-mini", "-"],
+        ["datasets", "convert", "squad", "{dir}/in.json", "-o", "-"],
+        ["queries", "synth", "{dir}/docs", "-n", "1", "--kinds", "heading", "-o", "-"],
+    ],
+    ids=["fuse", "export", "convert", "synth"],
+)
+def test_dash_as_output_is_refused_not_written_as_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    (tmp_path / "a.run").write_text(RUN, encoding="utf-8")
+    (tmp_path / "b.run").write_text("q1 Q0 d2 1 1.0 t\n", encoding="utf-8")
+    squad = {"data": [{"title": "T", "paragraphs": [{"context": "上下文。", "qas": [{"id": "1", "question": "问?"}]}]}]}
+    (tmp_path / "in.json").write_text(json.dumps(squad, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "docs").mkdir()
+    for n in (1, 2):
+        (tmp_path / "docs" / f"d{n}.md").write_text(f"# 标题{n}\n\n第{n}篇的正文。\n", encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    line = one_error(invoke(*[arg.format(dir=tmp_path) for arg in args]))
+    assert "standard output" in line
+    assert list(work.iterdir()) == []
+
+
+def tree(folder: Path) -> list[str]:
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
+
+
+def test_an_index_path_ending_in_dotdot_is_refused_and_creates_nothing(tmp_path: Path, monkeypatch) -> None:
+    docs = make_docs(tmp_path / "docs")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (tmp_path / "other").mkdir()
+    for target in ("a/../..", str(tmp_path / "other" / "new" / "..")):
+        one_error(invoke("index", "build", str(docs), "-t", "bigram", "-o", target))
+    assert tree(work) == [] and tree(tmp_path / "other") == []
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["docs", "other", "work"]

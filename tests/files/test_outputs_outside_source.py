@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from helpers import make_docs, one_error
+from helpers import invoke, make_docs, one_error
 
 from rag_eval.cli import cli
 from rag_eval.eval.datasets import shipped
@@ -210,3 +210,21 @@ def test_an_output_beside_the_source_is_written(place: dict[str, Path], tmp_path
         assert result.exit_code == 0, (args, result.output, result.stderr)
         assert (beside / written).exists(), args
     assert digest(place["src"]) == before
+
+
+def tree(folder: Path) -> list[str]:
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("command", ["compare", "tune"])
+def test_a_report_inside_the_dataset_folder_is_refused(tmp_path: Path, command: str) -> None:
+    """Only compare --queries refused a report inside its source: compare or tune on a dataset folder (such as
+    `datasets export` writes, whose corpus/ is a Markdown knowledge base) put report.md into corpus/, and the next
+    `index build .../corpus` indexed the report as documents."""
+    result = invoke("datasets", "export", "evidence-mini", str(tmp_path / "set"))
+    assert result.exit_code == 0, result.output
+    before = tree(tmp_path / "set")
+    args = ["-t", "bigram"] if command == "compare" else ["--budget", "2"]
+    line = one_error(invoke(command, str(tmp_path / "set"), *args, "-o", str(tmp_path / "set" / "corpus" / "report")))
+    assert "cannot go inside" in line
+    assert tree(tmp_path / "set") == before

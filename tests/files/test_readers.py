@@ -28,6 +28,7 @@ from rag_eval.errors import CorpusError, DatasetError, RagEvalError
 from rag_eval.eval.datasets.squad import convert_squad
 from rag_eval.eval.datasets.trec import read_any_qrels, read_run, read_trec_qrels
 from rag_eval.files.questions import read_topics
+from rag_eval.files.textio import read_bytes
 from rag_eval.index.writer import build
 
 # rag_eval.files.textio's limits, spelled out so the behavioural tests below also run against code without it.
@@ -436,7 +437,7 @@ def test_two_manifest_entries_naming_one_file_are_refused(tmp_path: Path, second
     root = _lines_corpus(tmp_path / "corpus", ["a.txt", second])
     (root / "sub").mkdir()
     (root / "link.txt").symlink_to("a.txt")
-    # A '..' is refused whatever it names (read and verify refuse it: tests/compat/test_lines_compat_audit.py).
+    # A '..' is refused whatever it names (read and verify refuse it: tests/builders/test_lines.py).
     expected = "has a '..' component" if ".." in second else r"names the same file as entry 1 \('a.txt'\)"
     with pytest.raises(CorpusError, match=rf"manifest.json entry 2: path '{second}' {expected}"):
         build(root, tmp_path / "index.sqlite", builder="lines", tokenizer="bigram")
@@ -784,3 +785,107 @@ def test_evaluate_reports_one_error(tmp_path: Path, run: str, qrels: str, words:
     (tmp_path / "run.txt").write_text(run, encoding="utf-8")
     (tmp_path / "qrels.txt").write_text(qrels, encoding="utf-8")
     one_error(invoke("evaluate", tmp_path / "run.txt", tmp_path / "qrels.txt", hang=HANG_SECONDS), *words, alone=True)
+
+
+# -- 7. a document listed twice in a run --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["evaluate", "fuse"])
+def test_a_document_listed_twice_names_the_file_and_both_lines(tmp_path: Path, command: str) -> None:
+    """Bug: `evaluate` said "run: query 'h001' returns document 'd1' twice", naming neither file nor line (and
+    fuse took the run)."""
+    run = tmp_path / "dup.run"
+    run.write_text("q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d1 3 1.0 t\n", encoding="utf-8")
+    other = tmp_path / "other.run"
+    other.write_text("q1 Q0 d2 1 1.0 t\n", encoding="utf-8")
+    (tmp_path / "q.qrels").write_text("q1 0 d1 1\n", encoding="utf-8")
+    if command == "evaluate":
+        result = invoke("evaluate", run, tmp_path / "q.qrels")
+    else:
+        result = invoke("fuse", run, other, "-o", tmp_path / "out.run")
+    line = one_error(result)
+    assert result.exit_code == 1 and f"{run}:3: query 'q1' returns document 'd1' twice (first on line 1)" in line, line
+    assert not (tmp_path / "out.run").exists()
+
+
+QRELS = "q1 0 d1 1\nq1 0 d2 0\nq1 0 d4 2\nq2 0 d3 2\nq3 0 d5 1\n"
+
+
+RUN = "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d9 3 1.0 t\nq2 Q0 d3 1 1.0 t\nq3 Q0 d8 1 4.0 t\nq3 Q0 d5 2 3.5 t\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["evaluate", "-", "{dir}/q.txt"],
+        ["evaluate", "{dir}/a.run", "-"],
+        ["datasets", "convert", "squad", "-", "-o", "o"],
+    ],
+    ids=["evaluate-run", "evaluate-qrels", "convert"],
+)
+def test_dash_as_input_says_a_file_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]) -> None:
+    (tmp_path / "a.run").write_text(RUN, encoding="utf-8")
+    (tmp_path / "q.txt").write_text(QRELS, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    line = one_error(invoke(*[arg.format(dir=tmp_path) for arg in args]))
+    assert "not from standard input" in line
+
+
+TWO_LINE_RUN = "q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\n"
+
+
+# -- an empty run file is not a run: never a row of zeros -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["evaluate", "fuse", "compare"])
+def test_an_empty_run_file_is_one_error_not_zeros(tmp_path: Path, command: str) -> None:
+    empty = tmp_path / "empty.run"
+    empty.write_text("\n \n", encoding="utf-8")
+    good = tmp_path / "good.run"
+    good.write_text(TWO_LINE_RUN, encoding="utf-8")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\n", encoding="utf-8")
+    out = tmp_path / "out"
+    args = {
+        "evaluate": ["evaluate", str(empty), str(qrels)],
+        "fuse": ["fuse", str(empty), str(good), "-o", str(out)],
+        "compare": ["compare", "evidence-mini", "-t", "bigram", "--run", f"mine={empty}", "-o", str(out)],
+    }[command]
+    assert "empty.run: no results" in one_error(invoke(*args))
+    assert not out.exists()
+
+
+def test_read_bytes_under_a_huge_limit_reads_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "a.md"
+    path.write_bytes(b"x" * 100)
+    # a limit of 1e12 once meant a 1 TB allocation before the first byte was read
+    assert read_bytes(path, CorpusError, max_bytes=10**12) == b"x" * 100
+    with pytest.raises(CorpusError, match="over the limit"):
+        read_bytes(path, CorpusError, max_bytes=99)
+
+
+def test_read_bytes_reads_on_when_the_file_grew_after_its_size_was_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    path = tmp_path / "a.md"
+    path.write_bytes(b"x" * 10)
+    real_fstat = os.fstat
+    calls = []
+
+    def stale_fstat(descriptor: int) -> os.stat_result:
+        found = real_fstat(descriptor)
+        calls.append(found.st_size)
+        if len(calls) == 2:  # the size read_bytes reads by is taken; then the file grows before it is read
+            with open(path, "ab") as out:
+                out.write(b"y" * 40)
+        return found
+
+    monkeypatch.setattr(os, "fstat", stale_fstat)
+    assert read_bytes(path, CorpusError, max_bytes=1000) == b"x" * 10 + b"y" * 40
+    assert calls == [10, 10]
+    calls.clear()
+    path.write_bytes(b"x" * 10)
+    with pytest.raises(CorpusError, match="over the limit"):
+        read_bytes(path, CorpusError, max_bytes=30)

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from rag_eval.cli import cli
+from rag_eval.files.textio import control_character
 
 #: How long a call under a hang guard may take before the test fails.
 HANG_SECONDS = 10
@@ -90,3 +91,22 @@ def metric_cli_args(command: str, tmp_path: Path) -> list[str]:
     if command == "compare":
         return ["compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "out")]
     return ["evaluate", str(tmp_path / "run.txt"), str(tmp_path / "qrels.txt")]
+
+
+def _safe(message: str) -> None:
+    """A message shows no raw control character (a terminal would act on it) and stays short."""
+    for line in message.splitlines():
+        assert control_character(line) is None, repr(message)
+    assert len(message) < 1000, len(message)
+
+
+def _one_safe_error(result: Result) -> str:
+    """The one ``error:`` line of a failed command, whose stderr shows no character raw."""
+    line = one_error(result)
+    _safe(result.stderr)
+    return line
+
+
+def _error_lines(result) -> list[str]:  # noqa: ANN001 - click's Result
+    """The ``error:`` lines of all a command printed."""
+    return [line for line in result.output.splitlines() if line.startswith("error:")]

@@ -1,7 +1,9 @@
-"""Small corpora the tests build indexes from."""
+"""Small corpora the tests build indexes from: a Markdown knowledge base exercising every sections rule, and one-file
+corpora of each builder."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 LONG_PARAGRAPH = "备份策略说明。" * 50  # 350 characters
@@ -29,3 +31,30 @@ def make_docs(root: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+#: A lines manifest of one document (``%s``: its path).
+MANIFEST = '[{"doc_id": "a", "revision": "r1", "status": "current", "expires": null, "path": "%s"}]'
+
+
+def lines_corpus(folder: Path, text: str, name: str = "a.txt") -> Path:
+    """A lines corpus of one file ``name`` holding ``text``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text, encoding="utf-8")
+    (folder / "manifest.json").write_text(MANIFEST % name, encoding="utf-8")
+    return folder
+
+
+def sections_corpus(folder: Path, text: str) -> Path:
+    """A Markdown corpus of one file, a.md, holding ``text``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a.md").write_text(text, encoding="utf-8")
+    return folder
+
+
+def passages_corpus(folder: Path, text: str, title: str = "") -> Path:
+    """A corpus.jsonl of two passages, the second holding ``text`` under ``title``; the file's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"_id": "d1", "title": "", "text": "导出文件保留三十天"}, {"_id": "d2", "title": title, "text": text}]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return folder / "corpus.jsonl"

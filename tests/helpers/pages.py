@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from html.parser import HTMLParser
 
@@ -53,3 +54,11 @@ def markdown_html(markdown: str) -> str:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+
+
+def _tables(html: str) -> list[list[int]]:
+    """Cells per row of every table of rendered HTML."""
+    return [
+        [len(re.findall(r"<t[hd][ >]", row)) for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
+        for table in re.findall(r"<table>(.*?)</table>", html, re.S)
+    ]

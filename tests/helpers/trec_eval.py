@@ -8,6 +8,8 @@ from typing import Any
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from rag_eval.eval.metrics.measures import parse_metric
+
 CUTOFFS = (1, 3, 5, 10, 20)
 
 
@@ -100,3 +102,9 @@ def cases(draw: st.DrawFn) -> Case:
     specs = list(SPECS)
     random.Random(draw(st.integers(0, 2**16))).shuffle(specs)
     return qrels, run, specs
+
+
+COUNTS = [spec for spec in SPECS if parse_metric(spec).NAME in ("NumQ", "NumRel", "NumRet")]
+
+
+QUALITY = [spec for spec in SPECS if spec not in COUNTS]

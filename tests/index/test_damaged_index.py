@@ -182,3 +182,54 @@ def test_searching_needs_no_write_access(shared_folder: Path) -> None:
         assert sorted(p.name for p in folder.iterdir()) == ["index.sqlite", "jieba.sqlite"]
     finally:
         folder.chmod(0o755)
+
+
+LOST_CHUNKS = {
+    "a matching chunk row deleted": (
+        "DELETE FROM chunks WHERE id = (SELECT min(id) FROM chunks WHERE text LIKE '%导出%')"
+    ),
+    "every chunk row deleted": "DELETE FROM chunks",
+    "chunk ids renumbered": "UPDATE chunks SET id = id + 100000",
+}
+
+
+SEARCHES = {
+    "search": ["search", "{index}", "导出"],
+    "search --json": ["search", "{index}", "导出", "--json"],
+    "search --explain --mode and": ["search", "{index}", "导出", "--explain", "--mode", "and"],
+    "search --engine impact --mode or": ["search", "{index}", "导出", "--engine", "impact", "--mode", "or"],
+    "batch search": ["search", "{index}", "--queries", "{queries}", "--run", "{run}"],
+}
+
+
+@pytest.fixture(scope="module")
+def impact_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("impact")
+    path = folder / "docs.sqlite"
+    build(make_docs(folder / "docs"), path, builder="sections", tokenizer="bigram", engine="impact")
+    return path
+
+
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+@pytest.mark.parametrize("damage", sorted(LOST_CHUNKS))
+def test_postings_naming_a_lost_chunk_are_a_damaged_index(
+    impact_index: Path, tmp_path: Path, damage: str, search: str
+) -> None:
+    """Bug: impact postings naming a chunk the chunks table lost (a damaged page, tampering) raised KeyError."""
+    index = tmp_path / "docs.sqlite"
+    index.write_bytes(impact_index.read_bytes())
+    db = sqlite3.connect(index)
+    db.execute(LOST_CHUNKS[damage])
+    db.commit()
+    db.close()
+    queries = tmp_path / "questions.txt"
+    queries.write_text("导出\n备份\n", encoding="utf-8")
+    run = tmp_path / "out.run"
+    args = [a.format(index=index, queries=queries, run=run) for a in SEARCHES[search]]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1, (result.output, repr(result.exception))
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "damaged index" in errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert not run.exists()

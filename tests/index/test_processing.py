@@ -176,3 +176,16 @@ def test_an_index_records_its_processing_and_searches_use_it(tmp_path: Path, ind
     two.write_text('[[system]]\ntokenizer = "bigram"\n\n[[system]]\ntokenizer = "unigram"\n', encoding="utf-8")
     refused = runner.invoke(cli, ["index", "build", str(docs), "--from", str(two), "-o", str(tmp_path / "c.sqlite")])
     assert refused.exit_code == 1 and "expected exactly one [[system]]" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    "spec", ["top_terms=1_0", "top_terms=١", "top_terms=-1", "top_terms=10001", "max_df=nan", "max_df=0", "max_df=1.5"]
+)
+def test_query_processing_refuses_numbers_outside_the_grammar(spec: str) -> None:
+    with pytest.raises(SpecError, match="expected a"):
+        QueryProcessing.parse(spec)
+
+
+def test_query_processing_takes_its_edges() -> None:
+    assert QueryProcessing.parse("top_terms=0,max_df=1").system == QueryProcessing.parse("").system
+    assert "top_terms=10000" in QueryProcessing.parse("top_terms=10000").system

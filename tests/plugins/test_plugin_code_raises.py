@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 from helpers import invoke, one_error
 from helpers.plugins import (
+    ENTRY_POINT_PLUGINS,
     Fine,
     RaisesOnAvailability,
     RaisesOnConstruction,
@@ -20,6 +21,7 @@ from helpers.plugins import (
 from rag_eval import registry
 from rag_eval.cli import cli
 from rag_eval.tokenizers import TOKENIZERS, tokenize_many
+from rag_eval.tokenizers.listing import describe_all
 
 PLUG_INS = [RaisesOnConstruction, RaisesOnAvailability, RaisesOnFingerprint]
 
@@ -80,3 +82,48 @@ def test_a_plug_in_under_a_hybrid_looking_name_is_not_run_as_a_hybrid(monkeypatc
     assert "a spec cannot hold" in (rows["bigram+jieba"].error or "")
     result = CliRunner().invoke(cli, ["tokenize", "导出文件"])
     assert "Traceback" not in result.output
+
+
+@pytest.fixture
+def entry_point_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test plug-ins arrive through entry points, beside the installed ones, in a freshly discovered
+    TOKENIZERS (monkeypatch puts its state back)."""
+    group = "rag_eval.tokenizers"
+    installed = list(registry.entry_points(group=group))
+    ours = [EntryPoint(cls.name, f"helpers.plugins:{cls.__name__}", group) for cls in ENTRY_POINT_PLUGINS]
+
+    def entry_points(*, group: str) -> list[EntryPoint]:
+        return installed + ours if group == "rag_eval.tokenizers" else []
+
+    monkeypatch.setattr(registry, "entry_points", entry_points)
+    monkeypatch.setattr(TOKENIZERS, "_sources", None)
+    monkeypatch.setattr(TOKENIZERS, "_loaded", {})
+    monkeypatch.setattr(TOKENIZERS, "_conflicts", {})
+
+
+@pytest.mark.usefixtures("own_cache")
+def test_the_listing_names_each_misbehaving_plug_in_and_lists_the_rest(entry_point_plugins: None) -> None:
+    """A plug-in raising in its constructor, availability() or fingerprint() ended `rag-eval tokenizers` with a
+    traceback, and so did one declaring option_set as a string; `--version` died on libraries=None."""
+    rows = {row.name: row for row in describe_all(TOKENIZERS)}
+    expected = {
+        "audit-raises-init": "ValueError: boom in __init__",
+        "audit-raises-availability": "RuntimeError: boom in availability",
+        "audit-raises-fingerprint": "KeyError: 'boom in fingerprint'",
+        "audit-libraries-none": "declares libraries = None",
+        "audit-options-string": "declares option_set = 'model=path'",
+    }
+    for name, reason in expected.items():
+        assert not rows[name].available, name
+        assert f"tokenizer {name!r}" in rows[name].reason and reason in rows[name].reason, rows[name]
+    assert rows["audit-fine"].available and rows["bigram"].available
+    listed = CliRunner().invoke(cli, ["tokenizers"])
+    assert listed.exit_code == 0 and "Traceback" not in listed.output, listed.output
+    versions = CliRunner().invoke(cli, ["--version"])
+    assert versions.exit_code == 0, versions.output
+
+
+@pytest.mark.usefixtures("own_cache")
+def test_a_plug_in_with_a_declaration_problem_is_one_error_when_named(entry_point_plugins: None) -> None:
+    assert "declares libraries = None" in one_error(invoke("tokenize", "-t", "audit-libraries-none", "x"))
+    assert "declares option_set" in one_error(invoke("tokenize", "-t", "audit-options-string", "x"))

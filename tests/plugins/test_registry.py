@@ -1,4 +1,5 @@
-"""The tokenizer registry: entry-point discovery, lazy imports, duplicates, broken plug-ins."""
+"""The registries: entry-point discovery, lazy imports, duplicates, broken plug-ins, and declarations checked when a
+plug-in is registered or loaded."""
 
 from __future__ import annotations
 
@@ -8,9 +9,18 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import regex
+from helpers.plugins import (
+    DeclaresNoLibraries,
+    Fine,
+    _Words,
+)
 
+from rag_eval import registry
+from rag_eval.builders import BUILDERS, Builder
 from rag_eval.errors import RegistryError
 from rag_eval.registry import Registry
+from rag_eval.spec import Option, OptionSet
 from rag_eval.tokenizers import TOKENIZERS, Tokenizer
 from rag_eval.tokenizers.bigram import BigramTokenizer
 
@@ -126,3 +136,70 @@ def test_names_do_not_import_strategy_modules() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "7 []"
+
+
+# --- plug-ins ---------------------------------------------------------------------------------------------------
+
+
+def _declaring(attribute: str, value: object, base: type = _Words) -> type:
+    return type(f"Declares_{attribute}", (base,), {"name": "audit-declares", attribute: value})
+
+
+class _Paragraphs(Builder):
+    name = "audit-paragraphs"
+
+
+NONSENSE = [
+    ("libraries", "spacy-pkuseg", "libraries = 'spacy-pkuseg', which is not of type tuple[str, ...]"),
+    ("libraries", None, "libraries = None, which is not of type tuple[str, ...]"),
+    ("libraries", ("jieba", 3), "libraries = ('jieba', 3), which is not of type tuple[str, ...]"),
+    ("summary", 42, "summary = 42, which is not of type str"),
+    ("native", "no", "native = 'no', which is not of type bool"),
+    ("parallel", 1, "parallel = 1, which is not of type bool"),
+    ("install_hint", ["pip", "install"], "install_hint = ['pip', 'install'], which is not of type str"),
+    ("option_set", "nonsense", "option_set = 'nonsense', which is not of type OptionSet"),
+    ("option_set", OptionSet(("model",)), "the option 'model', which is not a rag_eval.spec.Option"),  # type: ignore[arg-type]
+    ("option_set", OptionSet(5), "its options as 5, not a tuple"),  # type: ignore[arg-type]
+    ("option_set", OptionSet((Option("n", "n", ""), Option("n", "m", ""))), "the option 'n' twice"),
+    ("segmentation_options", (("mode",),), "segmentation_options = (('mode',),), which is not of type tuple"),
+]
+
+
+@pytest.mark.parametrize(("attribute", "value", "expected"), NONSENSE, ids=[f"{a}={v!r}" for a, v, _ in NONSENSE])
+@pytest.mark.usefixtures("own_cache")
+def test_a_tokenizer_declaring_nonsense_is_refused_by_name(attribute: str, value: object, expected: str) -> None:
+    """Declarations of the wrong type were accepted, then failed far away: `rag-eval tokenizers` died with an
+    AttributeError traceback (option_set), `--version` with a TypeError (libraries=None), and libraries='name'
+    reported each letter as a missing library."""
+    cls = _declaring(attribute, value)
+    with pytest.raises(RegistryError, match=rf"cannot register .*: it declares {regex.escape(expected)}"):
+        TOKENIZERS.register(cls)
+    assert "audit-declares" not in TOKENIZERS
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value"), [("recognise_order", "first"), ("index_title", "yes"), ("list_by", None)]
+)
+@pytest.mark.usefixtures("own_cache")
+def test_a_builder_declaring_nonsense_is_refused_by_name(attribute: str, value: object) -> None:
+    cls = type("Declares", (_Paragraphs,), {attribute: value})
+    with pytest.raises(RegistryError, match=rf"declares {attribute} = "):
+        BUILDERS.register(cls)
+    assert "audit-paragraphs" not in BUILDERS
+
+
+@pytest.mark.usefixtures("own_cache")
+def test_every_registered_plug_in_passes_the_declaration_check() -> None:
+    for plugins in (TOKENIZERS, BUILDERS):
+        for name in plugins:
+            assert registry.declaration_problem(plugins[name], plugins.kind, plugins.base) is None, name
+
+
+@pytest.mark.usefixtures("own_cache")
+def test_a_fresh_registry_refuses_what_the_shared_one_refuses() -> None:
+    """register() and entry-point loading apply the same declaration check."""
+    fresh: Registry[Tokenizer] = Registry("rag_eval.audit-none", "tokenizer", Tokenizer)
+    with pytest.raises(RegistryError, match="declares libraries"):
+        fresh.register(DeclaresNoLibraries)
+    fresh.register(Fine)
+    assert fresh["audit-fine"] is Fine

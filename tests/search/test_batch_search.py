@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import REPO, invoke, one_error
+from helpers.paths import NOT_REGULAR, _not_regular
 
 from rag_eval.cli import cli
 from rag_eval.eval.compare.runner import System
@@ -291,3 +293,54 @@ def test_the_impact_engine_gives_the_same_run(tmp_path: Path, monkeypatch: pytes
     impact = (tmp_path / "impact.run").read_text(encoding="utf-8")
     assert impact == (tmp_path / "fts5.run").read_text(encoding="utf-8") and impact.count("\n") > 324
     assert preloaded == [True]  # the whole batch answered warm
+
+
+ROOT = REPO
+
+
+EVIDENCE = ROOT / "datasets" / "evidence-mini" / "corpus"
+
+
+@pytest.fixture(scope="module")
+def indexes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two small lines indexes (evidence-mini, bigram), named ``kb`` and ``kb2``; read only."""
+    folder = tmp_path_factory.mktemp("indexes")
+    for name in ("kb", "kb2"):
+        build(EVIDENCE, folder / f"{name}.sqlite", builder="lines", tokenizer="bigram")
+    return folder / "kb.sqlite", folder / "kb2.sqlite"
+
+
+@pytest.mark.parametrize("kind", NOT_REGULAR)
+def test_search_run_over_something_not_a_file_does_not_claim_it_replaces_runs(
+    indexes: tuple[Path, Path], tmp_path: Path, kind: str
+) -> None:
+    """Bug: `search --run DIR` said "rag-eval only replaces a run file it wrote"; it never replaces one."""
+    (tmp_path / "q.txt").write_text("退款\n", encoding="utf-8")
+    target = _not_regular(tmp_path, kind)
+    result = invoke("search", indexes[0], "--queries", tmp_path / "q.txt", "--run", target)
+    line = one_error(result)
+    assert result.exit_code == 1 and "it wrote" not in line, line
+
+
+# -- 10. batch search in a category no chunk has ----------------------------------------------------------------
+
+
+def test_batch_search_in_an_unknown_category_gives_the_single_search_hint(
+    indexes: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Bug: `search --queries Q --run OUT --category nosuch` wrote an empty run with no hint; single search says
+    "no chunk has category 'nosuch'"."""
+    (tmp_path / "q.txt").write_text("退款\n发票\n", encoding="utf-8")
+    hint = "hint: no chunk has category 'nosuch'; see the categories with: rag-eval index list INDEX"
+    result = CliRunner().invoke(
+        cli,
+        ["search", str(indexes[0]), "--queries", str(tmp_path / "q.txt"), "--run", str(tmp_path / "o.run")]
+        + ["--category", "nosuch"],
+    )
+    assert result.exit_code == 0 and hint in result.stderr.splitlines(), result.stderr
+    single = CliRunner().invoke(cli, ["search", str(indexes[0]), "退款", "--category", "nosuch"])
+    assert hint in single.stderr.splitlines()
+    known = CliRunner().invoke(
+        cli, ["search", str(indexes[0]), "--queries", str(tmp_path / "q.txt"), "--run", str(tmp_path / "p.run")]
+    )
+    assert known.exit_code == 0 and "hint:" not in known.stderr

@@ -8,12 +8,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from helpers.compare_calls import compare
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rag_eval.builders.keys import unit_of
 from rag_eval.cli import cli
 from rag_eval.eval.compare.runner import System
+from rag_eval.eval.compare.statistics import significance
 from rag_eval.eval.datasets.formats import load_dataset
+from rag_eval.eval.datasets.records import Qrel
 from rag_eval.eval.datasets.trec import read_run
+from rag_eval.eval.metrics.measures import RankedDoc, evaluate
 from rag_eval.eval.reporting.report import write_outputs
 from rag_eval.files.runs import strict_run
 
@@ -219,8 +224,6 @@ def test_run_scores_stay_strictly_ordered_as_32_bit_floats() -> None:
     """trec_eval reads scores as floats: near-equal bm25 scores 1e-6 apart used to tie there and be
     re-ordered by document id (22 CMRC queries scored another ranking than rag-eval's)."""
     import numpy as np
-    from hypothesis import given
-    from hypothesis import strategies as st
 
     @given(st.lists(st.floats(min_value=-60, max_value=0, allow_nan=False), min_size=1, max_size=60))
     def check(scores: list[float]) -> None:
@@ -338,3 +341,15 @@ def test_the_report_says_which_builds_came_from_the_cache_and_what_qps_is(tmp_pa
     assert "QPS: queries answered one after another" in first and "reused from rag-eval's cache" not in first
     assert "reused from rag-eval's cache for `bigram`" in second
     assert "reused from rag-eval's cache for <code>bigram</code>" in (tmp_path / "b" / "report.html").read_text("utf-8")
+
+
+def test_counts_get_no_significance_arrow_and_numrel_is_the_same_for_every_system() -> None:
+    """Regression: NumRel differed between systems (a query without hits counted 0) and got an arrow."""
+    qrels = [Qrel("q1", "a", 1), Qrel("q2", "b", 1), Qrel("q2", "c", 1)] + [Qrel(f"p{n}", "a", 1) for n in range(8)]
+    full = [RankedDoc(q, "a", 1, 1.0) for q in ["q1", "q2"] + [f"p{n}" for n in range(8)]]
+    names = ["NumRel", "NumRet", "P@1"]
+    per_query = {"ref": evaluate(qrels, full[:1], names)[1], "other": evaluate(qrels, full, names)[1]}
+    assert per_query["ref"]["q2"]["NumRel"] == per_query["other"]["q2"]["NumRel"] == 2
+    rows = [{"name": "ref"}, {"name": "other"}]
+    significance(rows, per_query, sorted(per_query["ref"]), names, "ref")
+    assert set(rows[1]["significance"]) == {"P@1"}

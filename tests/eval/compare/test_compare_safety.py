@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import io
 import json
@@ -532,3 +533,52 @@ def test_a_query_judged_all_zero_counts_in_compares_means(tmp_path: Path) -> Non
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     assert report["judged_queries"] == 2
     assert report["systems"][0]["metrics"]["P@1"] == 0.5
+
+
+# -- a failure writing one output leaves every output as it was ----------------------------------------------------
+
+
+def test_a_baseline_that_cannot_be_written_leaves_the_previous_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = tmp_path / "report"
+    result = invoke("compare", "evidence-mini", "-t", "bigram", "-o", str(report))
+    assert result.exit_code == 0, result.output
+    before = {name: (report / name).read_bytes() for name in ("report.json", "report.md")}
+    real_fsync = os.fsync
+
+    def full_disk_for_the_baseline(fd: int) -> None:
+        if "base.json" in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full_disk_for_the_baseline)
+    args = ["compare", "evidence-mini", "-t", "bigram", "-t", "unigram", "-o", str(report)]
+    result = invoke(*args, "--write-baseline", str(tmp_path / "base.json"))
+    assert "No space left" in one_error(result)
+    assert {name: (report / name).read_bytes() for name in before} == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["report"]
+
+
+def test_write_baseline_never_replaces_another_commands_record(tmp_path: Path) -> None:
+    """--write-baseline replaced any JSON with a rag-eval/ schema: a report folder's report.json (the folder then
+    refused as no longer a report) or tune's tune.json, each lost for a 1 KB baseline."""
+    result = invoke("compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "r1"))
+    assert result.exit_code == 0, result.output
+    result = invoke("compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "r0"))
+    assert result.exit_code == 0, result.output
+    tune = tmp_path / "tune.json"  # tune's own record, as it writes it
+    tune.write_text(json.dumps({"schema": "rag-eval/tune/1", "trials": []}), encoding="utf-8")
+    for target in (tmp_path / "r1" / "report.json", tune):
+        before = target.read_bytes()
+        args = ["compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "r2")]
+        assert "refusing to replace it" in one_error(invoke(*args, "--write-baseline", str(target)))
+        assert target.read_bytes() == before
+    # a report's JSON kept as a file of its own, and a baseline, are still replaced
+    kept = tmp_path / "kept.json"
+    shutil.copy(tmp_path / "r0" / "report.json", kept)
+    for _ in range(2):
+        args = ["compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "r2"), "--write-baseline", str(kept)]
+        result = invoke(*args)
+        assert result.exit_code == 0, result.output
+    assert json.loads(kept.read_text(encoding="utf-8"))["schema"].startswith("rag-eval/baseline/")

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import struct
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import TESTS
+from helpers import TESTS, invoke, one_error
 from helpers.compare_calls import compare, run_compare
 
 from rag_eval.cli import cli
@@ -19,6 +21,7 @@ from rag_eval.eval.compare.fusion import (
     Fusion,
     FusionError,
     fuse,
+    fuse_files,
     fuse_runs,
     fusion_from_table,
     normalised,
@@ -421,3 +424,124 @@ def test_a_fusion_with_a_bare_comma_is_one_error_line_and_a_hint_through_compare
         "hint: separate members with a comma and a space (a bare comma separates a tokenizer's options), "
         "e.g. rrf(bigram, jieba)",
     ]
+
+
+# -- 9. fused scores written in full ------------------------------------------------------------------------------
+
+
+def _float32(value: float) -> float:
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
+@pytest.mark.parametrize("k", ["60", "1000000"])
+def test_fused_scores_keep_their_value_and_stay_strictly_decreasing(tmp_path: Path, k: str) -> None:
+    """Bug: fuse wrote 6 fixed decimals: with --k 1000000 the scores read 0.000002, 0.000001, 0.000000,
+    -0.000001 ..., and fusing that run again (combsum) used them."""
+    docs = [f"d{n:02d}" for n in range(30)]
+    (tmp_path / "a.run").write_text("".join(f"q1 Q0 {d} {n + 1} {30 - n} a\n" for n, d in enumerate(docs)), "utf-8")
+    (tmp_path / "b.run").write_text(
+        "".join(f"q1 Q0 {d} {n + 1} {30 - n} b\n" for n, d in enumerate(reversed(docs))), "utf-8"
+    )
+    result = invoke("fuse", tmp_path / "a.run", tmp_path / "b.run", "--k", k, "-o", tmp_path / "f.run")
+    assert result.exit_code == 0, result.output
+    fused = read_run(tmp_path / "f.run")
+    scores = [doc.score for doc in fused]
+    assert len(scores) == 30 and all(score > 0 for score in scores)  # every document was returned: all above 0
+    # each pair d_n, d_(29-n) ties: 1/(k+n+1) + 1/(k+30-n); the first of a tie is written as it is
+    top = 1 / (int(k) + 1) + 1 / (int(k) + 30)
+    assert scores[0] == pytest.approx(top, rel=1e-12)
+    assert all(_float32(a) > _float32(b) for a, b in zip(scores, scores[1:], strict=False))  # trec_eval's floats
+    result = invoke("fuse", tmp_path / "f.run", tmp_path / "a.run", "--method", "combsum", "-o", tmp_path / "g")
+    assert result.exit_code == 0, result.output
+
+
+# --- fuse: scores near the float limit made combsum/combmnz write nan (minmax, sum) or crash (zmuv).
+
+HUGE = [1.7e308, -1.7e308, 1e308, 0.0, -5e307]
+
+
+@pytest.mark.parametrize("how", sorted(NORMALISATIONS))
+@pytest.mark.parametrize("scale", [2.0**600, 2.0**1000, 1e-300])
+def test_normalisation_is_unchanged_by_the_scores_scale(how: str, scale: float) -> None:
+    base = [1.0, -0.75, 0.5, 0.0, 0.25]
+    scaled = normalised([score * scale for score in base], how)
+    assert all(math.isfinite(value) for value in scaled)
+    if scale >= 1:
+        assert scaled == pytest.approx(normalised(base, how), rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("how", sorted(NORMALISATIONS))
+def test_normalisation_of_close_huge_scores_is_not_blown_up(how: str) -> None:
+    # Two scores one float step apart: far above the denominator's floor, so the top one normalises to 1 (minmax,
+    # sum), not to the step over the floor (1e144 when the sum's denominator cancelled to 0).
+    for base in (2.0**600, 1e300, 1e100):
+        close = [base, math.nextafter(base, math.inf), base]
+        values = normalised(close, how)
+        assert all(math.isfinite(v) for v in values) and max(values) <= 2, values
+        if how != "zmuv":
+            assert values == pytest.approx([0.0, 1.0, 0.0])
+
+
+@pytest.mark.parametrize("how", sorted(NORMALISATIONS))
+@pytest.mark.parametrize("method", ["combsum", "combmnz"])
+def test_fuse_writes_finite_scores_for_huge_input_scores(tmp_path: Path, method: str, how: str) -> None:
+    huge = "".join(f"q1 Q0 d{n} {n} {score!r} t\n" for n, score in enumerate(HUGE, start=1))
+    small = "".join(f"q1 Q0 d{n} {n} {score / 2.0**1000!r} t\n" for n, score in enumerate(HUGE, start=1))
+    other = "q1 Q0 d3 1 2.0 t\nq1 Q0 d1 2 1.0 t\n"
+    for name, text in (("huge.run", huge), ("small.run", small), ("other.run", other)):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    fused = {}
+    for name in ("huge", "small"):
+        out = tmp_path / f"{name}-fused.run"
+        result = invoke(
+            "fuse", tmp_path / f"{name}.run", tmp_path / "other.run", "--method", method, "--normalise", how, "-o", out
+        )
+        assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+        lines = out.read_text(encoding="utf-8").splitlines()
+        assert all(math.isfinite(float(line.split()[4])) for line in lines), lines
+        fused[name] = [line.split()[:5] for line in lines]
+    assert fused["huge"] == fused["small"]  # the same ranking and scores, whatever the scale
+
+
+TWO_LINE_RUN = "q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\n"
+
+
+def test_fuse_refuses_one_run_file_named_twice_by_another_path(tmp_path: Path) -> None:
+    """fuse compared the arguments as text: a run named by a relative and an absolute path, or through a link,
+    was fused with itself, silently doubling its weight."""
+    first = tmp_path / "a.run"
+    first.write_text(TWO_LINE_RUN, encoding="utf-8")
+    (tmp_path / "link.run").symlink_to(first)
+    os.link(first, tmp_path / "hard.run")
+    for other in (tmp_path / "link.run", tmp_path / "hard.run", tmp_path / "sub" / ".." / "a.run"):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        line = one_error(invoke("fuse", str(first), str(other), "-o", str(tmp_path / "out.run")))
+        assert "given twice" in line
+    assert not (tmp_path / "out.run").exists()
+
+
+@pytest.mark.parametrize("weights", [(1e308, 1e308), (1001.0, 1.0)])
+def test_fusion_weights_are_bounded(weights: tuple[float, float]) -> None:
+    """Two members weighted 1e308 fused to a score of inf, written into a run that evaluate then refuses."""
+    with pytest.raises(FusionError, match="fusion weight must be at most 1000"):
+        Fusion("combsum", ("a", "b"), weights)
+
+
+@pytest.mark.parametrize("scale", [1e-12, 1e-10])
+def test_weights_scaled_alike_rank_alike(scale: float) -> None:
+    """Tiny weights rounded every fused score to 0 at 12 decimals: the first member's ranks alone ordered them."""
+    rankings = [[("x", 3.0), ("y", 2.0), ("z", 1.0)], [("y", 3.0), ("z", 2.0), ("x", 1.0)]]
+    plain = [doc for doc, _ in fuse(rankings, Fusion("rrf", ("a", "b")))]
+    scaled = [doc for doc, _ in fuse(rankings, Fusion("rrf", ("a", "b"), (scale, scale)))]
+    assert plain == ["y", "x", "z"] and scaled == plain
+
+
+def test_fuse_refuses_huge_weights_and_writes_nothing(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.run", tmp_path / "b.run"
+    a.write_text("q Q0 d1 1 3.0 a\nq Q0 d2 2 1.0 a\n", encoding="utf-8")
+    b.write_text("q Q0 d1 1 2.0 b\nq Q0 d2 2 1.0 b\n", encoding="utf-8")
+    with pytest.raises(FusionError, match="at most 1000"):
+        fuse_files([a, b], tmp_path / "out.run", method="combsum", weights=[1e308, 1e308])
+    assert not (tmp_path / "out.run").exists()
+    _written, fused = fuse_files([a, b], tmp_path / "ok.run", method="combsum", weights=[1000, 0.001])
+    assert all(doc.score == doc.score and abs(doc.score) < float("inf") for doc in fused.run)

@@ -7,8 +7,10 @@ import math
 from pathlib import Path
 
 import pytest
-from helpers import REPO, invoke
+from helpers import REPO, invoke, one_error
 
+from rag_eval.errors import RagEvalError
+from rag_eval.eval.compare.gate import check, load_baseline
 from rag_eval.tokenizers import TOKENIZERS
 from rag_eval.tokenizers.bigram import BigramTokenizer
 
@@ -178,7 +180,6 @@ def test_committed_baselines_match_the_shipped_data(dataset: str) -> None:
 
 @pytest.mark.parametrize("tolerance", [math.nan, math.inf, -math.inf, -0.001])
 def test_a_tolerance_that_is_not_a_finite_non_negative_number_is_refused(tolerance: float) -> None:
-    from rag_eval.errors import RagEvalError
     from rag_eval.eval.compare.gate import check
 
     report = {
@@ -275,3 +276,43 @@ def test_check_calls_a_changed_identity_stale_and_lists_unmatched_systems() -> N
         "new system jieba | passages | or: not in the baseline",
         "baseline system bigram | passages | or: not in this run",
     ]
+
+
+# --- 3. the baseline of compare --against ----------------------------------------------------------------------
+
+
+def _baseline(values: dict, **top) -> dict:
+    system = {"name": "bigram | passages | or", "tokenizer": "bigram [x]", "builder": "passages", "metrics": values}
+    return {"schema": "rag-eval/baseline/1", "dataset": {"checksum": "c"}, "systems": [system], **top}
+
+
+@pytest.mark.parametrize(
+    ("baseline", "says"),
+    [
+        (_baseline({"nDCG@10": 2.5}), "system 1: metric nDCG@10 is 2.5, outside its values (from 0 to 1)"),
+        (_baseline({"nDCG@10": -1}), "system 1: metric nDCG@10 is -1, outside its values"),
+        (_baseline({"NumRet": -3}), "system 1: metric NumRet is -3, outside its values (a count of at least 0)"),
+        (_baseline({"bogus@3": 0.5}), "system 1: unknown metric 'bogus@3'"),
+        (_baseline({"ndcg@10": 0.5}), "system 1: metric 'ndcg@10' is written nDCG@10"),
+        (_baseline({"nDCG@10": 0.5}, metrics=["P@0"]), "metrics: metric 'P@0': cutoff must be"),
+        (_baseline({"nDCG@10": 0.5}, metrics="nDCG@10"), "'metrics' must be a list"),
+        ({**_baseline({"nDCG@10": 0.5}), "schema": "rag-eval/baseline/99"}, "schema 'rag-eval/baseline/99' is not"),
+    ],
+)
+def test_a_baseline_with_values_or_names_the_gate_cannot_hold_is_one_error_line_naming_it(
+    baseline: dict, says: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(baseline), encoding="utf-8")
+    outcome = invoke("compare", "evidence-mini", "-t", "bigram", "--against", str(path), "-o", str(tmp_path / "x"))
+    assert one_error(outcome, alone=True).startswith(f"error: {path}: {says}")
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_count_over_1_is_a_valid_baseline_value_and_the_gate_holds_quality_only(tmp_path: Path) -> None:
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(_baseline({"NumRet": 57.0, "nDCG@10": 0.5})), encoding="utf-8")
+    baseline = load_baseline(path)
+    report = _baseline({"NumRet": 12.0, "nDCG@10": 0.5})
+    result = check(report, baseline)
+    assert result.compared == 1 and not result.regressions and not result.improvements

@@ -45,3 +45,24 @@ def test_fail_on_regression_fails_when_no_system_of_the_baseline_matched(tmp_pat
     names = [row["name"] for row in json.loads(baseline.read_text(encoding="utf-8"))["systems"]]
     assert len(errors) == 1 and "the gate compared no system" in errors[0]
     assert errors[0].endswith("the baseline has: " + ", ".join(names)) and "Traceback" not in outcome.stderr
+
+
+def test_a_gate_with_no_metric_in_common_compares_nothing() -> None:
+    """Bug: a baseline written with --metric nDCG@20, gated with --metric R@10, said '1 systems compared: 0
+    regressions' and --fail-on-regression passed, though no metric was held against the baseline."""
+    system = {"name": "bigram | passages | or", "tokenizer": "bigram", "builder": "passages", "mode": "or"}
+    baseline = {
+        "schema": "rag-eval/baseline/1",
+        "dataset": {"checksum": "abc"},
+        "systems": [{**system, "metrics": {"nDCG@20": 0.9}}],
+    }
+    report = {"dataset": {"checksum": "abc"}, "systems": [{**system, "metrics": {"R@10": 0.1}}]}
+    gate = check(report, baseline)
+    assert gate.compared == 0
+    assert any("no metric in common" in line for line in gate.lines())
+    failure = gate.failure("baseline.json", 0.005)
+    assert failure is not None and "compared no system" in str(failure)
+    # A metric in common is still compared, and a drop in it is still a regression.
+    report["systems"][0]["metrics"]["nDCG@20"] = 0.5
+    gate = check(report, baseline)
+    assert gate.compared == 1 and [item["metric"] for item in gate.regressions] == ["nDCG@20"]

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import invoke, one_error
 
+from rag_eval.builders import get_builder
 from rag_eval.cli import cli
-from rag_eval.errors import DatasetError
+from rag_eval.errors import DatasetError, RagEvalError
+from rag_eval.eval.datasets import shipped
 from rag_eval.eval.datasets.beir import load_beir, write_beir
 from rag_eval.eval.datasets.formats import load_dataset
 from rag_eval.eval.datasets.records import Dataset, Passage, Query
-from rag_eval.eval.datasets.shipped import export_shipped, load_shipped, shipped_ids
-from rag_eval.eval.datasets.squad import convert_squad
+from rag_eval.eval.datasets.shipped import datasheet, export_shipped, load_shipped, shipped_ids
+from rag_eval.eval.datasets.squad import convert_squad, export_squad
 from rag_eval.eval.datasets.trec import read_trec_qrels, write_trec_qrels
-from rag_eval.files.outputs import OutputError
+from rag_eval.files.outputs import (
+    OutputError,
+)
 from rag_eval.files.questions import read_topics
 
 
@@ -279,7 +286,6 @@ def test_handbook_pinned() -> None:
 
 
 def test_handbook_structure_matches_the_datasheet() -> None:
-    from rag_eval.builders import get_builder
     from rag_eval.eval.datasets.shipped import corpus_dir
 
     builder = get_builder("sections")
@@ -300,3 +306,175 @@ def test_handbook_judgements_cover_the_qrels() -> None:
     for query_id, docs in dataset.qrels.items():
         assert all(pooled[query_id][doc] == grade for doc, grade in docs.items())
     assert sum(len(d) for d in pooled.values()) == 6034
+
+
+def test_the_datasets_manifest_refuses_unknown_entry_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """datasets/manifest.json: a misspelt "as-of" would silently evaluate the set without its date."""
+    entry = {"kind": "retrieval", "builder": "lines", "as-of": "2026-10-07", "files": {}}
+    (tmp_path / "manifest.json").write_text(json.dumps({"mini": entry}), encoding="utf-8")
+    monkeypatch.setattr(shipped, "datasets_root", lambda: tmp_path)
+    shipped.manifest.cache_clear()
+    try:
+        with pytest.raises(DatasetError, match=r"entry 'mini': unknown key 'as-of' \(did you mean 'as_of'\?\)"):
+            shipped.manifest()
+    finally:
+        shipped.manifest.cache_clear()
+
+
+# -- 8. one SQuAD file converted twice ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spelling", ["same", "dot", "symbolic link", "hard link"])
+def test_converting_one_file_twice_is_refused(tmp_path: Path, spelling: str) -> None:
+    """Bug: `datasets convert squad F F` reported "from 2 files" and listed every question id twice."""
+    source = tmp_path / "a.json"
+    squad = {
+        "data": [
+            {
+                "title": "t",
+                "paragraphs": [{"context": "退款三日内到账。", "qas": [{"id": "a1", "question": "退款多久？"}]}],
+            }
+        ]
+    }
+    source.write_text(json.dumps(squad, ensure_ascii=False), encoding="utf-8")
+    again = {
+        "same": source,
+        "dot": tmp_path / "." / "a.json",
+        "symbolic link": tmp_path / "link.json",
+        "hard link": tmp_path / "hard.json",
+    }[spelling]
+    if spelling == "symbolic link":
+        again.symlink_to(source)
+    elif spelling == "hard link":
+        os.link(source, again)
+    with pytest.raises(DatasetError, match="given twice"):
+        convert_squad([source, again])
+    result = invoke("datasets", "convert", "squad", source, again, "-o", tmp_path / "out")
+    assert result.exit_code == 1 and "given twice" in one_error(result) and not (tmp_path / "out").exists()
+
+
+def test_export_names_what_it_exports_when_given_a_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "beir"
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_text('{"_id": "a", "title": "", "text": "x"}\n', encoding="utf-8")
+    result = CliRunner().invoke(cli, ["datasets", "export", str(folder), str(tmp_path / "out")])
+    assert result.exit_code != 0 and "export writes a shipped set" in one_error(result)
+    assert not (tmp_path / "out").exists()
+
+
+def _squad(title: object, context: str) -> dict[str, object]:
+    question = {"id": "SRC-Q1", "question": "保留多久", "answers": [{"text": "三十天", "answer_start": 6}]}
+    return {"data": [{"title": title, "paragraphs": [{"id": "SRC-P1", "context": context, "qas": [question]}]}]}
+
+
+@pytest.mark.parametrize(
+    ("title", "context", "message"),
+    [
+        ("T", "ab\x00c", "NUL character"),
+        ("T", "   ", "'context' is empty"),
+        ({"a": [1]}, "abc", "'title' must be text"),
+    ],
+)
+def test_convert_refuses_contexts_and_titles_a_corpus_cannot_hold(
+    tmp_path: Path, title: object, context: str, message: str
+) -> None:
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps(_squad(title, context), ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(RagEvalError, match=message):
+        export_squad([source], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_convert_writes_where_each_question_came_from(tmp_path: Path) -> None:
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps(_squad("T", "导出文件保留三十天。"), ensure_ascii=False), encoding="utf-8")
+    export_squad([source], tmp_path / "out")
+    assert json.loads((tmp_path / "out" / "original_ids.json").read_text(encoding="utf-8")) == {"q1": ["SRC-Q1"]}
+
+
+# --- datasets show: a folder named like a shipped id printed the shipped datasheet over the folder's statistics.
+
+
+def _local_beir(folder: Path) -> None:
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text('{"_id": "p1", "title": "", "text": "本地的一段文字"}\n', encoding="utf-8")
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "文字"}\n', encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tp1\t1\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("dataset_id", shipped_ids())
+def test_show_describes_a_local_folder_named_like_a_shipped_set_as_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dataset_id: str
+) -> None:
+    _local_beir(tmp_path / dataset_id)
+    monkeypatch.chdir(tmp_path)
+    result = invoke("datasets", "show", dataset_id)
+    assert result.exit_code == 0, result.output
+    assert "passages: 1" in result.output.splitlines()
+    sheet = [line for line in datasheet(dataset_id).splitlines() if line.strip()]
+    assert not any(line in result.output.splitlines() for line in sheet[:3]), result.output
+
+
+@pytest.mark.parametrize("dataset_id", shipped_ids())
+def test_show_of_a_shipped_id_still_prints_its_datasheet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dataset_id: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = invoke("datasets", "show", dataset_id)
+    assert result.exit_code == 0, result.output
+    first = next(line for line in datasheet(dataset_id).splitlines() if line.strip())
+    assert first in result.output.splitlines()
+
+
+# --- datasets convert: a file with no question wrote an empty retrieval set and succeeded.
+
+NO_QUESTIONS = {
+    "no articles": {"data": []},
+    "no paragraphs": {"data": [{"title": "T", "paragraphs": []}]},
+    "no qas key": {"data": [{"title": "T", "paragraphs": [{"context": "一段上下文。"}]}]},
+    "empty qas": {"data": [{"title": "T", "paragraphs": [{"context": "一段上下文。", "qas": []}]}]},
+}
+
+
+@pytest.mark.parametrize("case", sorted(NO_QUESTIONS))
+def test_convert_refuses_input_without_a_question(tmp_path: Path, case: str) -> None:
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps(NO_QUESTIONS[case], ensure_ascii=False), encoding="utf-8")
+    line = one_error(invoke("datasets", "convert", "squad", source, "-o", tmp_path / "out"))
+    assert "no question" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.json"]
+
+
+def test_a_copy_that_fails_for_many_files_is_one_short_error_line(tmp_path: Path, monkeypatch) -> None:
+    """copytree's shutil.Error (an OSError) listed every file that failed, with both paths, in one giant line."""
+    failed = [(f"/src/{n}.md", f"/dst/{n}.md", f"[Errno 28] No space left on device: '/src/{n}.md'") for n in range(40)]
+
+    def no_space(*_args: object, **_kwargs: object) -> None:
+        raise shutil.Error(failed)
+
+    monkeypatch.setattr("rag_eval.eval.datasets.shipped.shutil.copytree", no_space)
+    line = one_error(invoke("datasets", "export", "handbook", str(tmp_path / "hb")))
+    assert "No space left on device" in line and "(and 39 more)" in line and len(line) < 200
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_datasets_convert_prints_a_sentence_and_json_on_request(tmp_path: Path) -> None:
+    squad = {
+        "data": [
+            {
+                "title": "t",
+                "paragraphs": [
+                    {"context": "第一段。", "qas": [{"id": "q1", "question": "问一？", "answers": []}]},
+                    {"context": "第二段。", "qas": [{"id": "q2", "question": "问二？", "answers": []}]},
+                ],
+            }
+        ]
+    }
+    source = tmp_path / "dev.json"
+    source.write_text(json.dumps(squad, ensure_ascii=False), encoding="utf-8")
+    runner = CliRunner()
+    said = runner.invoke(cli, ["datasets", "convert", "squad", str(source), "-o", str(tmp_path / "a")])
+    assert said.exit_code == 0, said.output
+    assert said.stdout.startswith(f"wrote {tmp_path / 'a'}: 2 passages (0 repeated paragraphs merged), 2 queries")
+    counts = runner.invoke(cli, ["datasets", "convert", "squad", str(source), "-o", str(tmp_path / "b"), "--json"])
+    assert json.loads(counts.stdout)["qrels"] == 2

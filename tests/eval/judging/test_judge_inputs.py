@@ -379,3 +379,47 @@ def test_counts_of_one_are_singular(tmp_path: Path) -> None:
     assert result.stdout.startswith(
         "Oracle replay (decisive order): 1 question (1 with a relevant passage), 1 system, "
     )
+
+
+HANDBOOK_QUESTIONS = ROOT / "docs" / "examples" / "handbook-questions.txt"
+
+
+HANDBOOK_QRELS = ROOT / "docs" / "examples" / "handbook-questions.qrels"
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--oracle", HANDBOOK_QRELS, "--port", "99999"], "--port applies only to a judging page"),
+        (["--oracle", HANDBOOK_QRELS, "--idle-timeout", "nan"], "--idle-timeout applies only to a judging page"),
+        (["--oracle", HANDBOOK_QRELS, "--assessor", "ana"], "--assessor applies only to a judging page"),
+        (["--oracle", HANDBOOK_QRELS, "--port", "0", "--idle-timeout", "240"], "--port and --idle-timeout apply"),
+        (["-o", "x.qrels", "--samples", "3"], "--samples applies only with --oracle"),
+        (["-o", "x.qrels", "--sample-queries", "5"], "--sample-queries applies only with --oracle"),
+        (["-o", "x.qrels", "--seed", "1"], "--seed applies only with --oracle"),
+        (["-o", "x.qrels", "--json"], "--json applies only with --oracle"),
+    ],
+)
+def test_judge_refuses_options_of_the_other_mode(tmp_path: Path, extra: list[object], named: str) -> None:
+    """Bug: `judge --oracle ... --idle-timeout nan --port 99999` ignored both (refused without --oracle)."""
+    # A missing questions file: the old code failed on it only after taking the options silently.
+    result = invoke("judge", "handbook", "--queries", tmp_path / "missing.txt", *extra)
+    assert result.exit_code == 2 and named in one_error(result, code=2)
+
+
+# -- 4. the assessor's name ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["", "   ", "a\nb", "a\tb", "ana\x1b[31m", "a\u2028b", "x" * 101])
+def test_an_empty_or_multiline_assessor_is_refused_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Bug: `judge --assessor ''` (or a name with a newline) was accepted and written into every grade."""
+
+    def no_plan(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the pool was planned before the assessor was checked")
+
+    monkeypatch.setattr("rag_eval.eval.judging.judge.plan", no_plan)
+    out = tmp_path / "j.qrels"
+    result = invoke("judge", "handbook", "--queries", HANDBOOK_QUESTIONS, "--assessor", name, "-o", out)
+    assert result.exit_code == 1 and "--assessor" in one_error(result) and not out.exists()

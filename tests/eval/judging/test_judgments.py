@@ -10,16 +10,19 @@ import re
 import signal
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import one_error
+from helpers.judging import CHEAP, POOL, QUESTIONS, make_change
 
 from rag_eval.cli import cli
 from rag_eval.eval.datasets.trec import read_any_qrels, read_trec_qrels
 from rag_eval.eval.judging.judgments import Judgments, JudgmentsError, PoolIdentity, log_path
-
-POOL = PoolIdentity(corpus="c" * 64, questions=("q1", "q2"), systems=("bigram", "unigram"), depth=10)
+from rag_eval.eval.judging.log_records import JudgmentsWriteError
+from rag_eval.eval.judging.pool import plan
 
 
 def lines(path: Path) -> list[str]:
@@ -251,3 +254,125 @@ def test_kill_9_mid_way_keeps_every_acknowledged_grade(tmp_path: Path) -> None:
             as_grades.append(state)
         assert grades in as_grades
     assert read_trec_qrels(path) == grades
+
+
+# -- the pool -------------------------------------------------------------------------------------------------
+
+
+def _jsonl(path: Path, texts: dict[str, str]) -> Path:
+    lines = (json.dumps({"_id": key, "text": text}, ensure_ascii=False) + "\n" for key, text in texts.items())
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def test_reworded_questions_with_the_same_ids_are_another_pool(tmp_path: Path) -> None:
+    """Bug: the pool named its questions by id only, so a queries.jsonl whose question q1 was reworded resumed the
+    judgments made for the old wording, and the old grades counted for the new question."""
+    questions = _jsonl(tmp_path / "q.jsonl", {"q1": "退款多久到账？", "q2": "Café 会员的发票怎么开？"})
+    out = tmp_path / "kb.qrels"
+    *_, identity = plan("handbook", questions, tokenizers=["bigram"])
+    with Judgments.open(out, identity, assessor="") as judgments:
+        judgments.record("q1", "accounts/invite-members.md#邀请成员", 2)
+    before = out.read_bytes(), log_path(out).read_bytes()
+    _jsonl(questions, {"q1": "怎么删除账号？", "q2": "Café 会员的发票怎么开？"})
+    # --idle-timeout: should the pool be accepted, the server stops by itself within seconds.
+    args = ["judge", "handbook", "--queries", str(questions), "-t", "bigram", "-o", str(out), "--idle-timeout", "0.05"]
+    result = CliRunner().invoke(cli, args)
+    error = one_error(result)
+    assert "belong to another pool: the questions' texts differ (the same ids, reworded)" in error
+    assert (out.read_bytes(), log_path(out).read_bytes()) == before
+    # The same texts, written in another Unicode normal form, are the same questions.
+    nfd = {"q1": "退款多久到账？", "q2": unicodedata.normalize("NFD", "Café 会员的发票怎么开？")}
+    assert nfd["q2"] != "Café 会员的发票怎么开？"
+    *_, same = plan("handbook", _jsonl(questions, nfd), tokenizers=["bigram"])
+    assert same == identity
+    # A log written before the texts were part of the pool (no question_texts in its header) still resumes.
+    header, *events = log_path(out).read_text(encoding="utf-8").splitlines(keepends=True)
+    older = json.loads(header)
+    del older["question_texts"]
+    older["pool"] = PoolIdentity(identity.corpus, identity.questions, identity.systems, 10).fingerprint()
+    log_path(out).write_text(json.dumps(older, ensure_ascii=False) + "\n" + "".join(events), encoding="utf-8")
+    assert [grade.grade for grade in Judgments.check(out, identity)] == [2]
+
+
+# -- the judgments file while judging ----------------------------------------------------------------------------
+
+
+def _edit(path: Path, how: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    if how == "rewritten in place":
+        with open(path, "r+", encoding="utf-8") as out:
+            out.write(text.replace(" 2\n", " 0\n", 1))
+    elif how == "replaced, as an editor saves":
+        path.unlink()
+        path.write_text(text + "q9 0 mine.md#x 2\n", encoding="utf-8")
+    else:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write("q9 0 mine.md#x 2\n")
+
+
+@pytest.mark.parametrize("change", ["new pair", "regrade", "undo"])
+@pytest.mark.parametrize("how", ["rewritten in place", "replaced, as an editor saves", "a line added"])
+def test_a_judgments_file_edited_by_hand_while_judging_is_never_written_over(
+    tmp_path: Path, change: str, how: str
+) -> None:
+    """Bug: a line the assessor added or changed by hand while the server ran was silently dropped by the next
+    re-grade or undo (the file is rewritten from the log), and a new grade was appended to the edited file."""
+    path = tmp_path / "h.qrels"
+    with Judgments.open(path, POOL, assessor="") as judgments:
+        judgments.record("q1", "a", 2)
+        judgments.record("q2", "b", 1)
+        ours, log_before = path.read_bytes(), log_path(path).read_bytes()
+        _edit(path, how)
+        edited = path.read_bytes()
+        with pytest.raises(JudgmentsWriteError, match="changed by another program while judging") as caught:
+            make_change(judgments, change)
+        assert "was not recorded" in str(caught.value) and caught.value.hint and "h.qrels.jsonl" in caught.value.hint
+        assert path.read_bytes() == edited and log_path(path).read_bytes() == log_before
+        assert judgments.grades == {"q1": {"a": 2}, "q2": {"b": 1}}
+        path.unlink()
+        path.write_bytes(ours)  # put back as rag-eval wrote it (a new file): judging goes on
+        judgments.record("q1", "c", 1)
+    assert read_trec_qrels(path) == {"q1": {"a": 2, "c": 1}, "q2": {"b": 1}}
+
+
+def test_a_log_changed_in_place_while_judging_is_not_written_to(tmp_path: Path) -> None:
+    """Bug: a line added to the log in place while judging (the same file, so the replaced-log check passed) got
+    the next grades appended after it, and the same command then refused the log it had written."""
+    path = tmp_path / "h.qrels"
+    with Judgments.open(path, POOL, assessor="") as judgments:
+        judgments.record("q1", "a", 2)
+        ours = log_path(path).read_bytes()
+        with open(log_path(path), "a", encoding="utf-8") as out:
+            out.write("my note\n")
+        for change in (lambda: judgments.record("q2", "b", 1), judgments.undo, lambda: judgments.skip("q2", "b")):
+            with pytest.raises(JudgmentsWriteError, match=r"h\.qrels\.jsonl: changed by another program"):
+                change()
+        assert log_path(path).read_bytes() == ours + b"my note\n" and judgments.grades == {"q1": {"a": 2}}
+        log_path(path).write_bytes(ours)  # put back: judging goes on
+        judgments.record("q2", "b", 1)
+    with Judgments.open(path, POOL, assessor="") as judgments:
+        assert judgments.grades == {"q1": {"a": 2}, "q2": {"b": 1}}
+
+
+def test_a_second_judge_on_the_same_file_is_refused_before_anything_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug: a second `rag-eval judge` on a file another one was judging into built every index first (minutes on
+    a large source) and was refused only when it came to open the file."""
+    out = tmp_path / "kb.qrels"
+    *_, identity = plan("handbook", QUESTIONS, tokenizers=["bigram", "unigram"])
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the pool was built before the second session was refused")
+
+    monkeypatch.setattr("rag_eval.eval.judging.judge.build_pool", refuse)
+    with Judgments.open(out, identity, assessor="") as judgments:
+        judgments.record(identity.questions[0], "accounts/invite-members.md#邀请成员", 2)
+        before = out.read_bytes(), log_path(out).read_bytes()
+        result = CliRunner().invoke(
+            cli, ["judge", "handbook", "--queries", str(QUESTIONS), *CHEAP, "-o", str(out), "--idle-timeout", "0.05"]
+        )
+        assert "another rag-eval judge is writing this file" in one_error(result)
+        assert (out.read_bytes(), log_path(out).read_bytes()) == before
+    assert len(Judgments.check(out, identity)) == 1  # once that session ends, the file is free again

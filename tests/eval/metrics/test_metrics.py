@@ -9,11 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import pytrec_eval
 from helpers import metric_cli_args
+from helpers.trec_eval import COUNTS, QUALITY, SPECS
 
 from rag_eval.errors import RagEvalError
 from rag_eval.eval.datasets.records import MAX_RELEVANCE, Qrel
-from rag_eval.eval.metrics.measures import MetricError, RankedDoc, evaluate, parse_metric, ranked_ids
+from rag_eval.eval.metrics import measures as metrics
+from rag_eval.eval.metrics.measures import PLACEHOLDER_DOC, MetricError, RankedDoc, evaluate, parse_metric, ranked_ids
 
 
 def run(*docs: tuple[str, str]) -> list[RankedDoc]:
@@ -198,7 +201,6 @@ def test_names_of_one_measure_each_get_its_values() -> None:
 
 def test_reciprocal_rank_at_k_breaks_ties_as_trec_eval_does() -> None:
     """trec_eval orders equal scores by document id, descending; RR@k is its recip_rank over the top k."""
-    import pytrec_eval
 
     qrels = [Qrel("q1", "a", 1), Qrel("q1", "b", 0), Qrel("q2", "m", 1)]
     tied = [
@@ -222,3 +224,30 @@ def test_ranked_ids_orders_each_query_by_rank_whatever_the_line_order() -> None:
     run = [RankedDoc("q2", "b", 2, 0.5), RankedDoc("q1", "x", 1, 3.0), RankedDoc("q2", "a", 1, 0.9)]
     assert ranked_ids(run) == {"q2": ["a", "b"], "q1": ["x"]}
     assert ranked_ids([]) == {}
+
+
+def test_qrels_naming_the_placeholder_document_do_not_score_a_missing_query() -> None:
+    """A query the run lacks is scored on a stand-in document no judgment of it names, even when the qrels name
+    trec_eval's own placeholder id."""
+    qrels = [Qrel("q1", "d1", 1), Qrel("q2", PLACEHOLDER_DOC, 1)]
+    _means, per_query = evaluate(qrels, [RankedDoc("q1", "d1", 1, 1.0)], ["P@1", "nDCG@10", "NumRel"])
+    assert per_query["q2"] == {"P@1": 0.0, "nDCG@10": 0.0, "NumRel": 1.0}
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_every_measure_of_a_query_missing_from_the_run(spec: str) -> None:
+    """Hand-computed, trec_eval -c: the missing q2 is one query (NumQ), has its 2 relevant documents (NumRel, from
+    the qrels; with rel=2, one), and retrieved nothing, so every other measure is 0."""
+    qrels = [Qrel("q1", "a", 1), Qrel("q2", "b", 1), Qrel("q2", "c", 2), Qrel("q2", "d", 0)]
+    _, per_query = evaluate(qrels, [RankedDoc("q1", "a", 1, 1.0)], [spec])
+    measure = parse_metric(spec)
+    expected = {"NumQ": 1.0, "NumRel": 2.0}.get(measure.NAME, 0.0)
+    assert per_query["q2"][spec] == expected
+
+
+# --- 2. counts are not quality ---------------------------------------------------------------------------------
+
+
+def test_counts_are_the_measures_trec_eval_totals_and_the_rest_lie_in_0_to_1() -> None:
+    assert COUNTS and QUALITY
+    assert not any(metrics.is_quality(spec) for spec in COUNTS) and all(metrics.is_quality(spec) for spec in QUALITY)

@@ -32,6 +32,7 @@ from helpers.trec_eval import (
     cases,
 )
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rag_eval.eval.datasets.records import Qrel
 from rag_eval.eval.metrics.measures import MetricError, RankedDoc, canonical_metric, evaluate, parse_metric
@@ -174,3 +175,42 @@ def test_a_query_judged_without_a_relevant_document_is_averaged_as_trec_eval_doe
         {"q1": {"a": 1.0}, "q2": {"b": 1.0}}
     )
     assert means["P@1"] == sum(v["P_1"] for v in found.values()) / len(found) == 0.5
+
+
+def trec_eval_c(spec: str, qrels: dict, run: dict, queries: list[str]) -> dict[str, float]:
+    """Each query's trec_eval -c value (trec_eval.c, 9.0.8): a judged query the run lacks is scored on
+    ``bogus_ranking``, one unjudged document ``ceci_nest_pas_un_docno`` of score 1, and its num_ret is then set to
+    0. One pytrec_eval evaluator per measure, with trec_eval's names; -M k for RR@k; gains applied to the grades."""
+    measure = parse_metric(spec)
+    trec, key, rel, judged = _trec_measure(measure)
+    gains = measure.params.get("gains")
+    if gains:
+        qrels = {q: {d: gains.get(g, g) for d, g in docs.items()} for q, docs in qrels.items()}
+    ranked = {q: (run[q] if q in run else {"ceci_nest_pas_un_docno": 1.0}) for q in queries}
+    if measure.NAME == "RR" and "cutoff" in measure.params:
+        ranked = {q: {d: docs[d] for d in _trec_order(docs)[: measure["cutoff"]]} for q, docs in ranked.items()}
+    found = pytrec_eval.RelevanceEvaluator(qrels, {trec}, relevance_level=rel, judged_docs_only_flag=judged).evaluate(
+        ranked
+    )
+    values = {q: 0.0 if math.isnan(found[q][key]) else found[q][key] for q in queries}
+    if key == "num_ret":
+        values |= {q: 0.0 for q in queries if q not in run}
+    return values
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.data())
+def test_every_measure_equals_trec_eval_c_with_queries_missing_from_the_run(case, data) -> None:
+    qrels, run_docs, specs = case
+    judged = sorted(qrels)
+    # Leave out of the run some judged queries (at least one, when the run keeps another).
+    dropped = set(data.draw(st.lists(st.sampled_from(judged), unique=True, min_size=1)))
+    kept = {q: docs for q, docs in run_docs.items() if q not in dropped}
+    qrel_list = [Qrel(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
+    docs = [RankedDoc(q, d, n, s) for q, ds in kept.items() for n, (d, s) in enumerate(ds.items(), 1)]
+    means, per_query = evaluate(qrel_list, docs, specs)
+    for spec in specs:
+        expected = trec_eval_c(spec, qrels, kept, judged)
+        for query in judged:
+            assert math.isclose(per_query[query][spec], expected[query], abs_tol=TOLERANCE), (spec, query)
+        assert math.isclose(means[spec], sum(expected.values()) / len(judged), abs_tol=TOLERANCE), spec

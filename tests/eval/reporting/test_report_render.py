@@ -339,3 +339,19 @@ def test_the_fastest_search_minimum_is_not_bolded(report: dict[str, Any]) -> Non
     minimum, p95 = columns.index("search min"), columns.index("search p95")
     assert rows and not any(row[minimum].startswith("**") for row in rows)
     assert any(row[p95].startswith("**") for row in rows)
+
+
+def test_the_report_page_marks_no_best_value_of_a_count() -> None:
+    """report.md and report.html bolded the highest NumRet as the best, as if returning more documents were better."""
+    from helpers.compare_calls import compare
+
+    from rag_eval.eval.compare.runner import System
+    from rag_eval.eval.datasets.formats import load_dataset
+    from rag_eval.eval.reporting.page import page_data
+
+    systems = [System("bigram", "", ""), System("unigram", "", "")]
+    report, _runs = compare(load_dataset("handbook"), systems, metrics=["nDCG@10", "NumRet"])
+    assert report["systems"][0]["metrics"]["NumRet"] != report["systems"][1]["metrics"]["NumRet"]
+    rows = page_data(report)["quality"]["rows"]
+    assert not any(row["cells"][1]["best"] for row in rows)
+    assert any(row["cells"][0]["best"] for row in rows)  # nDCG@10 still marks its best

@@ -172,3 +172,47 @@ def test_the_default_kind_is_terms_and_all_means_every_kind(tmp_path: Path) -> N
         lines = (target / "queries.jsonl").read_text(encoding="utf-8").splitlines()
         kinds = {json.loads(line)["kind"] for line in lines}
         assert kinds == expected if expected else len(kinds) >= 5
+
+
+# -- queries synth: why a kind is unsupported, and what helps --------------------------------------------------
+
+
+@pytest.fixture
+def two_notes(tmp_path: Path) -> Path:
+    """Two short Markdown files: too little text for any Chinese word to recur four times."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "install.md").write_text("# 安装\n\n先下载安装包，然后运行安装程序。\n", encoding="utf-8")
+    (folder / "settings.md").write_text("# 配置\n\n打开设置页面，修改服务器地址。\n", encoding="utf-8")
+    return folder
+
+
+def test_the_default_kind_unsupported_says_why_and_not_to_drop_an_option_never_given(
+    two_notes: Path, tmp_path: Path
+) -> None:
+    """Regression: `queries synth SMALL -n 5` said 'drop it from --kinds' to a user who gave no --kinds."""
+    result = CliRunner().invoke(cli, ["queries", "synth", str(two_notes), "-n", "5", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    error, hint = result.stderr.splitlines()
+    assert error.startswith("error: no unit of this source supports the default query kind 'terms'")
+    assert "occurs at least 4 times in the corpus" in error and "(this corpus has 0 such words)" in error
+    assert "drop it" not in hint and "--kinds heading" in hint and "larger corpus" in hint
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_named_unsupported_kind_says_why_and_what_this_source_supports(two_notes: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["queries", "synth", str(two_notes), "-n", "5", "--kinds", "heading,typo", "-o", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 1
+    error, hint = result.stderr.splitlines()
+    assert error.startswith("error: no unit of this source supports query kind 'typo'")
+    assert "none of its 2 units holds the 2 words a query samples" in error
+    assert (
+        hint
+        == "hint: drop it from --kinds (this source supports: heading), or use a larger corpus, in which words recur"
+    )
+    handbook = CliRunner().invoke(
+        cli, ["queries", "synth", "handbook", "-n", "5", "--kinds", "simplified", "-o", str(tmp_path / "h")]
+    )
+    assert "traditional-script corpus" in handbook.stderr and "larger corpus" not in handbook.stderr

@@ -1,8 +1,6 @@
-"""Data-safety audit of rag-eval's shared output writer (``rag_eval.files.outputs``): a command writes only what it
-created, replaces only what rag-eval wrote, and a killed or failed command leaves every path as it was.
-
-Each test names the defect it pins down; each failed before its fix.
-"""
+"""Writing outputs (rag_eval.files.outputs): a command writes only what it created, replaces only what rag-eval
+wrote, and a killed, failed or full-disk write leaves every path as it was; staging files and folders a killed
+write left are cleared by the next write of the same target, and private files and folders stay private."""
 
 from __future__ import annotations
 
@@ -19,6 +17,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers import invoke, make_docs, one_error
 
 from rag_eval.cli import cli
 from rag_eval.files import outputs
@@ -226,3 +225,81 @@ def test_a_folder_write_that_cannot_flush_leaves_nothing(tmp_path: Path, monkeyp
         with new_folder(tmp_path / "a" / "out", what="dataset folder") as staging:
             (staging / "queries.jsonl").write_text("{}\n")
     assert list(tmp_path.iterdir()) == []
+
+
+# -- a killed write: its staging files and folders are cleared by the next write of the same target ---------------
+
+KILLED = """
+import os, signal, sys
+from pathlib import Path
+from rag_eval.files.outputs import publish_folder, stage_text
+target = sys.argv[1]
+if sys.argv[2] == "folder":
+    with publish_folder(target, owned=lambda _path: None, what="report folder") as staging:
+        (staging / "report.json").write_text("{}")
+        os.kill(os.getpid(), signal.SIGKILL)
+else:
+    stage_text(target, "half", owned=None, what="run file")
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("kind", ["folder", "file"])
+def test_a_write_killed_with_sigkill_leaves_nothing_once_the_target_is_written_again(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / ("out" if kind == "folder" else "fused.run")
+    killed = subprocess.run([sys.executable, "-c", KILLED, str(target), kind], check=False)
+    assert killed.returncode == -signal.SIGKILL
+    assert [path.name for path in tmp_path.iterdir()] != []  # what the kill left: a hidden .partial
+    if kind == "folder":
+        with publish_folder(target, owned=lambda _path: None, what="report folder") as staging:
+            (staging / "report.json").write_text("{}")
+    else:
+        write_text_atomic(target, "whole\n", owned=None, what="run file")
+    assert sorted(path.name for path in tmp_path.iterdir()) == [target.name]
+
+
+def test_a_staging_folder_a_running_command_holds_is_left_alone(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    with publish_folder(target, owned=lambda _path: None, what="report folder") as staging:
+        (staging / "report.json").write_text("{}")
+        clear = "import sys; from rag_eval.files.outputs import clear_left_behind; clear_left_behind(sys.argv[1])"
+        subprocess.run([sys.executable, "-c", clear, str(target)], check=True)
+        assert (staging / "report.json").is_file()
+    assert (target / "report.json").is_file()
+
+
+def test_a_previous_folder_moved_aside_by_a_killed_write_is_put_back(tmp_path: Path) -> None:
+    """Killed between moving the previous report aside and moving the new one in: the next write (or check)
+    puts the previous one back under its name, and removes the new one that never got there."""
+    from rag_eval.files.outputs import clear_left_behind
+
+    (tmp_path / ".out.k1ll3d00.old" / "previous").mkdir(parents=True)
+    (tmp_path / ".out.k1ll3d00.old" / "previous" / "report.json").write_text("previous")
+    (tmp_path / ".out.k1ll3d01.partial").mkdir()
+    (tmp_path / "mine.partial").write_text("a user's file, not rag-eval's")
+    (tmp_path / ".other.k1ll3d02.partial").write_text("another target's")
+    clear_left_behind(tmp_path / "out")
+    assert (tmp_path / "out" / "report.json").read_text() == "previous"
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".other.k1ll3d02.partial", "mine.partial", "out"]
+
+
+def test_compare_killed_leaves_no_staging_folder_after_the_next_compare(tmp_path: Path) -> None:
+    (tmp_path / ".out.abcd1234.partial").mkdir()
+    (tmp_path / ".out.abcd1234.partial" / "report.json").write_text("{}")
+    result = invoke("compare", "evidence-mini", "-t", "bigram", "-o", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_failed_build_leaves_no_folder_it_created(tmp_path: Path) -> None:
+    docs = make_docs(tmp_path / "docs")
+    (docs / "broken.md").write_bytes(b"# \xff\n")
+    one_error(invoke("index", "build", str(docs), "-t", "bigram", "-o", str(tmp_path / "new" / "sub" / "kb.sqlite")))
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_failed_convert_leaves_no_folder_it_created(tmp_path: Path) -> None:
+    bad = tmp_path / "squad.json"
+    bad.write_text('{"data": [{"paragraphs": [{"context": "", "qas": []}]}]}', encoding="utf-8")
+    one_error(invoke("datasets", "convert", "squad", str(bad), "-o", str(tmp_path / "new" / "sub" / "set")))
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["squad.json"]

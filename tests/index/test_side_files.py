@@ -1,20 +1,71 @@
 """Side files and hidden build files beside a new index: only SQLite's own are removed, a user's are refused and
-kept, a running build's file is never removed. Each test kills a mutation the audit of these checks found alive."""
+kept, a running build's file is never removed."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from rag_eval.cli import cli
 from rag_eval.errors import IndexFileError
-from rag_eval.eval.datasets.records import Qrel
-from rag_eval.eval.metrics.measures import PLACEHOLDER_DOC, RankedDoc, evaluate
 from rag_eval.index import locks
 from rag_eval.index.building_file import new_building_file, publish, remove_stale_builds
+
+# --- files beside a new index --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", locks.SIDE_FILES)
+def test_a_users_file_named_as_the_new_indexs_side_file_is_refused_and_kept(tmp_path: Path, suffix: str) -> None:
+    """``index build -o new.sqlite`` deleted a user's new.sqlite-wal, -shm and -journal without looking at them."""
+    side = tmp_path / f"new.sqlite{suffix}"
+    side.write_text("my notes, not SQLite's\n", encoding="utf-8")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# 标题\n\n导出文件\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["index", "build", str(docs), "-o", str(tmp_path / "new.sqlite")])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"error: {side}: refusing to create the index")
+    assert side.read_text(encoding="utf-8") == "my notes, not SQLite's\n"
+    assert not (tmp_path / "new.sqlite").exists()
+
+
+def test_sqlites_own_leftover_log_is_removed_before_a_new_index_appears(tmp_path: Path) -> None:
+    old = tmp_path / "old.sqlite"
+    db = sqlite3.connect(old)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("CREATE TABLE t (x)")
+    db.execute("INSERT INTO t VALUES (1)")
+    db.commit()
+    for suffix in ("-wal", "-shm"):  # what an index deleted while a reader had it open leaves
+        os.link(f"{old}{suffix}", tmp_path / f"new.sqlite{suffix}")
+    db.close()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# 标题\n\n导出文件\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["index", "build", str(docs), "-o", str(tmp_path / "new.sqlite")])
+    assert result.exit_code == 0, result.output
+    with sqlite3.connect(tmp_path / "new.sqlite") as new:
+        assert new.execute("SELECT name FROM sqlite_master WHERE name = 't'").fetchall() == []
+
+
+def test_only_the_names_a_build_gives_its_hidden_file_are_removed_as_stale(tmp_path: Path) -> None:
+    """Any user file matching ``.NAME.*.building`` was removed; a FIFO with a build's name would have blocked."""
+    target = tmp_path / "new.sqlite"
+    kept = [".new.sqlite.my.building", ".new.sqlite.abcdefghi.building", ".new.sqlite.ABCDEFGH.building"]
+    for name in kept:
+        (tmp_path / name).write_text("mine", encoding="utf-8")
+    os.mkfifo(tmp_path / ".new.sqlite.fifo0000.building")
+    (tmp_path / ".new.sqlite.k2j_9x0a.building").write_bytes(b"")  # a killed build's
+    (tmp_path / ".new.sqlite.k2j_9x0a.building-wal").write_bytes(b"")
+    remove_stale_builds(str(target))
+    left = sorted(path.name for path in tmp_path.iterdir())
+    assert left == sorted([*kept, ".new.sqlite.fifo0000.building"])
 
 
 def test_a_running_builds_hidden_file_is_not_removed_as_stale(tmp_path: Path) -> None:
@@ -77,23 +128,3 @@ def test_sqlites_side_files_are_known_by_their_first_bytes(tmp_path: Path, suffi
     with pytest.raises(IndexFileError):
         locks.remove_left_side_files(tmp_path / "new.sqlite")
     assert side.read_bytes() == changed + b"\0" * 28
-
-
-@pytest.mark.parametrize("kind", ["link", "fifo"])
-def test_the_lock_file_is_never_a_link_or_a_fifo(tmp_path: Path, kind: str) -> None:
-    lock = tmp_path / ".k.lock"
-    if kind == "link":
-        lock.symlink_to(tmp_path / "elsewhere")
-    else:
-        os.mkfifo(lock)
-    with pytest.raises(IndexFileError), locks.key_lock(lock):
-        pass
-    assert os.path.lexists(lock) and not (tmp_path / "elsewhere").exists()
-
-
-def test_qrels_naming_the_placeholder_document_do_not_score_a_missing_query() -> None:
-    """A query the run lacks is scored on a stand-in document no judgment of it names, even when the qrels name
-    trec_eval's own placeholder id."""
-    qrels = [Qrel("q1", "d1", 1), Qrel("q2", PLACEHOLDER_DOC, 1)]
-    _means, per_query = evaluate(qrels, [RankedDoc("q1", "d1", 1, 1.0)], ["P@1", "nDCG@10", "NumRel"])
-    assert per_query["q2"] == {"P@1": 0.0, "nDCG@10": 0.0, "NumRel": 1.0}

@@ -1,21 +1,17 @@
-"""Hostile text in the rendered outputs (report.md, report.html, the oracle study's tables and charts, the judging
-page): it shows as text, keeps every table's columns and every list's shape, and never raises."""
+"""Hostile text in report.md and report.html (names, query texts, ids, gate lines): it shows as text, keeps every
+table's columns and every list's shape, and never reverses the text after it."""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from helpers.compare_calls import run_compare
-from helpers.pages import CHROMIUM, CHROMIUM_ARGS, Page, markdown_html
-from helpers.studies import small_study
+from helpers.pages import CHROMIUM, CHROMIUM_ARGS, Page, _tables, markdown_html
 
-from rag_eval.eval.judging.oracle_report import render_tables, write_charts
-from rag_eval.eval.judging.server import JudgeServer
 from rag_eval.eval.reporting.report import render_html, render_markdown
 
 #: Explicit bidi formatting characters: embeddings, overrides and isolates (not the marks LRM/RLM, which are letters).
@@ -33,19 +29,6 @@ def base_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 @pytest.fixture
 def report(base_report: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(base_report))
-
-
-@pytest.fixture(scope="module")
-def study() -> dict[str, Any]:
-    return small_study()
-
-
-def _tables(html: str) -> list[list[int]]:
-    """Cells per row of every table of rendered HTML."""
-    return [
-        [len(re.findall(r"<t[hd][ >]", row)) for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
-        for table in re.findall(r"<table>(.*?)</table>", html, re.S)
-    ]
 
 
 # -- report.md ----------------------------------------------------------------------------------------------
@@ -153,55 +136,3 @@ def test_html_tags_do_not_depend_on_what_a_text_holds(report: dict[str, Any]) ->
         return Page(re.sub(r"<svg.*?</svg>", "", html, flags=re.S)).tags
 
     assert tags(render_html(variant(hostile))) == tags(render_html(variant("plain")))
-
-
-# -- the oracle study ---------------------------------------------------------------------------------------
-
-
-def test_study_names_keep_the_oracle_tables_columns(study: dict[str, Any]) -> None:
-    """Bug: a study's name (its file's stem) went into the Markdown tables as it was: a '|' added columns, a line
-    break cut the row, '<b>' was markup."""
-    names = {"plain": study, "a | b\nc `d` <b>e</b>": study}
-    rendered = markdown_html(render_tables(names))
-    assert "<b>" not in rendered
-    for table in _tables(rendered):
-        assert len(set(table)) == 1
-    assert "a | b c `d` <b>e</b>" in "".join(Page(rendered).text)
-
-
-@pytest.mark.parametrize("name", ["$x^$", "$\\frac$", "a $\\alpha$ c"])
-def test_dollars_in_a_study_name_are_text_in_its_charts(study: dict[str, Any], tmp_path: Path, name: str) -> None:
-    """Bug: matplotlib read '$...$' in a study name as mathtext: a ValueError traceback, or the name drawn as math."""
-    written = write_charts({name: study}, tmp_path)
-    assert len(written) == 2
-    for path in written:
-        assert re.search("<text[^>]*>" + re.escape(name + " ("), path.read_text(encoding="utf-8"))
-
-
-# -- the judging page ---------------------------------------------------------------------------------------
-
-
-def test_the_judging_page_shows_a_hostile_dataset_and_system_names_as_text() -> None:
-    """The only data the page's HTML holds (dataset id, system names) is text; its script holds no data at all."""
-    hostile = "</script><script>alert(1)</script>\" ' \u2028\u2029 \\ </textarea>"
-    server = JudgeServer.__new__(JudgeServer)
-    server.session = SimpleNamespace(  # type: ignore[assignment]
-        pool=SimpleNamespace(systems={hostile: None, "bigram": None}, dataset=SimpleNamespace(id=hostile))
-    )
-    page = server.page("NONCE")
-    parsed = Page(page)
-    assert parsed.tags.count("script") == 1
-    assert "".join(parsed.text).count(hostile) >= 2
-    script = page.split("<script", 1)[1].split("</script>", 1)[0]
-    assert "alert" not in script and "textarea" not in script
-
-
-def test_a_study_file_name_that_is_not_utf8_is_shown_escaped(study: dict[str, Any], tmp_path: Path) -> None:
-    """Bug: a study file's stem with a byte that is not UTF-8 (a lone surrogate) made the charts raise TypeError and
-    the printed tables UnicodeEncodeError."""
-    name = "set\udcffname"
-    tables = render_tables({name: study})
-    tables.encode("utf-8")
-    assert "set\\xffname" in "".join(Page(markdown_html(tables)).text)
-    for path in write_charts({name: study}, tmp_path):
-        assert "set\\xffname" in path.read_text(encoding="utf-8")

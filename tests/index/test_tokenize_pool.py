@@ -1,4 +1,5 @@
-"""The tokenization pool's plan: a pool only where it is predicted to win; one process otherwise.
+"""The tokenization pool: its plan, a pool only where it is predicted to win and one process otherwise; and its
+workers, which a Ctrl-C or a killed worker ends with one error line, never a traceback.
 
 The plan is a pure function of the work (characters, chunks), the machine (cores, load) and the measured
 costs (characters per second alone, seconds before a worker starts), so its decisions are tested here with
@@ -7,6 +8,9 @@ numbers, never with timings. Figures behind the constants: reports/builds.md.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,3 +119,54 @@ def test_index_build_prints_its_plan(tmp_path: Path, monkeypatch: pytest.MonkeyP
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert result.output.rstrip().endswith("; tokenized in 1 process: $RAG_EVAL_WORKERS=1, few characters")
+
+
+POOL = """
+import os, signal, sys, time
+import rag_eval.index.tokenize_pool as pool
+from rag_eval.errors import RagEvalError
+from rag_eval.tokenizers import get_tokenizer
+pool.POOL_MIN_CHARS, pool.BATCH = 0, 10
+tokenizer = get_tokenizer("bigram")
+type(tokenizer).parallel = True  # a pool for a fast strategy: the test takes a second
+items = [("", "导出文件保留三十天")] * 40
+parent = os.getpid()
+if sys.argv[1] == "ctrl-c":
+    def progress(done):
+        time.sleep(1)  # every batch is done: the workers wait for more
+        os.killpg(0, signal.SIGINT)  # Ctrl-C at a terminal reaches every process of its group
+        time.sleep(1)
+    try:
+        pool.tokenize_chunks(tokenizer, items, keep_offsets=False, progress=progress)
+    except KeyboardInterrupt:
+        print("interrupted")
+else:
+    terms = tokenizer.terms
+    def dying(text):  # the out-of-memory killer, in a worker
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return terms(text)
+    tokenizer.terms = dying
+    try:
+        pool.tokenize_chunks(tokenizer, items, keep_offsets=False)
+    except RagEvalError as exc:
+        print(f"error: {exc}")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers")
+def test_ctrl_c_prints_no_traceback_from_pool_workers() -> None:
+    """Ctrl-C while pool workers waited for work printed their KeyboardInterrupt tracebacks ("Process
+    ForkProcess-3: Traceback ...") under the command's one line."""
+    env = {**os.environ, "RAG_EVAL_WORKERS": "2"}
+    command = [sys.executable, "-c", POOL, "ctrl-c"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, start_new_session=True)
+    assert done.stdout == "interrupted\n" and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers")
+def test_a_killed_pool_worker_is_one_error_not_a_traceback() -> None:
+    """A worker killed (out of memory) ended the build with BrokenProcessPool's traceback."""
+    env = {**os.environ, "RAG_EVAL_WORKERS": "2"}
+    done = subprocess.run([sys.executable, "-c", POOL, "killed"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.stdout.startswith("error: a bigram worker process stopped"), (done.stdout, done.stderr)
