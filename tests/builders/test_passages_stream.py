@@ -40,6 +40,7 @@ def build_in_child(source: Path, index: Path, builder: str = "passages", tokeniz
     return json.loads(result.stdout)
 
 
+@pytest.mark.large
 def test_10_mb_corpus_jsonl_builds_in_bounded_memory(tmp_path: Path) -> None:
     passages = generate_passages(tmp_path / "beir" / "corpus.jsonl", 10)
     figures = build_in_child(tmp_path / "beir", tmp_path / "index.sqlite")

@@ -40,6 +40,7 @@ def corpus(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(("name", "status", "line"), [("SIGTERM", 143, "terminated"), ("SIGINT", 130, "interrupted")])
+@pytest.mark.kill
 def test_a_signal_mid_build_is_one_line_its_status_and_nothing_left(
     corpus: Path, tmp_path: Path, name: str, status: int, line: str
 ) -> None:
@@ -112,6 +113,7 @@ except KeyboardInterrupt:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers")
+@pytest.mark.kill
 def test_an_interrupted_pool_stops_tokenizing(tmp_path: Path) -> None:
     """Regression: leaving the pool waited for every batch already handed to it, so Ctrl-C or SIGTERM tokenized
     the rest of the corpus before the command stopped (3.3 s of pkuseg on DRCD, 1.1 s now)."""

@@ -66,6 +66,7 @@ with publish_folder(target, owned=lambda _path: None, what="report folder") as s
 """
 
 
+@pytest.mark.kill
 def test_a_folder_replaced_is_never_missing_whenever_the_write_is_killed(tmp_path: Path) -> None:
     """publish_folder moved the previous folder aside, then the new one in: SIGKILL between the two renames
     left no folder under the target's name (only a hidden .old a later rag-eval run would put back)."""

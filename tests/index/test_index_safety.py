@@ -274,6 +274,7 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.kill
 def test_a_killed_pooled_build_leaves_no_worker_and_no_lock(sig: int, tmp_path: Path) -> None:
     generate(tmp_path / "corpus", 3)  # ~3 MB: several seconds of jieba in two workers
     path = tmp_path / "index.sqlite"

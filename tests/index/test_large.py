@@ -40,6 +40,7 @@ def build_in_child(tmp_path: Path, megabytes: float) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.large
 def test_20_mb_build_has_bounded_memory(tmp_path: Path) -> None:
     figures = build_in_child(tmp_path, 20)
     assert figures["chunks"] > 15_000

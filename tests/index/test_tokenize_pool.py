@@ -155,6 +155,7 @@ else:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers")
+@pytest.mark.kill
 def test_ctrl_c_prints_no_traceback_from_pool_workers() -> None:
     """Ctrl-C while pool workers waited for work printed their KeyboardInterrupt tracebacks ("Process
     ForkProcess-3: Traceback ...") under the command's one line."""
@@ -165,6 +166,7 @@ def test_ctrl_c_prints_no_traceback_from_pool_workers() -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers")
+@pytest.mark.kill
 def test_a_killed_pool_worker_is_one_error_not_a_traceback() -> None:
     """A worker killed (out of memory) ended the build with BrokenProcessPool's traceback."""
     env = {**os.environ, "RAG_EVAL_WORKERS": "2"}

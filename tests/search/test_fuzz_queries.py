@@ -2,7 +2,8 @@
 
 Never an SQL or MATCH syntax error: a query either returns hits or fails with the documented
 QueryError / InvalidTextError. Profile ``ci`` (the default): derandomised, 200 examples per combination;
-``HYPOTHESIS_PROFILE=long``: 10,000 per combination.
+``HYPOTHESIS_PROFILE=long``: 10,000 per combination (run by hand: ``HYPOTHESIS_PROFILE=long pytest -m fuzz
+tests/search/test_fuzz_queries.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from rag_eval.errors import InvalidTextError, QueryError
 from rag_eval.index.store import Index
 from rag_eval.index.writer import build
 from rag_eval.search.searching import search
+
+pytestmark = pytest.mark.fuzz
 
 FTS5_SYNTAX = [
     '"',

@@ -35,6 +35,7 @@ def test_terms_equal_fts5vocab(spec: str, text: str) -> None:
 
 @pytest.mark.parametrize("spec", NATIVE)
 @given(text=st.text(st.characters(blacklist_categories=("Cs",)), max_size=40))
+@pytest.mark.fuzz
 def test_terms_equal_fts5vocab_on_random_text(spec: str, text: str) -> None:
     tokenizer = tokenizer_for(spec)
     assert tokenizer.terms(text) == fts5_terms(tokenizer.fts5_clause, text)

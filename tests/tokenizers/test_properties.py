@@ -19,6 +19,7 @@ CJK_HEAVY = st.text(
 
 @pytest.mark.parametrize("spec", ALL_SPECS)
 @given(text=st.one_of(SOME_UNICODE, WITH_SURROGATES, CJK_HEAVY))
+@pytest.mark.fuzz
 def test_tokenize_raises_only_invalid_text_and_offsets_are_ordered(spec: str, text: str) -> None:
     tokenizer = tokenizer_for(spec)
     try:
@@ -38,6 +39,7 @@ def test_tokenize_raises_only_invalid_text_and_offsets_are_ordered(spec: str, te
 
 
 @given(text=st.one_of(SOME_UNICODE, CJK_HEAVY))
+@pytest.mark.fuzz
 def test_normalise_is_nfkc_casefold_per_unit(text: str) -> None:
     import unicodedata
 

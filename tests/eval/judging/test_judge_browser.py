@@ -23,6 +23,8 @@ from rag_eval.eval.datasets.sources import question_id
 from rag_eval.eval.datasets.trec import read_trec_qrels
 from rag_eval.eval.judging.judgments import log_path
 
+pytestmark = pytest.mark.browser
+
 ROOT = TESTS
 QUESTIONS = ROOT / "data" / "judge" / "questions.txt"
 #: Debian's chromium: Playwright drives it and never downloads a browser of its own.

@@ -201,6 +201,7 @@ def _headers(*lines: str) -> bytes:
     return "".join(f"{line}\r\n" for line in lines).encode()
 
 
+@pytest.mark.kill
 def test_sigterm_stops_the_server_cleanly_with_its_summary(tmp_path: Path) -> None:
     """Bug: SIGTERM (kill, a service manager) was reported as Ctrl-C, "stopped (interrupted)" (and before the
     command line raised it in the main thread, it ended the server at once, status -15, with no summary)."""

@@ -88,6 +88,7 @@ def _write(folder: Path, qrels: Qrels, run: Run) -> tuple[Path, Path]:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
+@pytest.mark.fuzz
 def test_every_measure_equals_trec_eval_per_query_and_in_the_all_row(case: Case) -> None:
     qrels, run, specs = case
     with tempfile.TemporaryDirectory() as folder:
@@ -107,6 +108,7 @@ def test_every_measure_equals_trec_eval_per_query_and_in_the_all_row(case: Case)
 
 @settings(max_examples=15, deadline=None)
 @given(cases())
+@pytest.mark.fuzz
 def test_ir_measures_one_measure_at_a_time_agrees(case: Case) -> None:
     """ir-measures' pytrec_eval provider, called with one measure (RR@k aside: it has no cutoff there)."""
     qrels, run, specs = case
@@ -200,6 +202,7 @@ def trec_eval_c(spec: str, qrels: dict, run: dict, queries: list[str]) -> dict[s
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases(), st.data())
+@pytest.mark.fuzz
 def test_every_measure_equals_trec_eval_c_with_queries_missing_from_the_run(case, data) -> None:
     qrels, run_docs, specs = case
     judged = sorted(qrels)

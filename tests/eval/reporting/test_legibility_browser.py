@@ -20,9 +20,12 @@ from rag_eval.eval.tuning.report import dev_chart
 from rag_eval.eval.tuning.search import Trial
 from rag_eval.eval.tuning.space import Candidate
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="no chromium executable (Debian: apt-get install chromium; .ci/run installs it)"
-)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="no chromium executable (Debian: apt-get install chromium; .ci/run installs it)"
+    ),
+]
 
 WIDTH = 1400
 HYBRID = "unigram^2+jieba:mode=precise^2+pkuseg^2"

@@ -91,6 +91,7 @@ def test_markdown_tables_keep_their_columns_whatever_a_name_holds(report: dict[s
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable (Debian: apt-get install chromium)")
+@pytest.mark.browser
 def test_a_bidi_override_in_an_id_does_not_reverse_the_text_after_it(report: dict[str, Any], tmp_path: Path) -> None:
     """Bug: a document id holding U+202E (an override, which TREC ids may hold) reversed what followed it in its
     line of report.html: the passage's title was drawn left of the id, every later name of a list reversed."""

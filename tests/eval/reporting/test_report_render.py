@@ -250,6 +250,7 @@ def test_jinja2_and_matplotlib_load_only_when_a_report_is_rendered() -> None:
 @pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium executable (Debian: apt-get install chromium; .ci/run installs it)"
 )
+@pytest.mark.browser
 def test_report_in_headless_chromium(folders: dict[str, Path], tmp_path: Path) -> None:
     """The page as a browser shows it: no console error, no request, every chart drawn, every system in the tables."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra")
