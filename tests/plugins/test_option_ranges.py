@@ -22,7 +22,7 @@ from rag_eval.registry import Registry
 from rag_eval.spec import Configurable, Number, Option
 from rag_eval.tokenizers import TOKENIZERS
 
-engine_names()  # registers the peer engines (bm25s) before the registries are read below
+engine_names()  # the engine registry, entry points included, is complete before it is read below
 
 
 def _options(registry: Registry[Any]) -> list[tuple[str, Option]]:
