@@ -21,7 +21,7 @@ from ..datasets.formats import dataset_builder, load_dataset
 from ..datasets.records import SYNTHETIC_KIND, Dataset, Qrel
 from ..datasets.shipped import read_from
 from ..datasets.sources import check_judgments, check_trec_ids, source_dataset
-from ..datasets.split_record import ALL_QUERIES, Evaluated, evaluated_queries
+from ..datasets.split_record import ALL_QUERIES, Evaluated, evaluated_queries, matching_split
 from ..datasets.trec import read_any_qrels, read_run
 from ..metrics.measures import (
     DEFAULT_METRICS,
@@ -210,7 +210,8 @@ def _checked_systems(dataset: Dataset, systems: list[System]) -> list[System]:
         builder = get_builder(system.builder)
         check_builder(dataset, builder)
         check_mode(system.mode)
-        get_engine(system.engine).check(tokenizer, builder, system.mode, system.name)
+        processing = QueryProcessing.parse(system.query) if system.query else None
+        get_engine(system.engine).check(tokenizer, builder, system.mode, system.name, processing)
     return systems
 
 
@@ -482,9 +483,10 @@ def _systems_of(
     if request.systems_file is not None:
         found = read_systems_file(Path(request.systems_file))
         listed, fusions = found.systems, found.fusions
-        if found.split is not None:  # tune's recommendation: the queries it did not choose on, on its data
+        split = matching_split(found.splits, data)
+        if split is not None:  # tune's recommendation: the queries it did not choose on, on its data
             where = recorded_name(request.systems_file)
-            evaluated = evaluated_queries(data, found.split, where, all_queries=request.all_queries)
+            evaluated = evaluated_queries(data, split, where, all_queries=request.all_queries)
     if request.all_queries and evaluated is None:
         raise RagEvalError(
             f"{ALL_QUERIES} applies to a --systems file tune wrote (it records the dev queries tune chose on)"

@@ -16,7 +16,7 @@ from ...search.query import MODES
 from ...tokenizers import TOKENIZERS, get_tokenizer, tokenizer_class
 from ..datasets.formats import dataset_builder
 from ..datasets.records import Dataset
-from ..datasets.split_record import TunedSplit, read_split_block
+from ..datasets.split_record import TunedSplit, read_split_blocks
 from ..reporting.model import Skipped
 from .fusion import Fusion, fusion_from_table
 from .runner import System
@@ -82,11 +82,17 @@ def load_systems_toml(path: Path) -> tuple[list[System], list[Fusion]]:
 
 @dataclass(frozen=True)
 class SystemsFile:
-    """A --systems file: its systems, fusions and, in one tune wrote, the split tune chose on."""
+    """A --systems file: its systems, fusions and, in one tune wrote, the split tune chose on (one per collection
+    when tune chose on several)."""
 
     systems: list[System]
     fusions: list[Fusion]
-    split: TunedSplit | None = None
+    splits: tuple[TunedSplit, ...] = ()
+
+    @property
+    def split(self) -> TunedSplit | None:
+        """The first recorded split (the only one from a tune of one dataset)."""
+        return self.splits[0] if self.splits else None
 
 
 def read_systems_file(path: Path) -> SystemsFile:
@@ -133,7 +139,7 @@ def read_systems_file(path: Path) -> SystemsFile:
             )
         )
     fusions = [fusion_from_table(entry, f"{path}: [[fusion]] number {n}") for n, entry in enumerate(fused, start=1)]
-    return SystemsFile(systems, fusions, read_split_block(text, str(path)))
+    return SystemsFile(systems, fusions, read_split_blocks(text, str(path)))
 
 
 def check_mode(mode: str) -> None:

@@ -108,18 +108,45 @@ _CHECKS: dict[str, tuple[Any, str]] = {
 
 def read_split_block(text: str, where: str) -> TunedSplit | None:
     """The ``# /// tuned-on`` block of a systems file, checked; None when it has none (a file not from tune, or
-    from a tune before the block). Anything malformed is one error naming the file and the key."""
+    from a tune before the block). A file with several (tune over several collections) gives the first; see
+    :func:`read_split_blocks`. Anything malformed is one error naming the file and the key."""
+    found = read_split_blocks(text, where)
+    return found[0] if found else None
+
+
+def read_split_blocks(text: str, where: str) -> tuple[TunedSplit, ...]:
+    """Every ``# /// tuned-on`` block of a systems file, checked, in order: one per collection tune chose on (one
+    for a tune of one dataset); empty when it has none. Two blocks for the same data are refused."""
     lines = text.splitlines()
     opened = [number for number, line in enumerate(lines) if line.rstrip() == OPENING]
-    if not opened:
-        return None
-    if len(opened) > 1:
+    splits = tuple(_one_block(lines, start, where) for start in opened)
+    checksums = [split.checksum for split in splits]
+    twice = sorted({c for c in checksums if checksums.count(c) > 1})
+    if twice:
+        lines_of = [str(n + 1) for n, split in zip(opened, splits, strict=True) if split.checksum == twice[0]]
         raise RagEvalError(
-            f"{where}: {len(opened)} '{OPENING}' blocks (lines {', '.join(str(n + 1) for n in opened)}); expected one",
+            f"{where}: the '{OPENING}' blocks on lines {', '.join(lines_of)} record the same data; expected one block "
+            "per dataset",
             hint=HINT,
         )
+    return splits
+
+
+def matching_split(splits: tuple[TunedSplit, ...], data: Dataset) -> TunedSplit | None:
+    """The recorded split that describes ``data``: the one with its checksum, else one with its id (compare then
+    warns that the data changed), else the first (the data is another collection); None when none is recorded."""
+    checksum = data.checksum() if splits else ""
+    for test in (lambda split: split.checksum == checksum, lambda split: split.dataset == data.id):
+        found = next((split for split in splits if test(split)), None)
+        if found is not None:
+            return found
+    return splits[0] if splits else None
+
+
+def _one_block(lines: list[str], start: int, where: str) -> TunedSplit:
+    """The block opened on line ``start`` (0-based), checked."""
     body: list[str] = []
-    for line in lines[opened[0] + 1 :]:
+    for line in lines[start + 1 :]:
         if line.rstrip() == CLOSING:
             break
         # Every line of the block is a comment: '#' alone or '# ' and TOML (PEP 723's rule).
@@ -130,7 +157,7 @@ def read_split_block(text: str, where: str) -> TunedSplit | None:
         line = ""
     if line.rstrip() != CLOSING:
         raise RagEvalError(
-            f"{where}: {BLOCK}: the block opened on line {opened[0] + 1} is not closed by a line '{CLOSING}' "
+            f"{where}: {BLOCK}: the block opened on line {start + 1} is not closed by a line '{CLOSING}' "
             "(each line of it starts with '# ')",
             hint=HINT,
         )

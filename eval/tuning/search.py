@@ -15,6 +15,7 @@ from ...measure import latency_summary
 from ...tokenizers import written_spec
 from ..compare.compare import SystemProgress, compare
 from ..compare.fusion import Fusion
+from ..compare.latency import DEFAULT_REPEAT
 from ..compare.runner import System
 from ..datasets.formats import dataset_builder
 from ..datasets.records import Dataset
@@ -75,9 +76,15 @@ class Measured:
 
 
 def _evaluate(
-    dataset: Dataset, chosen: list[Candidate], metric: str, progress: TuneProgress | None, round_number: int
+    dataset: Dataset,
+    chosen: list[Candidate],
+    metric: str,
+    progress: TuneProgress | None,
+    round_number: int,
+    repeat: int = DEFAULT_REPEAT,
 ) -> dict[str, Measured]:
-    """Run the candidates (fusions with their members) on ``dataset``; each one's row by candidate name."""
+    """Run the candidates (fusions with their members) on ``dataset``, each question ``repeat`` times for its
+    latency (compare's rule); each one's row by candidate name."""
     systems, fusions = _compared(dataset, chosen)
     report, _runs = compare(
         dataset,
@@ -85,6 +92,7 @@ def _evaluate(
         metrics=[metric],
         fusions=fusions or None,
         progress=_round_progress(progress, round_number, len(systems) + len(fusions)),
+        repeat=repeat,
     )
     fused = {(row.fusion.method, row.fusion.members): row.name for row in report.systems if row.fusion is not None}
     per_query = report.per_query or {}
@@ -214,6 +222,7 @@ def search_space(
     max_p95_ms: float | None = None,
     max_index_mb: float | None = None,
     progress: TuneProgress | None = None,
+    repeat: int = DEFAULT_REPEAT,
 ) -> Search:
     """Run the space on the dev queries only (it is given nothing else) and find the front, best first."""
     from ..metrics.measures import quality_metric
@@ -221,9 +230,9 @@ def search_space(
     metric = quality_metric(metric, "tune")  # the spelling compare keys its rows by; higher must be better
     if not _relevant(dev):
         raise RagEvalError(f"{dev.id}: no {WITH_RELEVANT} falls in the dev part", hint="raise --split")
-    first = _first_round(dev, pool, budget, metric, progress)
+    first = _first_round(dev, pool, budget, metric, progress, repeat)
     clock = time.perf_counter()
-    rows = _evaluate(first.remaining, first.finalists, metric, progress, 2)
+    rows = _evaluate(first.remaining, first.finalists, metric, progress, 2, repeat)
     seconds = first.seconds | {"round 2": round(time.perf_counter() - clock, 1)}
     if first.earlier:
         rows = {c.name: _merged(first.earlier[c.name], rows[c.name], dev.judged(), metric) for c in first.finalists}
@@ -254,7 +263,7 @@ class _FirstRound:
 
 
 def _first_round(
-    dev: Dataset, pool: list[Candidate], budget: int, metric: str, progress: TuneProgress | None
+    dev: Dataset, pool: list[Candidate], budget: int, metric: str, progress: TuneProgress | None, repeat: int
 ) -> _FirstRound:
     """Successive halving: a wider field on a quarter of dev, the best ``budget`` of it (the singles always) kept.
     A quarter without a judged query could rank nothing: then the budget's draw runs on all of dev in one round."""
@@ -264,7 +273,7 @@ def _first_round(
         return _FirstRound(_draw(pool, budget), {}, dev, [], {})
     wide = _draw(pool, 3 * budget)
     clock = time.perf_counter()
-    rows = _evaluate(first, wide, metric, progress, 1)
+    rows = _evaluate(first, wide, metric, progress, 1, repeat)
     seconds = {"round 1": round(time.perf_counter() - clock, 1)}
     scored = [_trial(c, rows[c.name], metric, 1, len(first.queries)) for c in wide]
     keep = {c.name for c in wide if c.single}

@@ -197,3 +197,17 @@ def candidates(space: dict[str, Any]) -> list[Candidate]:
             fusion = Fusion(method, tuple(pair))
             found.append(Candidate(fusion.spec(), None, fusion, members))
     return found
+
+
+def checked_pool(space: dict[str, Any], space_file: Path | None) -> list[Candidate]:
+    """The space's candidates, refused without a plain single tokenizer (the recommendation's baseline)."""
+    pool = candidates(space)
+    if not any(candidate.single for candidate in pool):
+        # Step 5 tests the recommendation against the best plain single tokenizer: without one it has no baseline.
+        where = str(space_file) if space_file is not None else "the default space"
+        raise RagEvalError(
+            f"{where}: no single tokenizer without query processing under the default engine, which the "
+            "recommendation is tested against",
+            hint='list a tokenizer that is not a hybrid, with "" in processing (and the default engine in engines)',
+        )
+    return pool

@@ -33,14 +33,16 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import RagEvalError
-from ...files.outputs import only_names, publish_folder, refuse_inside_source
+from ...files.outputs import publish_folder, refuse_inside_source
 from ...index.tokenize_pool import remembering_tokens
+from ..compare.latency import DEFAULT_REPEAT
 from ..compare.provenance import environment
 from ..datasets.formats import load_dataset
 from ..datasets.records import Dataset
 from ..datasets.shipped import read_from
 from ..datasets.split import DEFAULT_BUDGET, DEFAULT_METRIC, DEV_FRACTION, SALT, split_ids, subset
 from ..datasets.split_record import PART, tuned_split
+from .output import SCHEMA, tune_owned
 from .report import TIED_NAMED as TIED_NAMED
 from .report import (
     _paragraph,
@@ -70,9 +72,7 @@ from .search import clearly_slower as clearly_slower
 from .search import pick as pick
 from .space import MAX_CANDIDATES as MAX_CANDIDATES
 from .space import MAX_SPACE_BYTES as MAX_SPACE_BYTES
-from .space import Candidate, candidates, load_space
-
-SCHEMA = "rag-eval/tune/1"
+from .space import Candidate, candidates, checked_pool, load_space
 
 
 @dataclass
@@ -98,6 +98,7 @@ def tune(
     eval_on: str | None = None,
     metric: str = DEFAULT_METRIC,
     progress: TuneProgress | None = None,
+    repeat: int = DEFAULT_REPEAT,
 ) -> TuneResult:
     """Tune on dev queries, evaluate once on held-back ones, recommend (see the module's docstring)."""
     from ..metrics.measures import quality_metric
@@ -114,7 +115,7 @@ def tune(
     read = [read_from(source) for source in (dataset_ref, eval_on) if source is not None]
     refuse_inside_source(output, read, what="tune folder")
     space = load_space(space_file)
-    pool = _checked_pool(space, space_file)
+    pool = checked_pool(space, space_file)
     started, started_in = time.perf_counter(), environment()
     with publish_folder(output, owned=tune_owned, what="tune folder") as staging, remembering_tokens():
         parts = _parts(dataset_ref, dev_fraction, eval_on)
@@ -126,8 +127,9 @@ def tune(
             max_p95_ms=max_p95_ms,
             max_index_mb=max_index_mb,
             progress=progress,
+            repeat=repeat,
         )
-        held = _held_back(parts, found, metric, progress)
+        held = _held_back(parts, found, metric, progress, repeat)
         report = {
             "schema": SCHEMA,
             "environment": started_in,
@@ -146,6 +148,36 @@ def tune(
         }
         _write_tune(staging, report, found, parts, dev_fraction)
     return TuneResult(report, Path(output), found.front[0].candidate, held.paragraph, found.trials)
+
+
+def run_tune(
+    datasets: list[str],
+    *,
+    output: str | Path,
+    eval_on: str | None = None,
+    objective: str | None = None,
+    leave_one_out: bool = True,
+    **options: Any,
+) -> TuneResult:
+    """``rag-eval tune DATASET...``: :func:`tune` for one dataset, :func:`.collections.tune_collections` for several
+    (``objective`` and ``leave_one_out`` apply only there, ``eval_on`` only to one)."""
+    from .collections import DEFAULT_OBJECTIVE, tune_collections
+
+    if len(datasets) == 1:
+        if objective is not None or not leave_one_out:
+            given = "--objective" if objective is not None else "--no-leave-one-out"
+            raise RagEvalError(f"{given} applies to tuning across several collections; one dataset was given")
+        return tune(datasets[0], output=output, eval_on=eval_on, **options)
+    if eval_on is not None:
+        raise RagEvalError(
+            "--eval-on applies to one dataset; across collections each one's held-back queries are the evidence, "
+            "and leaving each collection out in turn tests on data the choice never saw",
+            hint="leave out --eval-on, or add that dataset as one more collection",
+        )
+    found = tune_collections(
+        datasets, output=output, objective=objective or DEFAULT_OBJECTIVE, leave_one_out=leave_one_out, **options
+    )
+    return TuneResult(found.report, found.output, found.recommendation, found.paragraph)
 
 
 def _split_json(parts: _Parts, dev_fraction: float) -> dict[str, Any]:
@@ -170,20 +202,6 @@ def _decision_json(found: Search, held: _HeldBack) -> dict[str, Any]:
         "paragraph": held.paragraph,
         "warning": held.warning,
     }
-
-
-def _checked_pool(space: dict[str, Any], space_file: Path | None) -> list[Candidate]:
-    """The space's candidates, refused without a plain single tokenizer (the recommendation's baseline)."""
-    pool = candidates(space)
-    if not any(candidate.single for candidate in pool):
-        # Step 5 tests the recommendation against the best plain single tokenizer: without one it has no baseline.
-        where = str(space_file) if space_file is not None else "the default space"
-        raise RagEvalError(
-            f"{where}: no single tokenizer without query processing under the default engine, which the "
-            "recommendation is tested against",
-            hint='list a tokenizer that is not a hybrid, with "" in processing (and the default engine in engines)',
-        )
-    return pool
 
 
 @dataclass(frozen=True)
@@ -240,14 +258,14 @@ class _HeldBack:
     seconds: float
 
 
-def _held_back(parts: _Parts, found: Search, metric: str, progress: TuneProgress | None) -> _HeldBack:
+def _held_back(parts: _Parts, found: Search, metric: str, progress: TuneProgress | None, repeat: int) -> _HeldBack:
     """The front and every single tokenizer run once on the queries held back until now, and what they show."""
     trials, on_front = found.trials, found.front
     held = subset(parts.data, parts.test_ids, PART) if parts.unseen is None else parts.unseen  # as compare names it
     singles = [t for t in trials if t.candidate.single and t.round == 2]
     evaluated = list({t.candidate.name: t.candidate for t in on_front + singles}.values())
     clock = time.perf_counter()
-    test_rows = _evaluate(held, evaluated, metric, progress, 3)
+    test_rows = _evaluate(held, evaluated, metric, progress, 3, repeat)
     seconds = round(time.perf_counter() - clock, 1)
     evidence = held_out_evidence(held, test_rows, on_front, singles, metric)
     queries = "held-back queries" if parts.other is None else f"queries of {held.id}"
@@ -286,19 +304,4 @@ def reused_dev_queries(dev: Dataset, held: Dataset) -> list[str]:
     return [q for q, query in held.queries.items() if " ".join(query.text.split()) in asked]
 
 
-def tune_owned(path: Path) -> str | None:
-    """None when ``path`` is a folder ``tune`` wrote (its tune.json has the tune schema), else why not."""
-    written = {"tune.json", "recommendation.toml", "report.md", "pareto.svg"}
-    found = only_names(path, lambda name: str(name) in written, what="tune output folder")
-    if found is not None:
-        return found
-    try:
-        data = json.loads((path / "tune.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return "it has no tune.json that rag-eval wrote" if any(path.iterdir()) else None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        return "its tune.json does not have rag-eval's tune schema"
-    return None
-
-
-__all__ = ["Candidate", "DEFAULT_BUDGET", "TuneResult", "candidates", "load_space", "tune"]
+__all__ = ["Candidate", "DEFAULT_BUDGET", "TuneResult", "candidates", "load_space", "run_tune", "tune", "tune_owned"]

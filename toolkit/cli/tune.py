@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..eval.compare.latency import DEFAULT_REPEAT
 from ..eval.datasets.split import DEFAULT_BUDGET, DEFAULT_METRIC, DEV_FRACTION
 from . import cli
 from .params import TEXT
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 
 @cli.command("tune")
-@click.argument("dataset", metavar="DATASET", type=TEXT)
+@click.argument("datasets", metavar="DATASET...", nargs=-1, required=True, type=TEXT)
 @click.option(
     "--space",
     "space_file",
@@ -59,6 +60,26 @@ if TYPE_CHECKING:
     type=TEXT,
     help="What quality means: a measure from 0 to 1 where higher is better (not a count such as NumRet).",
 )
+@click.option(
+    "--objective",
+    type=click.Choice(["mean", "worst"]),
+    help="With several datasets: what one system must do well on, from each collection's dev gain over its best "
+    "single tokenizer: the mean over collections (the default) or the worst collection's.",
+)
+@click.option(
+    "--leave-one-out/--no-leave-one-out",
+    default=True,
+    show_default=True,
+    help="With several datasets: also choose without each collection in turn and test that choice on the left-out "
+    "one's held-back queries (what a collection tune never saw would get).",
+)
+@click.option(
+    "--repeat",
+    type=int,
+    default=DEFAULT_REPEAT,
+    show_default=True,
+    help="Times each question runs for its latency (the fastest counts), as in compare.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print tune.json's summary instead of the paragraph.")
 @click.option(
     "-o",
@@ -69,7 +90,7 @@ if TYPE_CHECKING:
     "replaces only a folder tune wrote.",
 )
 def tune_cmd(
-    dataset: str,
+    datasets: tuple[str, ...],
     space_file: Path | None,
     budget: int,
     max_p95_ms: float | None,
@@ -77,6 +98,9 @@ def tune_cmd(
     dev_fraction: float,
     eval_on: str | None,
     metric: str,
+    objective: str | None,
+    leave_one_out: bool,
+    repeat: int,
     as_json: bool,
     output: Path,
 ) -> None:
@@ -102,12 +126,13 @@ def tune_cmd(
       rag-eval compare handbook --systems out/tune/recommendation.toml -t bigram -o out/check
       rag-eval tune my-beir-set/ --max-p95-ms 20 -o out/tune-mine       # a BEIR folder with qrels
       rag-eval tune my-beir-set/ --eval-on other-beir-set/ -o out/transfer
+      rag-eval tune handbook set-a/ set-b/ -o out/across            # one system for all, leave-one-out table
     """
-    from ..eval.tuning.tune import tune
+    from ..eval.tuning.tune import run_tune
 
     with Bars() as progress:
-        result = tune(
-            dataset,
+        result = run_tune(
+            list(datasets),
             output=output,
             space_file=space_file,
             budget=budget,
@@ -116,6 +141,9 @@ def tune_cmd(
             dev_fraction=dev_fraction,
             eval_on=eval_on,
             metric=metric,
+            objective=objective,
+            leave_one_out=leave_one_out,
+            repeat=repeat,
             progress=progress,
         )
     _print_tune(result, as_json=as_json)
@@ -126,11 +154,12 @@ def _print_tune(result: TuneResult, *, as_json: bool) -> None:
     if as_json:
         report = result.report
         keys = ("recommendation", "front", "tied_on_dev", "test", "paragraph", "warning", "split", "seconds")
-        summary = {key: report[key] for key in keys}
+        keys += ("objective", "held_back", "leave_one_out")  # a tune across collections
+        summary = {key: report[key] for key in keys if key in report}
         click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
     else:
         click.echo(result.paragraph)
-        if result.report["warning"]:
+        if result.report.get("warning"):
             click.echo(f"warning: {result.report['warning']}")
     chart = ", pareto.svg" if result.report.get("chart") else ""
     click.echo(f"wrote {result.output}/tune.json, report.md, recommendation.toml{chart}", err=True)

@@ -205,8 +205,15 @@ BAD = [
     (lambda t: t.replace("# salt = ", "# salt = = "), "tuned-on: invalid TOML"),
     (lambda t: t.replace("# ///\n", "", 1), "is not closed"),
     (lambda t: t.replace("# salt = ", "\n# salt = "), "is not closed by a line '# ///'"),
-    (lambda t: t + "\n# /// tuned-on\n# ///\n", "2 '# /// tuned-on' blocks"),
+    (lambda t: t + "\n# /// tuned-on\n# ///\n", "tuned-on: missing dataset"),
+    (lambda t: t + "\n" + _block(t), "record the same data; expected one block per dataset"),
 ]
+
+
+def _block(text: str) -> str:
+    """The file's tuned-on block, from its opening line to its closing one."""
+    start = text.index("# /// tuned-on\n")
+    return text[start : text.index("# ///\n", start + 1) + len("# ///\n")]
 
 
 @pytest.mark.parametrize(("change", "message"), BAD)
