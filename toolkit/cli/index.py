@@ -38,6 +38,13 @@ class EngineChoice(click.Choice):
     def choices(self, value: object) -> None:
         pass  # the registry's, not given
 
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        # An engine with options (impact:k1=0.9,b=0.4): its name is a choice; the library checks the options.
+        if isinstance(value, str) and ":" in value:
+            name, _, options = value.partition(":")
+            return f"{super().convert(name.strip(), param, ctx)}:{options}"
+        return super().convert(value, param, ctx)
+
 
 #: ``--category``: search and index list keep one category alike.
 category_option = click.option("--category", type=TEXT, help="Only this category (top-level folder).")
@@ -98,8 +105,9 @@ def index_cmd() -> None:
     type=EngineChoice(AUTO),
     help="Recorded as the index's search engine. impact: also store bm25 impact postings, so searches rank "
     "from them (FTS5's exact scores and order, measured faster for every strategy: reports/latency.md; "
-    "a larger file and a longer build); fts5: FTS5's bm25 statement alone; auto: impact. Default: the one the "
-    "index records (a sync), else auto.",
+    "a larger file and a longer build); impact:k1=0.9,b=0.4: the same postings, ranked with bm25 at that k1 "
+    "and b; fts5: FTS5's bm25 statement alone; auto: impact. Default: the one the index records (a sync), "
+    "else auto.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def index_build_cmd(
@@ -167,14 +175,16 @@ def _from_system(
     system_file: Path, tokenizer_spec: str | None, builder_spec: str | None, processing: str | None, engine: str | None
 ) -> tuple[str | None, str | None, str | None, str | None]:
     """-t, -b, --processing and --engine with what they leave out taken from the systems file's one system: its
-    engine's build when that build writes postings (a build's own default is the impact engine's anyway)."""
+    engine (with its options; a peer's build) when that build writes postings (a build's own default is the impact
+    engine's anyway)."""
     from ..engines.base import engine_class, get_engine
     from ..eval.compare.compare import one_system
 
     chosen = one_system(system_file)
-    build_engine = get_engine(chosen.engine).build_engine
-    if engine is None and engine_class(build_engine).tables:
-        engine = build_engine
+    named = get_engine(chosen.engine)
+    if engine is None and engine_class(named.build_engine).tables:
+        # The system's own engine when search uses it (its options, k1 and b say, recorded), else its build's.
+        engine = named.build_engine if named.peer else named.system
     processing = processing if processing is not None else chosen.query
     return tokenizer_spec or chosen.tokenizer, builder_spec or chosen.builder or None, processing, engine
 
@@ -369,7 +379,8 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
     "--engine",
     type=EngineChoice(),
     help="Rank with FTS5's bm25 statement or the impact postings (index build --engine impact); same scores "
-    "and order. --explain names the engine that answered. Default: the index's.",
+    "and order. impact:k1=0.9,b=0.4 ranks the impact postings with bm25 at that k1 and b. --explain names the "
+    "engine that answered. Default: the index's.",
 )
 def search_cmd(
     index_path: str,

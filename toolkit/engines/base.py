@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, cast
 
-from ..errors import IndexFileError, QueryError, RagEvalError, UnavailableError
+from ..errors import IndexFileError, QueryError, RagEvalError, SpecError, UnavailableError
 from ..registry import Registry
 from ..spec import Configurable, SystemSpec
 from ..tokenizers.base import library_version
@@ -95,8 +95,9 @@ class Engine(Configurable):
     build_engine: ClassVar[str] = ""
     #: True for an engine that ranks only in compare, over an index built for ``build_engine``.
     peer: ClassVar[bool] = False
-    #: True when it returns FTS5's ranking exactly (same hits, order and scores): its quality equals fts5's.
-    exact: ClassVar[bool] = True
+    #: True when it returns FTS5's ranking exactly (same hits, order and scores): its quality equals fts5's. Per
+    #: instance: an engine whose options change its ranking (``impact:k1=0.9``) sets it in ``__init__``.
+    exact: bool = True
     #: The query modes it answers; empty for every mode the query compiler knows.
     modes: ClassVar[tuple[str, ...]] = ()
     #: True when it ranks only one-field systems (a hybrid's per-field columns have no counterpart in it).
@@ -117,6 +118,32 @@ class Engine(Configurable):
         """Canonical spec with library versions, e.g. ``bm25s:b=0.75,k1=1.2,method=lucene [bm25s=0.3.16]``."""
         versions = ", ".join(f"{lib}={library_version(lib)}" for lib in self.libraries)
         return f"{self.system} [{versions}]" if versions else self.system
+
+    def written(self, given: SystemSpec) -> str:
+        """How system names write this engine asked for as ``given`` (its options sorted, as written); an engine
+        whose spec with its defaults spelled out must name the same system as its bare name returns
+        :attr:`system` without them."""
+        return str(given)
+
+    def _check_options(self, given: dict[str, str]) -> None:
+        """An option this engine does not take but another engine does: one error naming those engines."""
+        known = {option.name for option in self.option_set.options}
+        for key in sorted(set(given) - known):
+            others = []
+            for name in ENGINES:
+                try:
+                    cls = engine_class(name)
+                except RagEvalError:
+                    continue
+                if any(option.name == key for option in cls.option_set.options):
+                    others.append((cls.peer, name))
+            if others:
+                takers = [name for _, name in sorted(others)]  # the engines search uses first
+                raise SpecError(
+                    f"engine {self.name!r} takes no option {key!r} (valid options: "
+                    f"{', '.join(sorted(known)) or 'none'}); {' and '.join(takers)} take it",
+                    hint=f"write {takers[0]}:{key}=VALUE",
+                )
 
     def availability(self) -> str | None:
         """None when usable; otherwise why not (the install command is in ``install_hint``)."""
@@ -213,9 +240,11 @@ def get_engine(spec: str) -> Engine:
 
 
 def written_engine(spec: str) -> str:
-    """An engine spec as written, tidied (options sorted, defaults not added): what system names carry."""
-    get_engine(spec)  # refuse an unknown engine or option here, with the registry's message
-    return str(SystemSpec.parse(spec))
+    """An engine spec as written, tidied (options sorted, defaults not added, or left out where the engine says
+    so: :meth:`Engine.written`): what system names carry."""
+    parsed = SystemSpec.parse(spec)
+    return get_engine(spec).written(parsed)  # an unknown engine or option is refused with the registry's message
+
 
 
 def search_engine_names() -> list[str]:
@@ -233,6 +262,9 @@ def search_engine_names() -> list[str]:
 
 #: One engine without options per class: search asks for one every query.
 _INSTANCES: dict[type[Engine], Engine] = {}
+#: Engines with options by spec, as search asks for them (a few at a time; cleared when it holds more).
+_WITH_OPTIONS: dict[str, Engine] = {}
+_WITH_OPTIONS_HELD = 64
 
 
 def _default_instance(cls: type[Engine]) -> Engine:
@@ -243,11 +275,23 @@ def _default_instance(cls: type[Engine]) -> Engine:
 
 
 def search_engine(name: object) -> Engine:
-    """The engine ``search`` ranks with, by name (no options); anything else is one QueryError naming the choices."""
+    """The engine ``search`` ranks with, by name or spec (``impact:k1=0.9,b=0.4``); an unknown engine or a peer is
+    one QueryError naming the choices, a bad option one SpecError."""
     if isinstance(name, str) and name in ENGINES:
         cls = engine_class(name)
         if not cls.peer:
             return _default_instance(cls)
+    elif isinstance(name, str) and ":" in name and name.partition(":")[0].strip() in ENGINES:
+        found = _WITH_OPTIONS.get(name)
+        if found is not None:
+            return found
+        parsed = SystemSpec.parse(name)
+        cls = engine_class(parsed.name)
+        if not cls.peer:
+            if len(_WITH_OPTIONS) >= _WITH_OPTIONS_HELD:
+                _WITH_OPTIONS.clear()
+            found = _WITH_OPTIONS[name] = cls.from_spec(parsed)
+            return found
     raise QueryError(f"unknown engine {name!r}; choose from: {', '.join(search_engine_names())}")
 
 
@@ -259,7 +303,7 @@ def recorded_engine(index: Index, asked: str | None = None) -> Engine:
     name = index.meta.get("engine") or REFERENCE_ENGINE
     try:
         return search_engine(name)
-    except QueryError:
+    except (QueryError, SpecError):
         raise IndexFileError(f"{index.path}: damaged index meta: engine is {name!r}", hint="rebuild it") from None
 
 

@@ -449,7 +449,7 @@ def _new_meta(
         # Unique per build: readers compare it to notice a rebuild (new tokenizer, new defaults).
         "generation": uuid.uuid4().hex,
         "query_processing": settings.processing,
-        "engine": settings.engine.name,
+        "engine": settings.engine.system,
         "chunks": str(writer.rows),
         "files": str(len(file_rows)),
         "tokenize_plan": writer.plan_summary(),

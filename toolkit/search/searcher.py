@@ -39,7 +39,7 @@ class SearchSearcher(Searcher):
             as_of=as_of,
             snippets=False,
             processing=processing,
-            engine=engine.name,
+            engine=engine.system,
             keys_only=True,
         )
         self.prepared = engine.prepare(index)

@@ -133,7 +133,7 @@ def _search_once(index: Index, request: SearchRequest) -> SearchResult | None:
         # ``reading`` has just reloaded the meta if the file was rebuilt since: the engine and processing the
         # index records now are the ones to use (an index rebuilt with --engine fts5 has no postings left).
         moved = request.processing is None and index.meta.get("query_processing") != recorded
-        if moved or recorded_engine(index, request.engine).name != asked.name:
+        if moved or recorded_engine(index, request.engine).system != asked.system:
             return None
         return _answer(index, request, asked, several)
 

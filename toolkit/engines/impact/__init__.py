@@ -1,7 +1,9 @@
 """The impact engine (:class:`ImpactEngine`, entry point ``impact``): its declarations and hooks, which queries it
 answers exactly, and every name callers import, re-exported from the modules that hold them.
 
-The engine ranks with FTS5's own bm25, exactly, from per-term postings: :mod:`rag_eval.engines.impact.write` writes
+The engine ranks with FTS5's own bm25, exactly, from per-term postings, at FTS5's k1 = 1.2 and b = 0.75 or, as
+``impact:k1=K,b=B``, at any other pair with the same formula (not FTS5's ranking then: the instance is not
+``exact``): :mod:`rag_eval.engines.impact.write` writes
 them at build time (its docstring describes the format and why the scores are FTS5's bit for bit),
 :mod:`rag_eval.engines.impact.read` reads, checks and caches them, and :mod:`rag_eval.engines.impact.rank` ranks a
 query with them (MaxScore pruning included) on the numpy helpers of :mod:`rag_eval.engines.impact.arrays`, and
@@ -16,10 +18,11 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from ...errors import QueryError
+from ...errors import QueryError, RagEvalError
 from ...index.store import FTS5_TOKEN_BYTES
 from ...search.searcher import FallbackSearcher
 from ...search.sql import BY_IDS, Filters, hits_for, ids_json
+from ...spec import Option, OptionSet, SystemSpec, format_value, real
 from ..base import Engine, Ranked, Searcher
 from .rank import (
     CHECK_FRACTION,
@@ -43,8 +46,12 @@ from .read import (
     CLAMPED_IDF,
     ENTRY_BYTES,
     PRELOAD_BYTES,
+    Parameters,
     Postings,
+    check_parameters,
+    current_layout,
     has_impacts,
+    has_tfs,
     idf,
     postings_bytes,
     postings_table,
@@ -59,12 +66,16 @@ from .write import (
     K1,
     LEGACY_TABLE,
     TABLES,
+    TF_COLUMN,
+    TF_TYPES,
     B,
     field_key,
+    impacts,
     write_impacts,
 )
 
 if TYPE_CHECKING:
+    from ...builders import Builder
     from ...index.integrity import Damage
     from ...index.processing import QueryProcessing
     from ...index.store import Index
@@ -95,13 +106,19 @@ __all__ = [
     "PRUNE_MIN_POSTINGS",
     "PRUNE_SHARE",
     "TABLES",
+    "TF_COLUMN",
+    "TF_TYPES",
     "Accept",
     "B",
+    "Parameters",
     "Postings",
     "Ranking",
+    "current_layout",
     "fallback_reason",
     "field_key",
     "has_impacts",
+    "has_tfs",
+    "impacts",
     "idf",
     "postings_bytes",
     "postings_table",
@@ -116,13 +133,49 @@ __all__ = [
 class ImpactEngine(Engine):
     """The exact impact engine: FTS5's bm25 from stored per-term postings (same hits, order and scores). A query
     the postings cannot answer exactly (a phrase) is answered by FTS5's statement, its ``fallback``, and compare
-    counts those (``fts5_fallbacks``)."""
+    counts those (``fts5_fallbacks``). With ``k1`` or ``b`` other than FTS5's it ranks with the same formula at
+    those (not FTS5's ranking: ``exact`` is False for that instance, and its spec names them)."""
 
     name = "impact"
-    summary = "exact impact postings (FTS5's scores and order, faster on frequent terms; the default)"
+    summary = "exact impact postings (FTS5's scores and order, faster on frequent terms; the default); k1, b: bm25's"
     build_engine = "impact"
     fallback = "fts5"
     tables = TABLES
+    option_set = OptionSet(
+        (
+            Option("k1", "bm25's term-frequency saturation (FTS5's: 1.2)", K1, real(0, 1000)),
+            Option("b", "bm25's length normalisation, 0 none to 1 full (FTS5's: 0.75)", B, real(0, 1)),
+        )
+    )
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        k1, b = (float(self.options[key]) + 0.0 for key in ("k1", "b"))  # + 0.0: -0 is 0
+        self.options.update(k1=k1, b=b)
+        #: None at FTS5's k1 and b (the stored impacts: FTS5's ranking), else the pair the impacts are computed at.
+        self.parameters: Parameters = None if (k1, b) == (K1, B) else (k1, b)
+        self.exact = self.parameters is None
+
+    @property
+    def system(self) -> str:
+        """``impact``, with ``k1`` and ``b`` only where they are not FTS5's: ``impact:k1=1.2,b=0.75`` is ``impact``."""
+        defaults = {option.name: option.default for option in self.option_set.options}
+        parts = [
+            f"{key}={format_value(value)}" for key, value in sorted(self.options.items()) if value != defaults[key]
+        ]
+        return self.name + (":" + ",".join(parts) if parts else "")
+
+    def written(self, given: SystemSpec) -> str:
+        return self.system
+
+    def check(self, tokenizer: Tokenizer, builder: Builder, mode: str, label: str, *more: Any, **given: Any) -> None:
+        super().check(tokenizer, builder, mode, label, *more, **given)
+        if self.parameters is not None and mode == "phrase":
+            raise RagEvalError(
+                f"{label}: engine {self.system!r} ranks or and and queries at its k1 and b; FTS5 answers phrase "
+                "queries, at its own k1 = 1.2 and b = 0.75",
+                hint="use --mode or or and, or engine impact for phrases",
+            )
 
     def rank(self, index: Index, compiled: CompiledQuery, limit: int, filters: Filters, keys_only: bool) -> Ranked:
         """The postings' ranking, filtered like the FTS5 statement and read from ``chunks`` the same way."""
@@ -136,7 +189,8 @@ class ImpactEngine(Engine):
             def accept(ids: list[int]) -> set[int]:
                 return {row[0] for row in reader.execute(sql, [ids_json(ids), *params])}
 
-        return Ranked(hits_for(index, reader, ranked(index, compiled, limit, accept), keys_only), index.generation)
+        found = ranked(index, compiled, limit, accept, parameters=self.parameters)
+        return Ranked(hits_for(index, reader, found, keys_only), index.generation)
 
     def fallback_reason(self, index: Index, compiled: CompiledQuery) -> str | None:
         present = index.statements.get("impacts")
@@ -150,10 +204,15 @@ class ImpactEngine(Engine):
                 f"{index.path}: this index holds no impact postings",
                 hint="rebuild it with: rag-eval index build --engine impact",
             )
-        return fallback_reason(index, compiled)
+        check_parameters(index, self.parameters)  # an index without tfs is refused before any query is answered
+        reason = fallback_reason(index, compiled)
+        if reason is not None and self.parameters is not None:
+            reason += " (at FTS5's own k1 = 1.2 and b = 0.75)"
+        return reason
 
     def prepare(self, index: Index) -> bool:
-        return preload(index)
+        check_parameters(index, self.parameters)
+        return preload(index, parameters=self.parameters)
 
     def searcher_stats(self, index: Index, *, fallbacks: int, prepared: bool) -> dict[str, Any]:
         # The postings the engine reads into memory (its per-index cache holds each queried term's).

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .arrays import _buffer, _clean, _clear, _distinct, _intersected, _kth, _lookup, _nonzero, _top, _zeros
-from .read import Postings, _best_rows_of, _postings_of
+from .read import Parameters, Postings, _best_rows_of, _postings_of
 from .write import field_key
 
 if TYPE_CHECKING:
@@ -56,16 +56,22 @@ def _pays(present: dict[str, Postings]) -> bool:
 
 
 def ranked(
-    index: Index, compiled: CompiledQuery, limit: int, accept: Accept | None = None, *, prune: bool | None = None
+    index: Index,
+    compiled: CompiledQuery,
+    limit: int,
+    accept: Accept | None = None,
+    *,
+    prune: bool | None = None,
+    parameters: Parameters = None,
 ) -> list[tuple[int, float]]:
     """The top ``limit`` (chunk id, bm25 score) of ``compiled`` (see :func:`fallback_reason`), in FTS5's
     order: score ascending, ties by id; ``accept`` filters (called on candidates in rank order).
     ``prune`` (default :data:`PRUNE`: where it pays) skips rows that provably cannot make the top (MaxScore for
     ``or``, intersection by lookups for ``and``; see :class:`_Scorer`); the result is the same either way, bit
-    for bit."""
+    for bit. ``parameters``: bm25's k1 and b when not FTS5's (impacts and peaks computed from the stored tf)."""
     groups = _key_groups(compiled)
     keys = tuple(key for group in groups for key in group)  # query_keys(compiled)
-    postings = {key: _postings_of(index, key) for key in dict.fromkeys(keys)}
+    postings = {key: _postings_of(index, key, parameters) for key in dict.fromkeys(keys)}
     present = {key: found for key, found in postings.items() if found is not None}
     hybrid_and = compiled.mode == "and" and len(groups) > 1
     if not present or (compiled.mode == "and" and not hybrid_and and len(present) < len(postings)):

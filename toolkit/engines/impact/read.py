@@ -1,6 +1,8 @@
 """Reading the impact postings a build stored: which table holds them, their blocks decoded and checked (a
 damaged file is one IndexFileError, never a traceback or a wrong ranking), and the per-index cache that keeps
-what searches read (:func:`preload` fills it whole). The format is described in :mod:`rag_eval.engines.impact.write`.
+what searches read (:func:`preload` fills it whole), for FTS5's k1 and b (the stored impacts) or another pair
+(impacts computed from the stored tf, once per term). The format is described in
+:mod:`rag_eval.engines.impact.write`.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
-from ...errors import IndexFileError
-from .write import BLOCKS_TABLE, LEGACY_TABLE, TABLES
+from ...errors import IndexFileError, QueryError
+from .write import BLOCKS_TABLE, LEGACY_TABLE, TABLES, TF_COLUMN, average_length, document_sizes, impacts, tf_values
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,6 +33,22 @@ def postings_table(db: sqlite3.Connection) -> str | None:
     """The table holding the postings: ``impact_blocks``, an older build's ``impacts``, or None."""
     names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     return next((table for table in TABLES if table in names), None)
+
+
+def has_tfs(db: sqlite3.Connection) -> bool:
+    """Whether the postings hold each posting's tf (built since 2026-12-04): they rank at any k1 and b."""
+    if postings_table(db) != BLOCKS_TABLE:
+        return False
+    return any(row[1] == TF_COLUMN for row in db.execute(f"PRAGMA table_info({BLOCKS_TABLE})"))
+
+
+def current_layout(db: sqlite3.Connection) -> bool:
+    """Whether the postings are in the layout this version writes (blocks with their tf)."""
+    return has_tfs(db)
+
+
+#: FTS5's k1 and b (None: the stored impacts) or another pair the impacts are computed at.
+Parameters = tuple[float, float] | None
 
 
 def postings_bytes(db: sqlite3.Connection) -> int:
@@ -80,7 +98,8 @@ CACHE_BYTES = 128_000_000
 
 
 class _Block(NamedTuple):
-    """A decoded ``impact_blocks`` row: its terms, their postings' bounds, the blobs and the peaks."""
+    """A decoded ``impact_blocks`` row: its terms, their postings' bounds, the blobs and the peaks; at another k1
+    and b, the weights are the postings' tfs (float64) and the peaks are not read."""
 
     terms: list[str]
     bounds: np.ndarray
@@ -94,6 +113,10 @@ class _Cache:
     """What searches have read of one build's postings, held on its Index (which drops it for another build)."""
 
     layout: str | None
+    #: The k1 and b its impacts are computed at (None: the stored ones).
+    parameters: Parameters = None
+    #: At another k1 and b: every row's ``|D|`` and avgdl, read once, then k1 and b.
+    lengths: tuple[np.ndarray, float, float, float] | None = None
     lists: dict[str, Postings | None] = field(default_factory=dict)
     #: Blocks read so far by their first term, and those first terms sorted: a term between a block's first
     #: and last terms is answered from it without a statement.
@@ -122,6 +145,11 @@ _BLOCK = (
     " ORDER BY first DESC LIMIT 1"
 )
 _ALL_BLOCKS = "SELECT first, terms, bounds, rowids, weights, peaks FROM impact_blocks ORDER BY first"
+#: At another k1 and b: the tfs in place of the stored impacts, and no peaks (each term's comes with its impacts).
+_TF_BLOCK = (
+    "SELECT first, terms, bounds, rowids, tfs, NULL FROM impact_blocks WHERE first <= ? ORDER BY first DESC LIMIT 1"
+)
+_ALL_TF_BLOCKS = "SELECT first, terms, bounds, rowids, tfs, NULL FROM impact_blocks ORDER BY first"
 
 
 #: An engine about to answer many queries of one index (compare's runs, batch search) reads all its blocks of
@@ -136,31 +164,55 @@ PRELOAD_BYTES = 32_000_000
 ENTRY_BYTES = 200
 
 
-def _cache_of(index: Index) -> _Cache:
-    """The index's postings cache, started (over) when it has none for this build or it is full."""
+def _cache_of(index: Index, parameters: Parameters = None) -> _Cache:
+    """The index's postings cache for ``parameters``, started (over) when it has none for this build and pair
+    or it is full; QueryError when the index holds no tfs to rank at another pair."""
     cache = index.postings
-    if not isinstance(cache, _Cache) or cache.bytes > CACHE_BYTES:
-        cache = index.postings = _Cache(postings_table(index.db))
+    if not isinstance(cache, _Cache) or cache.bytes > CACHE_BYTES or cache.parameters != parameters:
+        cache = _Cache(postings_table(index.db), parameters)
+        if parameters is not None:
+            cache.lengths = _lengths(index, parameters)
+        index.postings = cache
     return cache
 
 
-def preload(index: Index, budget: int = PRELOAD_BYTES) -> bool:
+def _lengths(index: Index, parameters: tuple[float, float]) -> tuple[np.ndarray, float, float, float]:
+    """Every row's ``|D|`` and avgdl, to rank at ``parameters``; QueryError naming the rebuild when the postings
+    hold no tf (an index built before 2026-12-04, or no impact build)."""
+    if not has_tfs(index.db):
+        k1, b = parameters
+        raise QueryError(
+            f"{index.path}: this index's impact postings hold no term frequencies (built before 2026-12-04), so "
+            f"they rank only at FTS5's k1 = 1.2 and b = 0.75, not at k1 = {k1:g}, b = {b:g}",
+            hint="rebuild it with: rag-eval index build SOURCE -o INDEX --engine impact (then any k1 and b rank)",
+        )
+    avgdl = average_length(index.db)
+    return document_sizes(index.db), avgdl if avgdl is not None else 1.0, *parameters
+
+
+def check_parameters(index: Index, parameters: Parameters) -> None:
+    """QueryError naming the rebuild when ``index`` cannot rank at ``parameters`` (see :func:`_lengths`)."""
+    if parameters is not None:
+        _cache_of(index, parameters)
+
+
+def preload(index: Index, budget: int = PRELOAD_BYTES, parameters: Parameters = None) -> bool:
     """Read every block of ``index``'s postings into its cache, checked as a query's reads are, when they take at
     most ``budget`` bytes; afterwards no query reads a block. False (nothing read) when they are larger, or
     kept in an older build's table: queries then read what they need as they go."""
-    cache = _cache_of(index)
+    cache = _cache_of(index, parameters)
     if cache.complete:
         return True
     if cache.layout != BLOCKS_TABLE or postings_bytes(index.db) > budget:
         return False
-    for row in index.db.execute(_ALL_BLOCKS):
+    for row in index.db.execute(_ALL_BLOCKS if parameters is None else _ALL_TF_BLOCKS):
         _decoded(index, cache, row, str(row[0]))  # a damaged block is named by its first term, whatever it holds
     cache.complete = True
     return True
 
 
-def _postings_of(index: Index, term: str) -> Postings | None:
-    cache = _cache_of(index)
+def _postings_of(index: Index, term: str, parameters: Parameters = None) -> Postings | None:
+    cache = _cache_of(index, parameters)
     if term in cache.lists:
         return cache.lists[term]
     stored = _read(index, cache, term)
@@ -202,7 +254,13 @@ def _read(index: Index, cache: _Cache, term: str) -> tuple[np.ndarray, np.ndarra
         _damaged(index, term)
     ids = np.frombuffer(block.rowids, dtype="<i8", count=high - low, offset=8 * low)
     values = np.frombuffer(block.weights, dtype="<f8", count=high - low, offset=8 * low)
-    return _valid(index, term, ids, values, float(block.peaks[number]))
+    if cache.lengths is None:
+        return _valid(index, term, ids, values, float(block.peaks[number]))
+    # Another k1 and b: ``values`` are the tfs; the impacts (and their peak) are computed here, once per term.
+    sizes, avgdl, k1, b = cache.lengths
+    if int(ids.min()) < 1 or int(ids.max()) >= len(sizes):
+        _damaged(index, term)
+    return _valid(index, term, ids, impacts(values, sizes[ids], avgdl, k1, b), None)
 
 
 def _block_of(index: Index, cache: _Cache, term: str) -> _Block | None:
@@ -214,7 +272,7 @@ def _block_of(index: Index, cache: _Cache, term: str) -> _Block | None:
             return known
     if cache.complete:
         return None
-    row = index.db.execute(_BLOCK, (term,)).fetchone()
+    row = index.db.execute(_BLOCK if cache.parameters is None else _TF_BLOCK, (term,)).fetchone()
     return None if row is None else _decoded(index, cache, row, term)
 
 
@@ -223,6 +281,7 @@ def _decoded(index: Index, cache: _Cache, row: tuple[Any, ...], term: str) -> _B
     import numpy as np
 
     first, terms, bounds, rowids, weights, peaks = row
+    computed = cache.parameters is not None  # ``weights`` are the tfs, and no peaks were read
     try:
         listed = json.loads(terms)
     except (TypeError, ValueError):
@@ -230,10 +289,17 @@ def _decoded(index: Index, cache: _Cache, row: tuple[Any, ...], term: str) -> _B
     # Checked with C-level set and sort rather than a Python step per term: a cold query reads a block per term.
     if not isinstance(listed, list) or not listed or set(map(type, listed)) != {str}:
         _damaged(index, term)
-    blobs = (bounds, rowids, weights, peaks)
+    blobs = (bounds, rowids, weights) if computed else (bounds, rowids, weights, peaks)
     if listed[0] != first or not all(isinstance(blob, bytes) for blob in blobs):
         _damaged(index, term)
-    if len(bounds) != 8 * (len(listed) + 1) or len(peaks) != 8 * len(listed) or len(weights) != len(rowids):
+    if computed:
+        tfs = tf_values(weights, len(rowids) // 8) if len(rowids) % 8 == 0 else None
+        if tfs is None:
+            _damaged(index, term)
+        weights, peaks = tfs.tobytes(), b""
+    elif len(peaks) != 8 * len(listed):
+        _damaged(index, term)
+    if len(bounds) != 8 * (len(listed) + 1) or len(weights) != len(rowids):
         _damaged(index, term)
     offsets = np.frombuffer(bounds, dtype="<i8")
     if offsets[0] != 0 or 8 * int(offsets[-1]) != len(rowids) or bool(np.any(offsets[1:] <= offsets[:-1])):

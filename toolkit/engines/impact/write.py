@@ -8,10 +8,19 @@ numpy in the query's term order, which reproduces FTS5's floating-point arithmet
 
 - ``tf``: for every instance of the term in the row, in (column, offset) order, ``tf += column weight``
   (the weight is applied before saturation);
-- ``impact = tf * (k1 + 1) / (tf + k1 * (1 - b + b * |D| / avgdl))``, k1 = 1.2, b = 0.75, ``|D|`` the row's
-  tokens over all columns (``search_docsize``), avgdl = all tokens / all rows (FTS5's averages record);
-- ``idf = log((N - n + 0.5) / (n + 0.5))``, 1e-6 when that is not positive; ``score = -sum(idf * impact)``
-  over the query's terms in expression order.
+- ``impact = (tf * (k1 + 1)) / (tf + k1 * ((1 - b) + (b * |D|) / avgdl))``, ``|D|`` the row's tokens over all
+  columns (``search_docsize``), avgdl = all tokens / all rows (FTS5's averages record, ``search_data`` id 1);
+- ``idf = log((N - n + 0.5) / (n + 0.5))`` (N rows, n of them holding the term), 1e-6 when that is not
+  positive; ``score = -sum(idf * impact)`` over the query's terms in expression order.
+
+FTS5 fixes k1 = 1.2 and b = 0.75 (:data:`K1`, :data:`B`); the stored impacts are at those. The engine's options
+``impact:k1=K,b=B`` (k1 from 0 to 1000, b from 0 to 1) rank with the same formula at any other pair: each block
+also stores its postings' weighted ``tf`` (``tfs``, in the narrowest of uint8, uint16, float32 and float64 that
+holds every value exactly), and a query's term gets its impacts from them, ``|D|`` (read once per open index
+from ``search_docsize``) and avgdl, computed once per index and pair and cached like the stored ones, its peak
+with them. At the defaults the stored impacts are read, so ``impact:k1=1.2,b=0.75`` is ``impact`` itself: the
+same system, name and scores. An index built before ``tfs`` ranks at the defaults only (a query at another pair
+is one error naming the rebuild).
 
 Terms come from ``fts5vocab``'s instance table, so they are exactly the tokens FTS5 holds, for native and
 Python strategies alike. A hybrid's query gives each field's terms a column filter (``{fts_title_1
@@ -27,12 +36,12 @@ The postings are stored in blocks of up to :data:`BLOCK_TERMS` consecutive terms
 with numpy from one grouped pass over FTS5's instances; an index built before blocks (``impacts``, a row per
 term) is still read.
 
-Rank-safe pruning: each term's largest impact is stored with its postings, so ``idf * peak`` bounds what the
-term adds to any row; MaxScore never reads the lists of terms whose bounds together stay below the ``k``-th best
-score, and ``and`` queries intersect by binary search. The result is the unpruned one bit for bit (exact scores
-are always summed in query order). By default an ``or`` query is pruned when one long list (a frequent term's)
-holds most of its postings, where it measured faster (:data:`rag_eval.engines.impact.rank.PRUNE`); otherwise every row
-is scored with numpy.
+Rank-safe pruning: each term's largest impact is stored with its postings (at another k1 and b, computed with its
+impacts), so ``idf * peak`` bounds what the term adds to any row; MaxScore never reads the lists of terms whose
+bounds together stay below the ``k``-th best score, and ``and`` queries intersect by binary search. The result
+is the unpruned one bit for bit (exact scores are always summed in query order). By default an ``or`` query is
+pruned when one long list (a frequent term's) holds most of its postings, where it measured faster
+(:data:`rag_eval.engines.impact.rank.PRUNE`); otherwise every row is scored with numpy.
 
 This module writes the postings at build time (:func:`write_impacts`); :mod:`rag_eval.engines.impact.read` reads
 them and :mod:`rag_eval.engines.impact.rank` ranks queries with them.
@@ -61,11 +70,18 @@ B = 0.75
 #: thousands for trigram). ``first``: the block's first term, its key; ``terms``: a JSON array of its terms,
 #: ascending as SQLite's BINARY collation orders them; ``bounds``: int64 offsets of each term's postings in
 #: ``rowids`` (int64) and ``weights`` (float64 impacts), one more than the terms; ``peaks``: each term's
-#: largest impact (float64), the bound rank-safe pruning relies on.
+#: largest impact (float64), the bound rank-safe pruning relies on; ``tfs``: each posting's weighted tf, for
+#: ranking at another k1 and b, in the narrowest of :data:`TF_TYPES` that holds every one exactly (its width is
+#: its length over the postings'; since 2026-12-04, read only when ranking at another k1 or b).
 _SCHEMA = (
     "CREATE TABLE impact_blocks (first TEXT PRIMARY KEY, terms TEXT NOT NULL, bounds BLOB NOT NULL,"
-    " rowids BLOB NOT NULL, weights BLOB NOT NULL, peaks BLOB NOT NULL) WITHOUT ROWID"
+    " rowids BLOB NOT NULL, weights BLOB NOT NULL, peaks BLOB NOT NULL, tfs BLOB NOT NULL) WITHOUT ROWID"
 )
+#: The column an index built before 2026-12-04 lacks: it ranks at FTS5's k1 and b only.
+TF_COLUMN = "tfs"
+#: A ``tfs`` blob's numbers by their width in bytes: whole counts below 256 or 65,536, else float32 when every
+#: value is one exactly (integer column weights keep tf whole), else float64.
+TF_TYPES = {1: "<u1", 2: "<u2", 4: "<f4", 8: "<f8"}
 #: The table older builds wrote, one row per term (``peak`` from 2026-12-01 on); still read.
 LEGACY_TABLE = "impacts"
 #: The table this version writes postings to.
@@ -97,27 +113,73 @@ def _varints(data: bytes) -> list[int]:
     return values
 
 
-def write_impacts(db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[float]) -> int:
-    """Create and fill the ``impact_blocks`` table from the ``search`` table just built (inside the caller's
-    transaction); ``weights`` are bm25's column weights. Returns the number of terms (a hybrid's: of its
-    (field, term) keys, see :func:`field_key`)."""
-    import numpy as np
-
-    db.execute(_SCHEMA)
-    reader = db.cursor()
-    reader.row_factory = None
-    found = reader.execute("SELECT block FROM search_data WHERE id = 1").fetchone()
+def average_length(db: sqlite3.Connection) -> float | None:
+    """FTS5's avgdl: all tokens over all rows, from its averages record (None for an empty index)."""
+    found = db.execute("SELECT block FROM search_data WHERE id = 1").fetchone()
     totals = _varints(found[0]) if found is not None else [0]
     rows, tokens = totals[0], sum(totals[1:])
-    if rows == 0:
-        return 0
-    avgdl = float(tokens) / float(rows)
+    return float(tokens) / float(rows) if rows else None
+
+
+def document_sizes(db: sqlite3.Connection | sqlite3.Cursor) -> np.ndarray:
+    """Every row's ``|D|``, its tokens over all columns (``search_docsize``), indexed by rowid (0 elsewhere)."""
+    import numpy as np
+
+    reader = db.cursor() if isinstance(db, sqlite3.Connection) else db
+    reader.row_factory = None
     # Filled row by row: a list of (rowid, size) pairs first held about 90 bytes per row (800,000 lines rows).
     largest = reader.execute("SELECT max(id) FROM search_docsize").fetchone()[0]
     sizes = np.zeros(1 + (largest or 0))
     for rowid, blob in reader.execute("SELECT id, sz FROM search_docsize"):
         # Columns under 128 tokens are one byte each (a varint's high bit marks a continuation).
         sizes[rowid] = sum(blob) if blob.isascii() else sum(_varints(blob))
+    return sizes
+
+
+def impacts(tf: np.ndarray, sizes: np.ndarray, avgdl: float, k1: float = K1, b: float = B) -> np.ndarray:
+    """bm25's per-(term, row) factor for weighted ``tf`` in rows of ``sizes`` tokens: the operations of
+    fts5Bm25Function, in its order (C: ``1 - b + b * D / avgdl``), element by element."""
+    return ((tf * (k1 + 1.0)) / (tf + k1 * ((1 - b) + (b * sizes) / avgdl))).astype("<f8", copy=False)
+
+
+def tf_blob(tf: np.ndarray) -> bytes:
+    """``tf`` (positive float64) in the narrowest of :data:`TF_TYPES` that holds every value exactly."""
+    import numpy as np
+
+    top = float(tf.max()) if len(tf) else 0.0
+    if np.array_equal(np.floor(tf), tf):
+        if top < 256:
+            return tf.astype("<u1").tobytes()
+        if top < 65536:
+            return tf.astype("<u2").tobytes()
+    narrow = tf.astype("<f4")
+    if np.array_equal(narrow.astype("<f8"), tf):
+        return narrow.tobytes()
+    return tf.astype("<f8").tobytes()
+
+
+def tf_values(blob: bytes, postings: int) -> np.ndarray | None:
+    """A ``tfs`` blob of ``postings`` values as float64, None when its length fits no :data:`TF_TYPES` width."""
+    import numpy as np
+
+    if postings <= 0 or len(blob) % postings:
+        return None
+    dtype = TF_TYPES.get(len(blob) // postings)
+    return None if dtype is None else np.frombuffer(blob, dtype=dtype).astype("<f8")
+
+
+def write_impacts(db: sqlite3.Connection, tokenizer: Tokenizer, weights: list[float]) -> int:
+    """Create and fill the ``impact_blocks`` table from the ``search`` table just built (inside the caller's
+    transaction); ``weights`` are bm25's column weights. Returns the number of terms (a hybrid's: of its
+    (field, term) keys, see :func:`field_key`)."""
+
+    db.execute(_SCHEMA)
+    reader = db.cursor()
+    reader.row_factory = None
+    avgdl = average_length(db)
+    if avgdl is None:
+        return 0
+    sizes = document_sizes(reader)
     columns = [row[1] for row in reader.execute("PRAGMA table_info(search)")]
     weight_of = dict(zip(columns, weights, strict=True))
     # A hybrid's field n owns columns 2n and 2n + 1 (title, body): its postings are keyed by field.
@@ -331,9 +393,7 @@ class _Blocks:
 
         if not terms:
             return 0
-        length = self.sizes[ids]
-        # The operations of fts5Bm25Function, in its order (C: 1 - b + b * D / avgdl), element by element.
-        impact = ((tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + (B * length) / self.avgdl))).astype("<f8")
+        impact = impacts(tf, self.sizes[ids], self.avgdl)
         starts = [0, *ends[:-1]]
         peaks = np.maximum.reduceat(impact, starts)
         ids = ids.astype("<i8", copy=False)
@@ -360,10 +420,11 @@ class _Blocks:
                     ids[low:high].tobytes(),
                     impact[low:high].tobytes(),
                     peaks[first:last].tobytes(),
+                    tf_blob(tf[low:high]),
                 )
             )
             first = last
-        self.db.executemany("INSERT INTO impact_blocks VALUES (?, ?, ?, ?, ?, ?)", rows)
+        self.db.executemany("INSERT INTO impact_blocks VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         self.terms += len(terms)
         return len(terms)
 
