@@ -112,6 +112,9 @@ class Engine(Configurable):
     #: True when its ranking is one SQL statement that returns the build generation with its rows: a search
     #: with it then needs no read transaction (a single statement reads one snapshot by itself).
     one_statement: ClassVar[bool] = False
+    #: True when it ranks a weighted bag of terms (each term's bm25 contribution times its weight), as query
+    #: processing with pseudo-relevance feedback (``query:prf=rm3``) makes; an engine without it refuses them.
+    weighted_terms: ClassVar[bool] = False
 
     @property
     def spec(self) -> str:
@@ -191,9 +194,12 @@ class Engine(Configurable):
 
     # --- compare -------------------------------------------------------------------------------------------------
 
-    def check(self, tokenizer: Tokenizer, builder: Builder, mode: str, label: str) -> None:
+    def check(
+        self, tokenizer: Tokenizer, builder: Builder, mode: str, label: str, processing: QueryProcessing | None = None
+    ) -> None:
         """Refuse, before anything is built, a system this engine cannot rank as named (``label`` names it)."""
         self.check_available()
+        self.check_processing(processing, mode, label)
         if self.modes and mode not in self.modes:
             raise RagEvalError(
                 f"{label}: engine {self.name!r} answers {' and '.join(self.modes)} queries, not {mode!r}",
@@ -209,6 +215,23 @@ class Engine(Configurable):
 
     def _check(self, tokenizer: Tokenizer, builder: Builder, label: str) -> None:
         """Subclasses refuse what else they cannot rank here."""
+
+    def check_processing(self, processing: QueryProcessing | None, mode: str | None, label: str) -> None:
+        """Refuse query processing this engine cannot rank (weighted queries need ``weighted_terms``), and feedback
+        in any mode but ``or`` (``mode`` None: not known yet); one QueryError naming ``label``."""
+        if processing is None or not processing.weighted:
+            return
+        if mode is not None and mode != "or":
+            raise QueryError(
+                f"{label}: query processing {processing.written} expands 'or' queries, not {mode!r} ones",
+                hint="feedback expands only 'or' queries: choose mode or, or leave prf out",
+            )
+        if not self.weighted_terms:
+            able = weighting_engine_names()
+            raise QueryError(
+                f"{label}: engine {self.name!r} cannot weight query terms, which {processing.written} needs",
+                hint=f"use engine {' or '.join(able)}" if able else "no registered engine weights query terms",
+            )
 
     def searcher(
         self, index: Index, *, mode: str, depth: int, as_of: str | None, processing: QueryProcessing | None
@@ -245,6 +268,17 @@ def written_engine(spec: str) -> str:
     parsed = SystemSpec.parse(spec)
     return get_engine(spec).written(parsed)  # an unknown engine or option is refused with the registry's message
 
+
+def weighting_engine_names() -> list[str]:
+    """The engines ``search`` uses that rank weighted queries (declare ``weighted_terms``), sorted."""
+    names = []
+    for name in search_engine_names():
+        try:
+            if engine_class(name).weighted_terms:
+                names.append(name)
+        except RagEvalError:
+            continue
+    return sorted(names)
 
 
 def search_engine_names() -> list[str]:

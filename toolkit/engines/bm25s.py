@@ -53,6 +53,8 @@ class Bm25sEngine(Engine):
     exact = False
     modes = ("or",)
     one_field = True
+    #: ``BM25.retrieve`` counts each query token once; it takes no weights.
+    weighted_terms = False
     libraries: ClassVar[tuple[str, ...]] = ("bm25s",)
     install_hint = "pip install 'rag-eval[bm25s]' (or: pip install bm25s)"
     option_set = OptionSet(

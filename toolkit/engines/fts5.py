@@ -38,6 +38,8 @@ class Fts5Engine(Engine):
     summary = "FTS5's bm25 statement (the reference ranking)"
     build_engine = "fts5"
     one_statement = True
+    #: ``bm25()`` takes column weights, never a weight per query term.
+    weighted_terms = False
 
     def rank(self, index: Index, compiled: CompiledQuery, limit: int, filters: Filters, keys_only: bool) -> Ranked:
         return Ranked(*fts5_ranked(index, compiled, limit, filters, keys_only))

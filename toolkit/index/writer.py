@@ -174,12 +174,15 @@ def _settings(
     if engine is None:
         engine = kept.get("engine") or AUTO
     chosen = processing if isinstance(processing, QueryProcessing) else QueryProcessing.parse(processing or "")
-    return _Settings(
+    settings = _Settings(
         builder if isinstance(builder, Builder) else get_builder(builder),
         tokenizer if isinstance(tokenizer, Tokenizer) else get_tokenizer(tokenizer),
         chosen.system if chosen.active else "",
         build_engine(engine),
     )
+    # Feedback's weighted queries need an engine that weights terms, and the builder's default mode to be `or`.
+    settings.engine.check_processing(chosen, settings.builder.query_defaults().mode, "index build")
+    return settings
 
 
 def _recorded_settings(path: str, db: sqlite3.Connection | None) -> dict[str, str]:

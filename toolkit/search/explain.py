@@ -25,6 +25,8 @@ def explanation(index: Index, compiled: CompiledQuery) -> dict[str, Any]:
         "phrase_filter": compiled.phrase_filter,
         "column_weights": dict(zip(_columns(index), column_weights(index), strict=True)),
     }
+    if compiled.weighted is not None:
+        info["feedback"] = _feedback(index, compiled)
     if index.tokenizer.native:
         # FTS5's own tokenizer cuts the query as typed (unicode61 folds case, not full-width forms): the
         # normalised text is not what it read.
@@ -48,6 +50,20 @@ def explanation(index: Index, compiled: CompiledQuery) -> dict[str, Any]:
         "a weight w also acts like k1 / w on that column"
     )
     return info
+
+
+def _feedback(index: Index, compiled: CompiledQuery) -> dict[str, Any]:
+    """Pseudo-relevance feedback's expansion: the method, the feedback chunks' keys and each term's weight (per
+    field for a hybrid)."""
+    weighted = compiled.weighted
+    assert weighted is not None
+    keys = [
+        index.db.execute("SELECT key FROM chunks WHERE id = ?", (chunk_id,)).fetchone()[0]
+        for chunk_id in weighted.documents
+    ]
+    groups = compiled.fields or (compiled.terms,)
+    weights = [dict(zip(terms, values, strict=True)) for terms, values in zip(groups, weighted.weights, strict=True)]
+    return {"method": weighted.method, "documents": keys, "weights": weights if compiled.fields else weights[0]}
 
 
 def _columns(index: Index) -> list[str]:

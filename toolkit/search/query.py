@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from ..errors import QueryError
@@ -19,6 +19,17 @@ MODES = ("and", "or", "phrase")
 def quote(term: str) -> str:
     """An FTS5 string literal: inner double quotes doubled, so the term is data, never syntax."""
     return '"' + term.replace('"', '""') + '"'
+
+
+class Weighted(NamedTuple):
+    """A query expanded by pseudo-relevance feedback (:mod:`rag_eval.search.feedback`): a weighted bag of terms."""
+
+    #: The feedback method (``rm3``, ``bo1``).
+    method: str
+    #: The feedback chunks' ids, best first.
+    documents: tuple[int, ...]
+    #: Each field's term weights, aligned with its terms (one group for a one-field query, aligned with ``terms``).
+    weights: tuple[tuple[float, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,8 @@ class CompiledQuery:
     removed: tuple[str, ...] = ()
     pruned: tuple[str, ...] = ()
     frequencies: tuple[tuple[str, int], ...] = ()
+    #: The expanded query's weights (None for an unweighted query: every term counts once).
+    weighted: Weighted | None = None
 
 
 def check_query(text: object, *, max_chars: int | None, max_terms: int | None) -> str:
@@ -179,6 +192,30 @@ def _fields(queries: list[FieldQuery], mode: str, shared: _Shared) -> CompiledQu
         removed=shared.removed,
         pruned=shared.pruned,
         frequencies=tuple(shared.frequencies.items()),
+    )
+
+
+def weighted_query(compiled: CompiledQuery, fields: list[dict[str, float]], weighted: Weighted) -> CompiledQuery:
+    """``compiled`` (an ``or`` query) with each field's terms replaced by the weighted ``fields`` (term -> weight, in
+    the order they are summed); ``weighted`` says how they were chosen (its ``weights`` are filled in here)."""
+    groups = tuple(tuple(terms) for terms in fields)
+    weights = tuple(tuple(terms.values()) for terms in fields)
+    chosen = weighted._replace(weights=weights)
+    if not compiled.fields:
+        expression = _join(groups[0], "or") if groups[0] else None
+        return replace(compiled, terms=groups[0], expression=expression, weighted=chosen)
+    parts = [
+        (number, f"{{{' '.join(field_columns(number))}}} : ({_join(terms, 'or')})")
+        for number, terms in enumerate(groups)
+        if terms
+    ]
+    return replace(
+        compiled,
+        terms=tuple(dict.fromkeys(term for terms in groups for term in terms)),
+        expression=" OR ".join(part for _, part in parts) or None,
+        fields=groups,
+        matching=tuple(number for number, _ in parts),
+        weighted=chosen,
     )
 
 

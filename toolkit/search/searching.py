@@ -147,7 +147,7 @@ def _several(index: Index, request: SearchRequest, engine: Engine) -> bool:
         or (request.snippets and defaults.style.tokens)  # FTS5's snippet() or stored offsets are read
         or (request.mode or defaults.mode) == "phrase"
         or index.generation is None
-        or (processing is not None and processing.needs_frequencies)  # reads the vocabulary too
+        or (processing is not None and (processing.needs_frequencies or processing.weighted))  # the vocabulary too
         or not engine.one_statement
     )
 
@@ -173,6 +173,8 @@ def _answer(index: Index, request: SearchRequest, asked: Engine, several: bool) 
     )
     tokenized = time.perf_counter()
     answering, fallback = _answering(index, compiled, asked)
+    if processing is not None and processing.weighted and compiled.mode != "phrase" and compiled.expression:
+        compiled, answering, fallback = _expanded(index, request, compiled, asked, processing)
     hits: list[Hit] = []
     generation = index.generation
     if compiled.expression is not None:
@@ -184,6 +186,23 @@ def _answer(index: Index, request: SearchRequest, asked: Engine, several: bool) 
     done = time.perf_counter()
     info = _explained(index, compiled, answering, fallback, processing) if request.explain else {}
     return SearchResult(compiled, hits, tokenized - started, done - tokenized, info)
+
+
+def _expanded(
+    index: Index, request: SearchRequest, compiled: CompiledQuery, asked: Engine, processing: QueryProcessing
+) -> tuple[CompiledQuery, Engine, str | None]:
+    """Pseudo-relevance feedback: ``compiled`` ranked once (its feedback chunks), expanded into a weighted query,
+    and the engine that answers that (one that declares ``weighted_terms``, else a QueryError)."""
+    from .feedback import expand
+
+    answering, _ = _answering(index, compiled, asked)
+    answering.check_processing(processing, compiled.mode, "search")
+    documents = processing.feedback_settings[0]
+    first, _ = answering.rank(index, compiled, documents, request.filters, True)
+    expanded = expand(index, compiled, first, processing)
+    answering, fallback = _answering(index, expanded, asked)
+    answering.check_processing(processing, expanded.mode, f"search (answered by {answering.name}: {fallback})")
+    return expanded, answering, fallback
 
 
 def _answering(index: Index, compiled: CompiledQuery, asked: Engine) -> tuple[Engine, str | None]:

@@ -141,6 +141,7 @@ class ImpactEngine(Engine):
     build_engine = "impact"
     fallback = "fts5"
     tables = TABLES
+    weighted_terms = True  # it sums idf * impact per term itself: a term's weight multiplies its share
     option_set = OptionSet(
         (
             Option("k1", "bm25's term-frequency saturation (FTS5's: 1.2)", K1, real(0, 1000)),

@@ -37,6 +37,19 @@ def _key_groups(compiled: CompiledQuery) -> list[tuple[str, ...]]:
     return [tuple(field_key(number, term) for term in compiled.fields[number]) for number in compiled.matching]
 
 
+def _key_weights(compiled: CompiledQuery) -> dict[str, float] | None:
+    """A weighted query's (pseudo-relevance feedback's) weight of each postings key; None for an unweighted one."""
+    if compiled.weighted is None:
+        return None
+    numbers = list(compiled.matching) if compiled.fields else [0]
+    weights = compiled.weighted.weights
+    return {
+        key: weight
+        for group, number in zip(_key_groups(compiled), numbers, strict=True)
+        for key, weight in zip(group, weights[number], strict=True)
+    }
+
+
 #: Whether :func:`ranked` prunes by default; None: an ``or`` query whose longest list holds at least
 #: :data:`PRUNE_SHARE` of its postings and at least :data:`PRUNE_MIN_POSTINGS` is pruned. MaxScore skips such a
 #: list (a frequent term's) at a cost per query (bounds, binary searches, exact scores) that only a long list
@@ -77,7 +90,9 @@ def ranked(
     if not present or (compiled.mode == "and" and not hybrid_and and len(present) < len(postings)):
         return []
     # Reading the postings above left the index holding the cache that has them (see _postings_of).
-    scorer = _Scorer(keys, present, conjunctive=compiled.mode == "and", best=index.postings.best_rows)
+    scorer = _Scorer(
+        keys, present, conjunctive=compiled.mode == "and", best=index.postings.best_rows, weights=_key_weights(compiled)
+    )
     chosen = PRUNE if prune is None else prune
     if chosen is None:
         chosen = compiled.mode != "and" and _pays(present)
@@ -133,7 +148,8 @@ class _Scorer:
     """One query over its terms' postings. Each method returns the top ``k`` and whether that is every match.
 
     Exact scores are always summed term by term in the query's order (repeats included), as FTS5 does, so a
-    row's score is bit-identical whichever method found it; bounds use any order, with ``_SLACK``.
+    row's score is bit-identical whichever method found it; bounds use any order, with ``_SLACK``. A weighted
+    query (``weights``: each key's weight, keys distinct) sums ``weight * idf * impact`` instead, the same way.
     """
 
     def __init__(
@@ -143,8 +159,10 @@ class _Scorer:
         *,
         conjunctive: bool,
         best: Callable[[str, Postings], np.ndarray] | None = None,
+        weights: dict[str, float] | None = None,
     ) -> None:
         self.terms = [term for term in terms if term in present]
+        self.weights = weights
         self.present = present
         self.best = best or (lambda _term, found: _best_rows_of(found))
         self.conjunctive = conjunctive
@@ -191,7 +209,8 @@ class _Scorer:
             scores = self._scores = _zeros("scores", self.size)
             for term in self.terms:  # FTS5 sums phrase by phrase in expression order
                 ids, values, _ = self.present[term]
-                np.add.at(scores, ids, values)  # ids are unique: scores[ids] += values, several times faster
+                # ids are unique: scores[ids] += values, several times faster
+                np.add.at(scores, ids, self._weighted(term, values))
         return self._scores
 
     def _cut(self, scores: np.ndarray, k: int) -> float:
@@ -238,7 +257,8 @@ class _Scorer:
             ids, values, _ = self.present[term]
             positions = ids.searchsorted(candidates)
             # A miss adds +0.0, which leaves a sum of positive terms bit for bit as it was.
-            scores += np.where(ids.take(positions, mode="clip") == candidates, values.take(positions, mode="clip"), 0.0)
+            found = self._weighted(term, values.take(positions, mode="clip"))
+            scores += np.where(ids.take(positions, mode="clip") == candidates, found, 0.0)
         return scores
 
     def intersection(self, k: int) -> Ranking:
@@ -298,6 +318,8 @@ class _Scorer:
             return self.everything(k)
         repeats = collections.Counter(self.terms)
         factor = {term: float(repeats[term]) for term in present}
+        if self.weights is not None:  # a weighted query's keys are distinct: each counts its weight times
+            factor = {term: self.weights[term] for term in present}
         most = {term: factor[term] * found.most for term, found in present.items()}
         order = sorted(present, key=most.__getitem__, reverse=True)
         left = list(itertools.accumulate([most[term] for term in reversed(order)], initial=0.0))[::-1]
@@ -347,6 +369,10 @@ class _Scorer:
             candidates = candidates[upper * (1 + _SLACK) >= max(theta, kth * (1 - _SLACK))]
         top = _top(candidates, -self.exact(candidates), k)
         return top, len(top) < k
+
+    def _weighted(self, term: str, values: np.ndarray) -> np.ndarray:
+        """A term's contributions times its weight in a weighted query (as they are, in an unweighted one)."""
+        return values if self.weights is None else self.weights[term] * values
 
     def _scatter(self, partial: np.ndarray, term: str, factor: float) -> None:
         import numpy as np
