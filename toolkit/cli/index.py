@@ -354,7 +354,8 @@ def index_verify_cmd(index_path: str, root: Path | None, per_chunk: bool, proble
     metavar="SPEC",
     type=TEXT,
     help="Query processing: stopwords=zh (drop question and function words), max_df=F (drop terms in more "
-    "than F of the chunks), top_terms=N (keep the N rarest); e.g. stopwords=zh,max_df=0.3.",
+    "than F of the chunks), top_terms=N (keep the N rarest), prf=rm3|bo1 (pseudo-relevance feedback on or "
+    "queries, with fb_docs, fb_terms, original_weight); e.g. stopwords=zh,max_df=0.3.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the agent tool result (JSON with provenance).")
 @click.option(
@@ -413,6 +414,7 @@ def search_cmd(
       rag-eval search evidence.sqlite "退款 工作日" --as-of 2026-10-07 --json
       rag-eval search handbook.sqlite 导出 --mode and --category data --explain
       rag-eval search docs.sqlite "导出文件保留多久呢" --processing stopwords=zh,max_df=0.3 --explain
+      rag-eval search docs.sqlite "导出文件保留多久呢" --processing prf=rm3 --explain
       rag-eval search docs.sqlite --queries questions.txt --run out/docs.run
       rag-eval search passages.sqlite --queries beir/queries.jsonl --run out/bm25.run --limit 1000 --run-tag bigram
     """
