@@ -246,6 +246,12 @@ def label_free(
         "detectable_difference": None,
     }
     section["detectable_difference"], section["warning"] = _few_queries(rows, per_query, metrics)
+    if not metrics:  # nothing to choose by here: say what rag-eval measured across judged collections
+        from .recommended import default_choice
+
+        choice = default_choice()
+        if choice is not None:
+            section["default_choice"] = choice
     return section
 
 

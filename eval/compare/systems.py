@@ -99,6 +99,9 @@ def read_systems_file(path: Path) -> SystemsFile:
     """A --systems file read and checked whole: its tables (see ``load_systems_toml``) and its split record."""
     import tomllib
 
+    from .recommended import shipped_systems_file
+
+    path = shipped_systems_file(path)  # ``default``: the shipped default recommendation
     text = read_text(path, RagEvalError, max_bytes=MAX_SYSTEMS_FILE_BYTES)
     try:
         data = tomllib.loads(text)

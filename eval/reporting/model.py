@@ -827,6 +827,9 @@ class LabelFree:
     detectable_difference: float | None = None
     #: Han-only, mixed and Latin-only questions (reports before it have none).
     scripts: Mapping[str, int] | None = None
+    #: Without judgments: rag-eval's default recommendation (``system``, ``systems_file``, ``evidence``,
+    #: ``caveat``; :mod:`rag_eval.eval.compare.recommended`).
+    default_choice: Mapping[str, str] | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LabelFree:
@@ -857,6 +860,7 @@ class LabelFree:
             data.get("warning"),
             data.get("detectable_difference"),
             None if scripts is None else dict(scripts),
+            None if data.get("default_choice") is None else dict(data["default_choice"]),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -874,7 +878,7 @@ class LabelFree:
             "disagreements": [self._disagreement_json(item) for item in self.disagreements],
             "warning": self.warning,
             "detectable_difference": self.detectable_difference,
-        }
+        } | ({} if self.default_choice is None else {"default_choice": dict(self.default_choice)})
 
     def _disagreement_json(self, item: Disagreement) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -471,6 +471,7 @@ def _without_labels(report: Comparison, label: dict[str, str]) -> dict[str, Any]
         "overlap": overlap,
         "disagreements": hardest,
         "warning": section.warning,
+        "default_choice": None if section.default_choice is None else dict(section.default_choice),
     }
 
 

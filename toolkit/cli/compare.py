@@ -356,6 +356,12 @@ def _after_table(report: Comparison, short: dict[str, str]) -> list[str]:
         )
     if section is not None and section.warning:
         lines.append(f"warning: {section.warning}")
+    if section is not None and section.default_choice:
+        choice = section.default_choice
+        lines.append(
+            f"not judged, so nothing here says which is best; rag-eval's default: {choice['system']} "
+            f"(index build SOURCE --from {choice['systems_file']}): {choice['evidence']}; caveat: {choice['caveat']}"
+        )
     return lines + [item.line() for item in report.skipped or ()]
 
 
