@@ -9,6 +9,7 @@ feedback chunks' tokens as FTS5 indexed them, and FTS5's own vocabulary) and ret
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -128,12 +129,11 @@ def expand(index: Index, compiled: CompiledQuery, first: Sequence[Hit], processi
     for number, original in enumerate(groups):
         if method == "rm3":
             scored = [(-hit.score, counts[hit.id][number]) for hit in chosen]  # FTS5's bm25 is negated
-            fields.append(
-                rm3(original, scored, lambda term, n=number: statistics.common(n, term), terms, original_weight)
-            )
+            common = functools.partial(statistics.common, number)
+            fields.append(rm3(original, scored, common, terms, original_weight))
         else:
             docs = [counts[hit.id][number] for hit in chosen]
-            frequency = lambda term, n=number: statistics.collection_frequency(n, term)  # noqa: E731
+            frequency = functools.partial(statistics.collection_frequency, number)
             fields.append(bo1(original, docs, frequency, index.chunks, terms))
     return weighted_query(compiled, fields, Weighted(method, tuple(hit.id for hit in chosen), ()))
 
