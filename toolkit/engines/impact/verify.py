@@ -5,8 +5,10 @@ The postings of a term list exactly the rows FTS5 says hold it, so each term's n
 document frequency (``fts5vocab`` ``row``; a hybrid's postings are per field, which FTS5 counts per column: the
 count must lie between the largest and the sum of its columns' counts), with the same set of terms, rows ascending
 among the chunks' ids, impacts in bm25's range (0, k1 + 1) and each term's stored peak its largest impact exactly.
-One pass over both, in term order, so memory holds one block; it costs about a read of the FTS5 index. The impacts
-themselves are not recomputed (that is a build's pass over every token instance).
+A block's tfs (what ranking at another k1 and b reads) must be positive, finite, of a width :data:`TF_TYPES` has,
+and give its stored impacts again, bit for bit, with FTS5's |D|, avgdl, k1 and b. One pass over both, in term order,
+so memory holds one block (and every row's |D|); it costs about a read of the FTS5 index. The tfs themselves are not
+counted again from the token instances (that is a build's pass over every one).
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from ...index.integrity import EXAMPLES, Damage
 from ...index.store import FTS5_TOKEN_BYTES
-from .read import postings_table
-from .write import BLOCKS_TABLE, K1, LEGACY_TABLE, field_key
+from .read import has_tfs, postings_table
+from .write import BLOCKS_TABLE, K1, LEGACY_TABLE, average_length, document_sizes, field_key, tf_values
+from .write import impacts as bm25_impacts
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ...index.store import Index
 
 _VOCAB = "temp.rag_eval_integrity_vocab"
@@ -41,7 +46,8 @@ def postings_damage(index: Index) -> list[Damage]:
     vocabulary, postings = db.cursor(), db.cursor()
     try:
         expected = _readable(_expected_counts(vocabulary, columns, fields), "search")
-        stored = _readable(_stored_postings(db, postings, table, largest), table)
+        lengths = (document_sizes(db), average_length(db) or 1.0) if has_tfs(db) else None
+        stored = _readable(_stored_postings(db, postings, table, largest, lengths), table)
         return _compared(table, expected, stored)
     except _Malformed as exc:
         return [Damage(table, f"malformed postings {exc}: not what a build writes")]
@@ -101,10 +107,15 @@ def _field_bounds(term: str | None, per_field: dict[int, list[int]]) -> Iterator
 
 
 def _stored_postings(
-    db: sqlite3.Connection, reader: sqlite3.Cursor, table: str, largest: int
+    db: sqlite3.Connection,
+    reader: sqlite3.Cursor,
+    table: str,
+    largest: int,
+    lengths: tuple[np.ndarray, float] | None = None,
 ) -> Iterator[tuple[str, int]]:
     """Each stored key with its number of postings, ascending; :class:`_Malformed` for what a build never
-    writes (rows out of order or outside the chunks' ids, impacts outside bm25's range, a wrong peak)."""
+    writes (rows out of order or outside the chunks' ids, impacts outside bm25's range, a wrong peak, tfs that do
+    not give the impacts; ``lengths``: every row's |D| and avgdl, when the blocks hold tfs)."""
     import numpy as np
 
     reader.row_factory = None
@@ -115,9 +126,10 @@ def _stored_postings(
         rows: Any = reader.execute(f"SELECT term, rowids, weights, {peak} FROM {LEGACY_TABLE} ORDER BY term")
         blocks = (_legacy_row(*row) for row in rows)
     else:
-        rows = reader.execute(f"SELECT terms, bounds, rowids, weights, peaks FROM {BLOCKS_TABLE} ORDER BY first")
+        tfs = "tfs" if lengths is not None else "NULL"
+        rows = reader.execute(f"SELECT terms, bounds, rowids, weights, peaks, {tfs} FROM {BLOCKS_TABLE} ORDER BY first")
         blocks = (_decoded_block(*row) for row in rows)
-    for terms, bounds, rowids, weights, peaks in blocks:
+    for terms, bounds, rowids, weights, peaks, *tf_blob in blocks:
         where = f"of term {_shown_key(terms[0])}"
         if previous is not None and not previous < terms[0]:
             raise _Malformed(where)
@@ -143,7 +155,25 @@ def _stored_postings(
             stored = np.frombuffer(peaks, dtype="<f8") if isinstance(peaks, bytes) else np.array([peaks])
             if len(stored) != len(terms) or not np.array_equal(stored, tops):
                 raise _Malformed(where)
+        if lengths is not None:
+            _check_tfs(where, tf_blob[0], ids, impacts, lengths)
         yield from zip(terms, np.diff(bounds).tolist(), strict=True)
+
+
+def _check_tfs(
+    where: str, blob: object, ids: np.ndarray, stored: np.ndarray, lengths: tuple[np.ndarray, float]
+) -> None:
+    """A block's tfs: bytes of a width :data:`~rag_eval.engines.impact.write.TF_TYPES` has, positive and finite,
+    giving its stored impacts again exactly at FTS5's k1 and b (what ranking at another pair reads must be what the
+    impacts were made of); else :class:`_Malformed`."""
+    import numpy as np
+
+    sizes, avgdl = lengths
+    tf = tf_values(blob, len(ids)) if isinstance(blob, bytes) else None
+    if tf is None or not bool(np.all(np.isfinite(tf) & (tf > 0))) or int(ids.max()) >= len(sizes):
+        raise _Malformed(f"{where} (their tfs)")
+    if not np.array_equal(bm25_impacts(tf, sizes[ids], avgdl), stored):
+        raise _Malformed(f"{where} (their tfs do not give their impacts)")
 
 
 def _legacy_row(term: object, rowids: object, weights: object, peak: object) -> tuple:
@@ -155,7 +185,7 @@ def _legacy_row(term: object, rowids: object, weights: object, peak: object) -> 
     return [term], np.array([0, len(rowids) // 8], dtype="<i8"), rowids, weights, peak
 
 
-def _decoded_block(terms: object, bounds: object, rowids: object, weights: object, peaks: object) -> tuple:
+def _decoded_block(terms: object, bounds: object, rowids: object, weights: object, peaks: object, tfs: object) -> tuple:
     """An ``impact_blocks`` row's parts: its terms (strictly ascending) and its bounds (from 0, increasing)."""
     import json
 
@@ -173,7 +203,7 @@ def _decoded_block(terms: object, bounds: object, rowids: object, weights: objec
     offsets = np.frombuffer(bounds, dtype="<i8")
     if offsets[0] != 0 or bool(np.any(offsets[1:] <= offsets[:-1])) or not isinstance(peaks, bytes):
         raise _Malformed(where)
-    return listed, offsets, rowids, weights, peaks
+    return (listed, offsets, rowids, weights, peaks) if tfs is None else (listed, offsets, rowids, weights, peaks, tfs)
 
 
 def _compared(table: str, expected: Iterator[tuple[str, int, int]], stored: Iterator[tuple[str, int]]) -> list[Damage]:
