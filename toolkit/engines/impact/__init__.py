@@ -212,6 +212,8 @@ class ImpactEngine(Engine):
         return reason
 
     def prepare(self, index: Index) -> bool:
+        if self.parameters is None:
+            return preload(index)
         check_parameters(index, self.parameters)
         return preload(index, parameters=self.parameters)
 
