@@ -50,9 +50,7 @@ def feedback_of(collection: str, strategies: list[str]) -> dict[str, Any]:
             result = run_system(data, System(strategy, "", "or", query), repeat=1)
             _, values = evaluate(data.qrel_list(), result.run, METRICS)
             positions = {query_id: number for number, query_id in enumerate(data.queries)}
-            seconds = [
-                result.tokenize_seconds[positions[q]] + result.search_seconds[positions[q]] for q in test
-            ]
+            seconds = [result.tokenize_seconds[positions[q]] + result.search_seconds[positions[q]] for q in test]
             latency = latency_summary(seconds)
             if method == "none":
                 baseline = values
