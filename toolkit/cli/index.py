@@ -135,6 +135,7 @@ def index_build_cmd(
       rag-eval index build beir/corpus.jsonl -b passages:title_weight=2 -t unigram -o passages.sqlite
       rag-eval index build docs/ -b sections -t unigram^2+bigram^2+jieba^2 --processing stopwords=zh -o docs.sqlite
       rag-eval index build docs/ -b sections --from out/tune/recommendation.toml -o docs.sqlite
+      rag-eval index build sentences/ -b passages -t bigram --engine impact:k1=0.6,b=0.3 -o sentences.sqlite
     """
     from ..index.writer import build
 
@@ -415,6 +416,7 @@ def search_cmd(
       rag-eval search handbook.sqlite 导出 --mode and --category data --explain
       rag-eval search docs.sqlite "导出文件保留多久呢" --processing stopwords=zh,max_df=0.3 --explain
       rag-eval search docs.sqlite "导出文件保留多久呢" --processing prf=rm3 --explain
+      rag-eval search docs.sqlite "导出文件保留多久" --engine impact:k1=2,b=0.3
       rag-eval search docs.sqlite --queries questions.txt --run out/docs.run
       rag-eval search passages.sqlite --queries beir/queries.jsonl --run out/bm25.run --limit 1000 --run-tag bigram
     """
