@@ -156,15 +156,17 @@ class ImpactEngine(Engine):
         #: None at FTS5's k1 and b (the stored impacts: FTS5's ranking), else the pair the impacts are computed at.
         self.parameters: Parameters = None if (k1, b) == (K1, B) else (k1, b)
         self.exact = self.parameters is None
-
-    @property
-    def system(self) -> str:
-        """``impact``, with ``k1`` and ``b`` only where they are not FTS5's: ``impact:k1=1.2,b=0.75`` is ``impact``."""
         defaults = {option.name: option.default for option in self.option_set.options}
         parts = [
             f"{key}={format_value(value)}" for key, value in sorted(self.options.items()) if value != defaults[key]
         ]
-        return self.name + (":" + ",".join(parts) if parts else "")
+        self._system = self.name + (":" + ",".join(parts) if parts else "")
+
+    @property
+    def system(self) -> str:
+        """``impact``, with ``k1`` and ``b`` only where they are not FTS5's: ``impact:k1=1.2,b=0.75`` is ``impact``
+        (search compares it per query: made once)."""
+        return self._system
 
     def written(self, given: SystemSpec) -> str:
         return self.system
