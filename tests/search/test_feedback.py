@@ -227,3 +227,19 @@ def test_unweighted_queries_carry_no_weights(tmp_path: Path) -> None:
             fts5 = search(opened, "导出文件", processing=processing, engine="fts5", limit=20)
             assert [(h.id, h.score) for h in result.hits] == [(h.id, h.score) for h in fts5.hits]
     assert not QueryProcessing.parse("stopwords=zh").weighted
+
+
+@pytest.mark.parametrize(
+    ("spelled", "same_as"),
+    [
+        ("prf=rm3,fb_docs=10", "prf=rm3"),
+        ("prf=rm3,fb_docs=10,fb_terms=10,original_weight=0.5", "prf=rm3"),
+        ("prf=bo1,fb_docs=3,fb_terms=10", "prf=bo1"),
+        ("stopwords=zh,prf=bo1,fb_terms=10", "prf=bo1,stopwords=zh"),
+    ],
+)
+def test_a_method_s_defaults_written_out_are_the_same_system(spelled: str, same_as: str) -> None:
+    """One system, one name: compare's rows, tune's candidates and the index cache key by it."""
+    assert QueryProcessing.parse(spelled).written == QueryProcessing.parse(same_as).written
+    assert QueryProcessing.parse(spelled).system == QueryProcessing.parse(same_as).system
+    assert QueryProcessing.parse("prf=rm3,fb_docs=5").written != QueryProcessing.parse("prf=rm3").written

@@ -109,6 +109,10 @@ class QueryProcessing(Configurable):
                 f"query processing option 'original_weight' is rm3's; prf={method} adds its terms to the query",
                 hint="leave original_weight out, or use prf=rm3",
             )
+        if method is not None:  # a method's own default, written out, is the same system: one name, one cache key
+            for key, default in zip(("fb_docs", "fb_terms", "original_weight"), FEEDBACK_DEFAULTS[method], strict=True):
+                if self.options[key] is not None and self.options[key] == default:
+                    self.options[key] = None
 
     @classmethod
     def parse(cls, text: str) -> QueryProcessing:
