@@ -23,6 +23,7 @@ from rag_eval.index.store import Index
 from rag_eval.index.writer import build
 from rag_eval.search.query import compile_query
 from rag_eval.search.searching import search
+from rag_eval.serve.served import IndexSet
 
 WORDS = ["导出", "备份", "文件", "保留", "的", "设置", "网络", "abc", "de", "数据", "的的", "多久"]
 PAIRS = [(0.0, 0.0), (0.0, 1.0), (0.9, 0.4), (2.0, 1.0), (1.2, 0.3), (0.5, 0.75), (3.7, 0.05), (1000.0, 0.5)]
@@ -239,6 +240,17 @@ def test_index_build_records_the_pair_and_search_ranks_with_it(tmp_path: Path, d
             assert [(hit.id, hit.score) for hit in default] == fts5_top(index, "导出备份", "or", 10)
     shown = invoke("search", path, "导出备份", "--engine", "impact:b=0.4,k1=0.9", "--json")
     assert shown.exit_code == 0 and json.loads(shown.output)["hits"][0]["score"] == recorded[0][1]
+    served = IndexSet([path])  # the MCP server's search tool: the engine the index records
+    try:
+        keys = [hit["key"] for hit in served.search("说明 确认")["hits"]]
+    finally:
+        served.close()
+    with Index.open(path) as index:
+        ranked = {
+            engine: [hit.chunk.key for hit in search(index, "说明 确认", snippets=False, engine=engine).hits]
+            for engine in ("impact:b=0.4,k1=0.9", "impact")
+        }
+    assert keys == ranked["impact:b=0.4,k1=0.9"] != ranked["impact"]  # the pair reorders this query's hits
 
 
 def without_tfs(path: Path) -> None:
