@@ -153,8 +153,9 @@ def _print_tune(result: TuneResult, *, as_json: bool) -> None:
     """The paragraph and the warning (or tune.json's summary) on stdout, what was written on stderr."""
     if as_json:
         report = result.report
-        keys = ("recommendation", "front", "tied_on_dev", "test", "paragraph", "warning", "split", "seconds")
-        keys += ("objective", "held_back", "leave_one_out")  # a tune across collections
+        # One dataset's keys, then a tune across collections' (each report holds the keys of its kind).
+        keys = ["recommendation", "front", "tied_on_dev", "test", "paragraph", "warning", "split", "seconds"]
+        keys += ["objective", "held_back", "leave_one_out"]
         summary = {key: report[key] for key in keys if key in report}
         click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
     else:

@@ -152,3 +152,23 @@ def test_a_collection_without_judged_relevant_queries_is_one_error(tmp_path: Pat
     line = one_error(result)
     assert "has no judged query with a relevant document" in line, line
     assert not (tmp_path / "out").exists()
+
+
+def test_json_prints_the_summary_of_a_tune_across_collections(three: dict[str, Any], tmp_path: Path) -> None:
+    result = invoke(
+        "tune",
+        *three["refs"][:2],
+        "--space",
+        str(three["space"]),
+        "--budget",
+        "3",
+        "--repeat",
+        "1",
+        "--json",
+        "-o",
+        str(tmp_path / "out"),
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert {"recommendation", "objective", "held_back", "leave_one_out", "paragraph"} <= set(summary)
+    assert [h["collection"] for h in summary["leave_one_out"]] == ["handbook", "evidence-mini"]
