@@ -26,7 +26,6 @@ and most finalists, so leaving each collection out costs far less than tuning ag
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -62,7 +61,7 @@ from .search import (
     _relevant,
     pick,
 )
-from .space import Candidate, checked_pool, load_space
+from .space import Candidate, check_limits, checked_pool, load_space
 
 #: How the collections' gains over their best single tokenizer make one figure.
 OBJECTIVES: dict[str, Callable[[list[float]], float]] = {
@@ -348,16 +347,8 @@ def tune_collections(
         found = choose(collections, pool, budget=budget, objective=objective, memo=memo, constraints=constraints)
         recommendation = found.front[0].candidate
         evidence = _holm([held_out(c, recommendation, singles, memo) for c in collections])
-        folds = []
-        if leave_one_out:
-            for left in collections:
-                others = [c for c in collections if c is not left]
-                fold = choose(others, pool, budget=budget, objective=objective, memo=memo, constraints=constraints)
-                folds.append((fold, held_out(left, fold.front[0].candidate, singles, memo)))
-        loco = _holm([h for _fold, h in folds]) if folds else []
-        report = _report_json(
-            collections, found, evidence, [(f, h) for (f, _), h in zip(folds, loco, strict=True)], metric, objective
-        )
+        folds = _leave_each_out(collections, pool, budget, objective, memo, constraints) if leave_one_out else []
+        report = _report_json(collections, found, evidence, folds, metric, objective)
         report.update(
             environment=started_in,
             split={
@@ -384,6 +375,26 @@ def tune_collections(
     return CollectionsResult(report, Path(output), recommendation, report["paragraph"])
 
 
+def _leave_each_out(
+    collections: list[Collection],
+    pool: list[Candidate],
+    budget: int,
+    objective: str,
+    memo: Memo,
+    constraints: Constraints,
+) -> list[tuple[Choice, HeldOut]]:
+    """Step 5: each collection left out in turn, the others' choice tested on its held-back queries (Holm over
+    the folds)."""
+    singles = [c for c in pool if c.single]
+    folds = []
+    for left in collections:
+        others = [c for c in collections if c is not left]
+        fold = choose(others, pool, budget=budget, objective=objective, memo=memo, constraints=constraints)
+        folds.append((fold, held_out(left, fold.front[0].candidate, singles, memo)))
+    adjusted = _holm([found for _fold, found in folds])
+    return [(fold, found) for (fold, _), found in zip(folds, adjusted, strict=True)]
+
+
 def _check_arguments(
     refs: list[str], objective: str, budget: int, max_p95_ms: float | None, max_index_mb: float | None
 ) -> None:
@@ -391,11 +402,7 @@ def _check_arguments(
         raise RagEvalError(f"tuning across collections needs at least two datasets, not {len(refs)}")
     if objective not in OBJECTIVES:
         raise RagEvalError(f"unknown objective {objective!r}; choose from: {', '.join(OBJECTIVES)}")
-    if budget < 1:
-        raise RagEvalError(f"--budget must be at least 1, not {budget}")
-    for value, name in ((max_p95_ms, "--max-p95-ms"), (max_index_mb, "--max-index-mb")):
-        if value is not None and not (value > 0 and math.isfinite(value)):
-            raise RagEvalError(f"{name} must be a finite number above 0, not {value}")
+    check_limits(budget, max_p95_ms, max_index_mb)
 
 
 def _distinct(refs: list[str], collections: list[Collection]) -> None:

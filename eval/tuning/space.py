@@ -211,3 +211,12 @@ def checked_pool(space: dict[str, Any], space_file: Path | None) -> list[Candida
             hint='list a tokenizer that is not a hybrid, with "" in processing (and the default engine in engines)',
         )
     return pool
+
+
+def check_limits(budget: int, max_p95_ms: float | None, max_index_mb: float | None) -> None:
+    """Refuse a budget below 1 and a constraint that is not a finite number above 0 (tune.json is strict JSON)."""
+    if budget < 1:
+        raise RagEvalError(f"--budget must be at least 1, not {budget}")
+    for value, name in ((max_p95_ms, "--max-p95-ms"), (max_index_mb, "--max-index-mb")):
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise RagEvalError(f"{name} must be a finite number above 0, not {value}")

@@ -26,7 +26,6 @@ test queries, and recommend one system with the evidence.
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,7 +71,7 @@ from .search import clearly_slower as clearly_slower
 from .search import pick as pick
 from .space import MAX_CANDIDATES as MAX_CANDIDATES
 from .space import MAX_SPACE_BYTES as MAX_SPACE_BYTES
-from .space import Candidate, candidates, checked_pool, load_space
+from .space import Candidate, candidates, check_limits, checked_pool, load_space
 
 
 @dataclass
@@ -106,11 +105,7 @@ def tune(
     # Compare keys every row by the canonical spelling (ndcg@10 is nDCG@10, P(rel=1)@5 is P@5): so must tune.
     # Tune ranks by it, higher better: a count (NumRet) would recommend the system that retrieves the most.
     metric = quality_metric(metric, "tune")
-    if budget < 1:
-        raise RagEvalError(f"--budget must be at least 1, not {budget}")
-    for value, name in ((max_p95_ms, "--max-p95-ms"), (max_index_mb, "--max-index-mb")):
-        if value is not None and not (value > 0 and math.isfinite(value)):  # tune.json is strict JSON
-            raise RagEvalError(f"{name} must be a finite number above 0, not {value}")
+    check_limits(budget, max_p95_ms, max_index_mb)
     # report.md inside a dataset folder would be read as part of a Markdown corpus there the next time.
     read = [read_from(source) for source in (dataset_ref, eval_on) if source is not None]
     refuse_inside_source(output, read, what="tune folder")
