@@ -49,14 +49,21 @@ class Candidate:
         )
 
 
+#: Spaces shipped with rag-eval (``eval/spaces/NAME.toml``), named by ``--space NAME``: ``default`` (what tune
+#: searches without --space) and ``wide`` (the default plus bm25 k1/b pairs and pseudo-relevance feedback).
+SHIPPED_SPACES = ("default", "wide")
+
+
 def load_space(path: Path | None) -> dict[str, Any]:
-    """The search space: a TOML file, or the shipped default (``eval/spaces/default.toml``)."""
-    text = (
-        read_text(path, RagEvalError, max_bytes=MAX_SPACE_BYTES)
-        if path is not None
-        else (files("rag_eval.eval") / "spaces" / "default.toml").read_text(encoding="utf-8")
-    )
-    where = str(path) if path is not None else "the default space"
+    """The search space: a TOML file, a shipped space by name (``wide``; a file of that name here wins), or the
+    shipped default (``eval/spaces/default.toml``)."""
+    shipped = "default" if path is None else str(path) if str(path) in SHIPPED_SPACES and not path.exists() else None
+    if shipped is not None:
+        text = (files("rag_eval.eval") / "spaces" / f"{shipped}.toml").read_text(encoding="utf-8")
+    else:
+        assert path is not None
+        text = read_text(path, RagEvalError, max_bytes=MAX_SPACE_BYTES)
+    where = str(path) if shipped is None else f"the {shipped} space"
     try:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError) as exc:

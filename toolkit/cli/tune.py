@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     "--space",
     "space_file",
     type=click.Path(path_type=Path),
-    help="A TOML search space (keys: tokenizers, hybrid_sizes, weights, processing, fusion, engines). "
-    "Default: the shipped space.",
+    help="A TOML search space (keys: tokenizers, hybrid_sizes, weights, processing, fusion, engines), or 'wide': "
+    "the shipped default plus bm25 k1/b pairs and Bo1 feedback. Default: the shipped default space.",
 )
 @click.option(
     "--budget",
@@ -127,6 +127,7 @@ def tune_cmd(
       rag-eval tune my-beir-set/ --max-p95-ms 20 -o out/tune-mine       # a BEIR folder with qrels
       rag-eval tune my-beir-set/ --eval-on other-beir-set/ -o out/transfer
       rag-eval tune handbook set-a/ set-b/ -o out/across            # one system for all, leave-one-out table
+      rag-eval tune my-beir-set/ --space wide --budget 24 -o out/wide     # also bm25 k1/b and feedback
     """
     from ..eval.tuning.tune import run_tune
 

@@ -153,3 +153,18 @@ def test_a_hybrid_listed_as_a_tokenizer_is_a_candidate_not_a_field(tmp_path: Pat
     space = _space(tmp_path, 'tokenizers = ["bigram+unigram", "bigram", "unigram"]\nhybrid_sizes = [2]\n')
     names = [c.name for c in candidates(load_space(space))]
     assert names == ["bigram+unigram", "bigram", "unigram"]
+
+
+def test_wide_names_the_shipped_wider_space_unless_a_file_of_that_name_is_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--space wide: the default's candidates, and the same systems under bm25 k1/b pairs and with Bo1 feedback."""
+    from rag_eval.eval.tuning.space import candidates, load_space
+
+    monkeypatch.chdir(tmp_path)
+    default, wide = candidates(load_space(None)), candidates(load_space(Path("wide")))
+    names = {c.name for c in wide}
+    assert {c.name for c in default} <= names and len(wide) > 3 * len(default) - 100
+    assert "bigram | engine=impact:b=0.3,k1=0.4" in names and "unigram | query:prf=bo1" in names
+    (tmp_path / "wide").write_text('tokenizers = ["bigram"]\n', encoding="utf-8")
+    assert [c.name for c in candidates(load_space(Path("wide")))] == ["bigram"]
