@@ -868,7 +868,7 @@ class LabelFree:
         out: dict[str, Any] = {"depth": depth, "rbo_p": self.rbo_p, "questions": self.questions}
         if self.scripts is not None:
             out["scripts"] = dict(self.scripts)
-        return out | {
+        out |= {
             "judged": self.judged,
             "zero_hit_rate": dict(self.zero_hit_rate),
             "overlap": [
@@ -878,7 +878,10 @@ class LabelFree:
             "disagreements": [self._disagreement_json(item) for item in self.disagreements],
             "warning": self.warning,
             "detectable_difference": self.detectable_difference,
-        } | ({} if self.default_choice is None else {"default_choice": dict(self.default_choice)})
+        }
+        if self.default_choice is not None:
+            out["default_choice"] = dict(self.default_choice)
+        return out
 
     def _disagreement_json(self, item: Disagreement) -> dict[str, Any]:
         out: dict[str, Any] = {
