@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.signals import default_sigint
 
 # Runs `rag-eval index build` through the console entry point; the first text the tokenizer sees sends the signal
 # to the process (as `kill` or Ctrl-C would), in the middle of the build.
@@ -54,6 +55,7 @@ def test_a_signal_mid_build_is_one_line_its_status_and_nothing_left(
         capture_output=True,
         text=True,
         timeout=60,
+        preexec_fn=default_sigint,
     )
     assert done.returncode == status, (done.returncode, done.stderr)
     assert done.stderr.splitlines()[-1].startswith(f"error: {line}"), done.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.paths import TESTS
+from helpers.signals import default_sigint
 from rag_eval.eval.judging.judgments import Judgments, PoolIdentity
 from rag_eval.eval.judging.pool import build_pool, plan
 from rag_eval.eval.judging.selection import Selector
@@ -89,10 +90,6 @@ def make_change(judgments: Judgments, change: str) -> None:
         judgments.undo()
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 class Server:
     """``rag-eval judge`` in a child process; its URL read from the first line it prints."""
 
@@ -107,7 +104,7 @@ class Server:
             env=os.environ.copy(),
             # Ctrl-C as in a terminal: a test run started in the background (CI runners, `cmd &`) inherits
             # SIGINT ignored, and Python keeps an ignored SIGINT ignored, so the clean stop below never came
-            preexec_fn=_default_sigint,
+            preexec_fn=default_sigint,
         )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.signals import default_sigint
 
 import rag_eval.index.tokenize_pool as pool
 from rag_eval.index.store import Index
@@ -161,7 +162,9 @@ def test_ctrl_c_prints_no_traceback_from_pool_workers() -> None:
     ForkProcess-3: Traceback ...") under the command's one line."""
     env = {**os.environ, "RAG_EVAL_WORKERS": "2"}
     command = [sys.executable, "-c", POOL, "ctrl-c"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, start_new_session=True)
+    done = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=60, start_new_session=True, preexec_fn=default_sigint
+    )
     assert done.stdout == "interrupted\n" and "Traceback" not in done.stderr, done.stderr
 
 
