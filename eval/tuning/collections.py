@@ -43,10 +43,11 @@ from ..datasets.formats import load_dataset
 from ..datasets.records import Dataset
 from ..datasets.shipped import read_from
 from ..datasets.split import DEFAULT_BUDGET, DEFAULT_METRIC, DEV_FRACTION, SALT, split_ids, subset
-from ..datasets.split_record import PART, split_block, tuned_split
+from ..datasets.split_record import PART, tuned_split
 from ..metrics.significance import holm, randomization_test
 from .output import COLLECTIONS_SCHEMA as SCHEMA
 from .output import tune_owned
+from .report import code_cell, recommendation_toml
 from .search import (
     FIRST_ROUND_SHARE,
     TIE_RULE,
@@ -368,7 +369,7 @@ def tune_collections(
         files = {
             "tune.json": json.dumps(report, ensure_ascii=False, indent=2) + "\n",
             "report.md": render(report),
-            "recommendation.toml": _recommendation_toml(recommendation, report["paragraph"], blocks),
+            "recommendation.toml": recommendation_toml(recommendation, report["paragraph"], blocks),
         }
         for name, text in files.items():  # the staging folder is published whole, or not at all
             (staging / name).write_text(text, encoding="utf-8")
@@ -505,18 +506,6 @@ def _gain(item: dict[str, Any]) -> str:
     return f"{item['collection']} {item['delta']:+.4f} (p {item['p_holm']:.4f})"
 
 
-def _recommendation_toml(candidate: Candidate, text: str, blocks: list[Any]) -> str:
-    """recommendation.toml: the systems file of one tune, with one tuned-on block per collection."""
-    from .report import recommendation_toml
-
-    single = recommendation_toml(candidate, text)
-    head, rest = single.split("\n\n", 1)
-    lines = [head, ""]
-    for block in blocks:
-        lines += [*split_block(block), ""]
-    return "\n".join(lines) + "\n" + rest
-
-
 def render(report: dict[str, Any]) -> str:
     """report.md: the recommendation, the leave-one-collection-out table, the held-back evidence, the dev trials."""
     metric = report["metric"]
@@ -540,7 +529,7 @@ def render(report: dict[str, Any]) -> str:
     ]
     for h in report["leave_one_out"]:
         out.append(
-            f"| {h['collection']} | {_cell(h['candidate'])} | {h[metric]:.4f} | {_cell(h['best_single'])} "
+            f"| {h['collection']} | {code_cell(h['candidate'])} | {h[metric]:.4f} | {code_cell(h['best_single'])} "
             f"{h['best_single_quality']:.4f} | {h['delta']:+.4f} | {h['p_holm']:.4f} | "
             f"{'yes' if h['as_good'] else 'no'} | {'yes' if h['significantly_better'] else 'no'} |"
         )
@@ -555,7 +544,7 @@ def render(report: dict[str, Any]) -> str:
     ]
     for h in report["held_back"]:
         out.append(
-            f"| {h['collection']} | {h['judged_queries']} | {h[metric]:.4f} | {_cell(h['best_single'])} "
+            f"| {h['collection']} | {h['judged_queries']} | {h[metric]:.4f} | {code_cell(h['best_single'])} "
             f"{h['best_single_quality']:.4f} | {h['delta']:+.4f} | {h['p']:.4f} | {h['p_holm']:.4f} |"
         )
     collections = [c["id"] for c in report["collections"]]
@@ -570,11 +559,7 @@ def render(report: dict[str, Any]) -> str:
     for t in sorted((t for t in report["trials"] if t["round"] == 2), key=lambda t: -t["objective"]):
         cells = " | ".join(f"{t['dev_quality'][c]:.4f}" for c in collections)
         out.append(
-            f"| {_cell(t['candidate'])} | {t['objective']:+.4f} | {cells} | {t['p95_ms']} | {t['index_mb']} | "
+            f"| {code_cell(t['candidate'])} | {t['objective']:+.4f} | {cells} | {t['p95_ms']} | {t['index_mb']} | "
             f"{'yes' if t['candidate'] in front else ''} |"
         )
     return "\n".join(out) + "\n"
-
-
-def _cell(name: str) -> str:
-    return "`" + name.replace("|", "\\|") + "`"

@@ -210,7 +210,7 @@ def _beaten(
     )
 
 
-def _cell(name: str) -> str:
+def code_cell(name: str) -> str:
     """A candidate's name as a code span in a Markdown table cell: its ``|`` (``bigram | query:...``) escaped, or
     the row splits there."""
     return "`" + name.replace("|", "\\|") + "`"
@@ -220,12 +220,14 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f} ms"
 
 
-def recommendation_toml(candidate: Candidate, paragraph: str, split: TunedSplit | None = None) -> str:
+def recommendation_toml(
+    candidate: Candidate, paragraph: str, split: TunedSplit | list[TunedSplit] | None = None
+) -> str:
     """A --systems file that compare (and, for one system, index build --from) accepts, with the split tune chose on
-    (a block of comments that versions before it skip)."""
+    (a block of comments that versions before it skip; one block per collection for a tune across collections)."""
     lines = ["# Written by rag-eval tune. " + paragraph, ""]
-    if split is not None:
-        lines += [*split_block(split), ""]
+    for block in [] if split is None else split if isinstance(split, list) else [split]:
+        lines += [*split_block(block), ""]
     systems = [candidate.system] if candidate.system is not None else list(candidate.members)
     for system in systems:
         assert system is not None
@@ -275,7 +277,7 @@ def render_tune(report: dict[str, Any]) -> str:
     for item in report["test"]["front"]:
         mark = " (the recommendation)" if item["candidate"] == report["recommendation"] else ""
         out.append(
-            f"| {_cell(item['candidate'])}{mark} | {item[metric]:.4f} | {item['delta']:+.4f} | {item['p']:.4f} | "
+            f"| {code_cell(item['candidate'])}{mark} | {item[metric]:.4f} | {item['delta']:+.4f} | {item['p']:.4f} | "
             f"{item['p_holm']:.4f} | {item['p95_ms'] if item['p95_ms'] is not None else '-'} | {item['index_mb']} |"
         )
     if report.get("chart"):
@@ -298,7 +300,7 @@ def render_tune(report: dict[str, Any]) -> str:
     on_front = set(report["front"])
     for trial in sorted(report["trials"], key=lambda t: (-t["round"], -t["quality"])):
         out.append(
-            f"| {_cell(trial['candidate'])} | {trial['round']} | {trial['queries']} | {trial['quality']:.4f} | "
+            f"| {code_cell(trial['candidate'])} | {trial['round']} | {trial['queries']} | {trial['quality']:.4f} | "
             f"{trial['p95_ms']} | {trial['index_mb']} | "
             f"{'yes' if trial['candidate'] in on_front and trial['round'] == 2 else ''} |"
         )
